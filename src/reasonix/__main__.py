@@ -1,0 +1,3 @@
+from reasonix.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,211 @@
+"""Typed events and the sinks that receive them.
+
+Every frontend (terminal, JSON output, session store, web view) reads the same events. Events are
+small immutable records; each has a ``kind`` tag and ``to_dict()`` for JSON. ``role`` names the
+agent that emitted it (``"executor"``, ``"planner"``, or ``"controller"``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import IO, Any, ClassVar, Protocol, TypeVar, runtime_checkable
+
+from reasonix.messages import ToolCall, Usage
+
+
+class UsageSource(enum.StrEnum):
+    """Who spent the tokens of a request; prices come from that role's own model."""
+
+    EXECUTOR = "executor"
+    PLANNER = "planner"
+    COMPACTION = "compaction"
+    OTHER = "other"
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        if hasattr(value, "to_dict"):
+            return value.to_dict()
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Base of all events."""
+
+    kind: ClassVar[str] = "event"
+    role: str
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"kind": self.kind}
+        for f in dataclasses.fields(self):
+            data[f.name] = _plain(getattr(self, f.name))
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStarted(Event):
+    kind: ClassVar[str] = "turn_started"
+    turn: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEnded(Event):
+    """``reason``: ``done`` | ``step_limit`` | ``cancelled`` | ``error`` | ``stalled`` | ..."""
+
+    kind: ClassVar[str] = "turn_ended"
+    turn: int
+    reason: str
+    text: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TextDeltaEvent(Event):
+    kind: ClassVar[str] = "text_delta"
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDeltaEvent(Event):
+    kind: ClassVar[str] = "reasoning_delta"
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallEvent(Event):
+    kind: ClassVar[str] = "tool_call"
+    call: ToolCall
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultEvent(Event):
+    kind: ClassVar[str] = "tool_result"
+    call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TodoChanged(Event):
+    kind: ClassVar[str] = "todo_changed"
+    items: tuple[Any, ...]  # tuple[TodoItem, ...]; typed loosely to keep this layer import-free
+
+
+@dataclass(frozen=True, slots=True)
+class RetryEvent(Event):
+    kind: ClassVar[str] = "retry"
+    attempt: int
+    delay: float
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class UsageEvent(Event):
+    """One request's usage, stamped with who spent it and what it cost (USD)."""
+
+    kind: ClassVar[str] = "usage"
+    source: UsageSource
+    model: str
+    usage: Usage
+    cost: float
+
+
+@dataclass(frozen=True, slots=True)
+class CacheMissExplained(Event):
+    """The server reported fewer cache hits than a pure-append history allows; ``changed`` says
+    which part of the prefix changed (``system``, ``tools``, ``history``) or ``unknown``."""
+
+    kind: ClassVar[str] = "cache_miss_explained"
+    expected_hit_tokens: int
+    actual_hit_tokens: int
+    changed: tuple[str, ...]
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorEvent(Event):
+    kind: ClassVar[str] = "error"
+    error_type: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class NoticeEvent(Event):
+    """Something the user should know that is not an error (e.g. output capped, step limit)."""
+
+    kind: ClassVar[str] = "notice"
+    code: str
+    message: str
+
+
+E = TypeVar("E", bound=Event)
+
+
+@runtime_checkable
+class Sink(Protocol):
+    def emit(self, event: Event) -> None: ...
+
+
+class NullSink:
+    """Discards everything."""
+
+    def emit(self, event: Event) -> None:
+        return None
+
+
+@dataclass
+class CollectingSink:
+    """Keeps every event in memory; for tests and scripts."""
+
+    events: list[Event] = field(default_factory=list)
+
+    def emit(self, event: Event) -> None:
+        self.events.append(event)
+
+    def of_type(self, cls: type[E]) -> list[E]:
+        return [e for e in self.events if isinstance(e, cls)]
+
+    def kinds(self) -> list[str]:
+        return [e.kind for e in self.events]
+
+
+class JsonLinesSink:
+    """Writes one JSON object per event to a text stream (flushes each line)."""
+
+    def __init__(self, stream: IO[str], *, skip_deltas: bool = False) -> None:
+        self._stream = stream
+        self._skip = {"text_delta", "reasoning_delta"} if skip_deltas else set()
+        self._lock = threading.Lock()
+
+    def emit(self, event: Event) -> None:
+        if event.kind in self._skip:
+            return
+        line = json.dumps(event.to_dict(), ensure_ascii=False)
+        with self._lock:
+            self._stream.write(line + "\n")
+            self._stream.flush()
+
+
+class FanoutSink:
+    """Sends each event to several sinks in order."""
+
+    def __init__(self, sinks: Iterable[Sink]) -> None:
+        self.sinks = list(sinks)
+
+    def emit(self, event: Event) -> None:
+        for sink in self.sinks:
+            sink.emit(event)

@@ -1,0 +1,304 @@
+"""Plain typed data shared by every layer: chat messages, tool calls, model requests, usage,
+and the events a provider streams back.
+
+Everything here is immutable and does no I/O. Messages serialise to the exact wire form the
+chat-completions API expects (``to_wire``) and to a lossless storage form (``to_dict`` /
+``message_from_dict``). The wire form is a pure function of the message, so a stored message is
+sent as the same bytes on every request: the cache-first invariants depend on that.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
+FinishReason: TypeAlias = str  # stop | length | content_filter | tool_calls | ...
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A function call the model asked for. ``arguments`` is the raw JSON text the model wrote."""
+
+    id: str
+    name: str
+    arguments: str
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SystemMessage:
+    content: str
+    role: Literal["system"] = field(default="system", init=False)
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"role": "system", "content": self.content}
+
+
+@dataclass(frozen=True, slots=True)
+class UserMessage:
+    content: str
+    role: Literal["user"] = field(default="user", init=False)
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"role": "user", "content": self.content}
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantMessage:
+    """A complete assistant turn.
+
+    ``reasoning_content`` is sent back whenever the turn made tool calls (DeepSeek answers 400
+    otherwise in thinking mode); without tool calls it is kept in storage but not sent, because
+    the API ignores it there and it would only cost prompt tokens.
+    """
+
+    content: str = ""
+    reasoning_content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    role: Literal["assistant"] = field(default="assistant", init=False)
+
+    def to_wire(self) -> dict[str, Any]:
+        wire: dict[str, Any] = {"role": "assistant", "content": self.content}
+        if self.tool_calls:
+            if self.reasoning_content is not None:
+                wire["reasoning_content"] = self.reasoning_content
+            wire["tool_calls"] = [c.to_wire() for c in self.tool_calls]
+        return wire
+
+
+@dataclass(frozen=True, slots=True)
+class ToolMessage:
+    """The result of one tool call. ``is_error`` and ``name`` are local: never sent."""
+
+    tool_call_id: str
+    content: str
+    name: str = ""
+    is_error: bool = False
+    role: Literal["tool"] = field(default="tool", init=False)
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"role": "tool", "tool_call_id": self.tool_call_id, "content": self.content}
+
+
+Message: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolMessage
+
+
+def message_to_dict(message: Message) -> dict[str, Any]:
+    """Lossless storage form (includes local-only fields)."""
+    if isinstance(message, AssistantMessage):
+        return {
+            "role": "assistant",
+            "content": message.content,
+            "reasoning_content": message.reasoning_content,
+            "tool_calls": [c.to_wire() for c in message.tool_calls],
+        }
+    if isinstance(message, ToolMessage):
+        return {
+            "role": "tool",
+            "tool_call_id": message.tool_call_id,
+            "content": message.content,
+            "name": message.name,
+            "is_error": message.is_error,
+        }
+    return {"role": message.role, "content": message.content}
+
+
+def message_from_dict(data: Mapping[str, Any]) -> Message:
+    """Inverse of :func:`message_to_dict`; also accepts the wire form."""
+    role = data.get("role")
+    if role == "system":
+        return SystemMessage(str(data["content"]))
+    if role == "user":
+        return UserMessage(str(data["content"]))
+    if role == "assistant":
+        calls = tuple(
+            ToolCall(
+                id=str(c["id"]),
+                name=str(c["function"]["name"]),
+                arguments=str(c["function"]["arguments"]),
+            )
+            for c in data.get("tool_calls") or ()
+        )
+        reasoning = data.get("reasoning_content")
+        return AssistantMessage(
+            content=str(data.get("content") or ""),
+            reasoning_content=None if reasoning is None else str(reasoning),
+            tool_calls=calls,
+        )
+    if role == "tool":
+        return ToolMessage(
+            tool_call_id=str(data["tool_call_id"]),
+            content=str(data["content"]),
+            name=str(data.get("name") or ""),
+            is_error=bool(data.get("is_error", False)),
+        )
+    raise ValueError(f"unknown message role: {role!r}")
+
+
+def canonical_json(value: Any) -> str:
+    """The one JSON encoding used for anything whose bytes must stay stable."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Usage
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts of one or more requests. ``prompt_tokens == cache_hit + cache_miss``."""
+
+    prompt_tokens: int = 0
+    cache_hit_tokens: int = 0
+    cache_miss_tokens: int = 0
+    completion_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.cache_hit_tokens + other.cache_hit_tokens,
+            self.cache_miss_tokens + other.cache_miss_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
+        )
+
+    @property
+    def hit_ratio(self) -> float:
+        return self.cache_hit_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "cache_hit_tokens": self.cache_hit_tokens,
+            "cache_miss_tokens": self.cache_miss_tokens,
+            "completion_tokens": self.completion_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
+        }
+
+    @classmethod
+    def from_api(cls, data: Mapping[str, Any]) -> Usage:
+        """Read a chat-completions ``usage`` object (DeepSeek or OpenAI flavour)."""
+        prompt = int(data.get("prompt_tokens") or 0)
+        details = data.get("prompt_tokens_details") or {}
+        hit_raw = data.get("prompt_cache_hit_tokens")
+        if hit_raw is None:
+            hit_raw = details.get("cached_tokens") if isinstance(details, Mapping) else None
+        hit = int(hit_raw or 0)
+        miss_raw = data.get("prompt_cache_miss_tokens")
+        miss = int(miss_raw) if miss_raw is not None else max(prompt - hit, 0)
+        completion_details = data.get("completion_tokens_details") or {}
+        reasoning = 0
+        if isinstance(completion_details, Mapping):
+            reasoning = int(completion_details.get("reasoning_tokens") or 0)
+        return cls(prompt, hit, miss, int(data.get("completion_tokens") or 0), reasoning)
+
+
+# ---------------------------------------------------------------------------------------------
+# Requests
+
+
+ReasoningEffort: TypeAlias = Literal["low", "medium", "high", "max", "none"]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """One chat-completions request, provider-neutral.
+
+    ``tools`` holds tool schemas in wire form (``{"type": "function", "function": {...}}``), already
+    in canonical order. ``thinking`` None means "leave the server default".
+    """
+
+    messages: tuple[Message, ...]
+    model: str | None = None
+    tools: tuple[Mapping[str, Any], ...] = ()
+    thinking: bool | None = None
+    reasoning_effort: ReasoningEffort | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    tool_choice: str | None = None
+    user_id: str | None = None
+    extra_body: Mapping[str, Any] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------------------------------
+# Stream events (what a Provider yields)
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStarted:
+    index: int
+    id: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallArgumentsDelta:
+    index: int
+    id: str
+    delta: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallComplete:
+    """Emitted only once the stream finished cleanly: never for half-streamed arguments."""
+
+    call: ToolCall
+
+
+@dataclass(frozen=True, slots=True)
+class UsageReported:
+    usage: Usage
+
+
+@dataclass(frozen=True, slots=True)
+class StreamRetry:
+    """The provider is about to retry the request (no output had reached the caller yet)."""
+
+    attempt: int
+    delay: float
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class StreamFinished:
+    """The last event of a successful stream: the assembled message and why it stopped."""
+
+    finish_reason: FinishReason
+    message: AssistantMessage
+    usage: Usage | None
+
+
+StreamEvent: TypeAlias = (
+    TextDelta
+    | ReasoningDelta
+    | ToolCallStarted
+    | ToolCallArgumentsDelta
+    | ToolCallComplete
+    | UsageReported
+    | StreamRetry
+    | StreamFinished
+)
+
+
+def wire_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    return [m.to_wire() for m in messages]

@@ -1,0 +1,575 @@
+"""Tools and the registry the agents call them through.
+
+A tool is a typed Python callable (sync or async) with a name, a description, a JSON schema made
+from its signature, and flags (``read_only``, ``destructive``). Schemas are canonical: keys are
+sorted when serialised and tools keep a fixed (sorted by name) order, so the bytes the model sees
+never change within a session.
+
+``ToolRegistry.execute`` never raises for the model's mistakes: broken JSON, a schema mismatch, an
+unknown tool, a refused permission, a timeout or an exception inside the tool each become a
+``ToolResult`` with ``is_error=True`` whose text tells the model what went wrong.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import enum
+import inspect
+import json
+import re
+import types
+import typing
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal, Protocol, Union, get_args, get_origin
+
+from reasonix.errors import ToolDefinitionError
+from reasonix.messages import canonical_json
+
+TOOL_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+# ---------------------------------------------------------------------------------------------
+# Results and context
+
+
+@dataclass(frozen=True, slots=True)
+class Effect:
+    """Something the host observed a tool do; feeds the progress ledger.
+
+    ``kind``: ``write`` (a file changed), ``command`` (a shell command ran), ``read`` (something
+    was read), ``todo`` (a todo item was completed), ``call`` (any other successful tool call).
+    ``target`` names the thing (a path, a command line); ``digest`` identifies the outcome, so the
+    same call with the same outcome is recognised as no new progress. ``ok`` is False for a
+    failed command (still recorded, so repeated failures can be detected).
+    """
+
+    kind: str
+    target: str
+    digest: str = ""
+    ok: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    content: str
+    is_error: bool = False
+    effects: tuple[Effect, ...] = ()
+
+    @classmethod
+    def error(cls, message: str) -> ToolResult:
+        return cls(message, is_error=True)
+
+
+@dataclass
+class ToolContext:
+    """What the host passes to a tool that asks for it (a parameter annotated ``ToolContext``).
+
+    ``state`` holds host objects tools may need (the checkpoint manager, the todo state, …) by
+    name; tools must tolerate a missing entry.
+    """
+
+    workspace: Path
+    role: str = "executor"
+    turn: int = 0
+    call_id: str = ""
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+class Permission(enum.StrEnum):
+    ALLOW = "allow"
+    DENY = "deny"
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionDecision:
+    permission: Permission
+    reason: str = ""
+
+    @property
+    def allowed(self) -> bool:
+        return self.permission is Permission.ALLOW
+
+
+class PermissionPolicy(Protocol):
+    """Decides, after arguments validated and before the tool runs, whether a call may run.
+    Implementations may ask the user (an approval callback) before answering."""
+
+    async def check(
+        self, tool: Tool, arguments: Mapping[str, Any], ctx: ToolContext
+    ) -> PermissionDecision: ...
+
+
+# ---------------------------------------------------------------------------------------------
+# Tool
+
+
+ToolFunc = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    func: ToolFunc
+    read_only: bool = False
+    destructive: bool = False
+    timeout: float | None = None
+    context_param: str | None = None
+    #: a free-form group name used by permission rules, e.g. ``edit`` for write_file/edit_file.
+    category: str = ""
+
+    def __post_init__(self) -> None:
+        if not TOOL_NAME_RE.match(self.name):
+            raise ToolDefinitionError(
+                f"Tool name {self.name!r} is not allowed: use 1-64 characters from [a-zA-Z0-9_-]."
+            )
+
+    def schema(self) -> dict[str, Any]:
+        """The wire form sent to the model."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": dict(self.parameters),
+            },
+        }
+
+    @classmethod
+    def from_function(
+        cls,
+        func: ToolFunc,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        read_only: bool = False,
+        destructive: bool = False,
+        timeout: float | None = None,
+        category: str = "",
+    ) -> Tool:
+        """Build a tool from a typed callable. Parameter descriptions come from
+        ``Annotated[T, "description"]``; the description from the docstring."""
+        params, ctx_param = schema_from_signature(func)
+        doc = description if description is not None else inspect.getdoc(func) or ""
+        return cls(
+            name=name or func.__name__,
+            description=doc.strip(),
+            parameters=params,
+            func=func,
+            read_only=read_only,
+            destructive=destructive,
+            timeout=timeout,
+            context_param=ctx_param,
+            category=category,
+        )
+
+
+def tool(
+    func: ToolFunc | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    read_only: bool = False,
+    destructive: bool = False,
+    timeout: float | None = None,
+    category: str = "",
+) -> Any:
+    """Decorator form of :meth:`Tool.from_function`: ``@tool(read_only=True)``."""
+
+    def wrap(f: ToolFunc) -> Tool:
+        return Tool.from_function(
+            f,
+            name=name,
+            description=description,
+            read_only=read_only,
+            destructive=destructive,
+            timeout=timeout,
+            category=category,
+        )
+
+    return wrap(func) if func is not None else wrap
+
+
+# ---------------------------------------------------------------------------------------------
+# Schema generation
+
+
+def _type_schema(tp: Any, where: str) -> dict[str, Any]:
+    description: str | None = None
+    if get_origin(tp) is Annotated:
+        base, *meta = get_args(tp)
+        description = next((m for m in meta if isinstance(m, str)), None)
+        schema = _type_schema(base, where)
+        if description:
+            schema["description"] = description
+        return schema
+    origin = get_origin(tp)
+    if tp is str:
+        return {"type": "string"}
+    if tp is bool:
+        return {"type": "boolean"}
+    if tp is int:
+        return {"type": "integer"}
+    if tp is float:
+        return {"type": "number"}
+    if tp is Any:
+        return {}
+    if origin is Literal:
+        values = list(get_args(tp))
+        kinds = {type(v) for v in values}
+        enum_schema: dict[str, Any] = {"enum": values}
+        if kinds == {str}:
+            enum_schema["type"] = "string"
+        elif kinds == {int}:
+            enum_schema["type"] = "integer"
+        return enum_schema
+    if origin in (list, tuple, Sequence, typing.Sequence) or tp in (list, tuple):
+        args = get_args(tp)
+        item = args[0] if args else Any
+        return {"type": "array", "items": _type_schema(item, where + "[]")}
+    if origin in (dict, Mapping) or tp is dict:
+        return {"type": "object"}
+    if origin in (Union, types.UnionType):
+        members = [a for a in get_args(tp) if a is not type(None)]
+        if len(members) == 1:
+            return _type_schema(members[0], where)
+        return {"anyOf": [_type_schema(a, where) for a in members]}
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        return _object_schema_from_dataclass(tp, where)
+    if isinstance(tp, type) and typing.is_typeddict(tp):
+        hints = typing.get_type_hints(tp, include_extras=True)
+        required = sorted(getattr(tp, "__required_keys__", set(hints)))
+        return {
+            "type": "object",
+            "properties": {k: _type_schema(v, f"{where}.{k}") for k, v in hints.items()},
+            "required": required,
+            "additionalProperties": False,
+        }
+    raise ToolDefinitionError(f"Cannot make a JSON schema for {where}: unsupported type {tp!r}")
+
+
+def _object_schema_from_dataclass(tp: type, where: str) -> dict[str, Any]:
+    hints = typing.get_type_hints(tp, include_extras=True)
+    props: dict[str, Any] = {}
+    required: list[str] = []
+    for f in dataclasses.fields(tp):
+        props[f.name] = _type_schema(hints[f.name], f"{where}.{f.name}")
+        no_default = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        if no_default:
+            required.append(f.name)
+    return {
+        "type": "object",
+        "properties": props,
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+def schema_from_signature(func: ToolFunc) -> tuple[dict[str, Any], str | None]:
+    """JSON schema of ``func``'s parameters, and the name of its ``ToolContext`` parameter."""
+    try:
+        hints = typing.get_type_hints(func, include_extras=True)
+    except Exception as exc:  # unresolved forward references, etc.
+        raise ToolDefinitionError(f"Cannot read type hints of {func!r}: {exc}") from exc
+    props: dict[str, Any] = {}
+    required: list[str] = []
+    ctx_param: str | None = None
+    for pname, param in inspect.signature(func).parameters.items():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise ToolDefinitionError(f"{func.__name__}: *args/**kwargs cannot become a schema")
+        tp = hints.get(pname)
+        if tp is None:
+            raise ToolDefinitionError(f"{func.__name__}: parameter {pname!r} needs a type hint")
+        if tp is ToolContext:
+            ctx_param = pname
+            continue
+        props[pname] = _type_schema(tp, f"{func.__name__}.{pname}")
+        if param.default is inspect.Parameter.empty:
+            required.append(pname)
+    return (
+        {
+            "type": "object",
+            "properties": props,
+            "required": required,
+            "additionalProperties": False,
+        },
+        ctx_param,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation (the subset of JSON Schema our generated schemas and MCP servers commonly use)
+
+
+def validate_arguments(schema: Mapping[str, Any], value: Any, path: str = "") -> list[str]:
+    """Return human-readable problems; empty when ``value`` satisfies ``schema``."""
+    problems: list[str] = []
+    where = path or "arguments"
+    if "anyOf" in schema or "oneOf" in schema:
+        options = schema.get("anyOf") or schema.get("oneOf") or []
+        if not any(not validate_arguments(o, value, path) for o in options):
+            problems.append(f"{where}: does not match any allowed form")
+        return problems
+    if "enum" in schema and value not in schema["enum"]:
+        allowed = ", ".join(json.dumps(v) for v in schema["enum"])
+        problems.append(f"{where}: {json.dumps(value)} is not one of {allowed}")
+        return problems
+    expected = schema.get("type")
+    types_ok = {
+        "string": lambda v: isinstance(v, str),
+        "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+        "boolean": lambda v: isinstance(v, bool),
+        "array": lambda v: isinstance(v, list),
+        "object": lambda v: isinstance(v, dict),
+        "null": lambda v: v is None,
+    }
+    if isinstance(expected, list):
+        if not any(types_ok.get(t, lambda v: True)(value) for t in expected):
+            problems.append(f"{where}: expected one of {expected}, got {_json_type(value)}")
+            return problems
+    elif isinstance(expected, str) and expected in types_ok and not types_ok[expected](value):
+        problems.append(f"{where}: expected {expected}, got {_json_type(value)}")
+        return problems
+    if isinstance(value, dict):
+        props: Mapping[str, Any] = schema.get("properties", {})
+        for key in schema.get("required", []):
+            if key not in value:
+                problems.append(f"{where}: missing required property {key!r}")
+        for key, item in value.items():
+            if key in props:
+                problems.extend(validate_arguments(props[key], item, f"{path}.{key}".lstrip(".")))
+            elif schema.get("additionalProperties") is False:
+                known = ", ".join(sorted(props)) or "none"
+                problems.append(f"{where}: unknown property {key!r} (known: {known})")
+    if isinstance(value, list) and isinstance(schema.get("items"), Mapping):
+        for i, item in enumerate(value):
+            problems.extend(validate_arguments(schema["items"], item, f"{where}[{i}]"))
+    return problems
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _coerce(tp: Any, value: Any) -> Any:
+    """Turn validated JSON into the callable's declared types (dataclasses, tuples)."""
+    if get_origin(tp) is Annotated:
+        return _coerce(get_args(tp)[0], value)
+    origin = get_origin(tp)
+    if origin in (Union, types.UnionType):
+        if value is None:
+            return None
+        args = [a for a in get_args(tp) if a is not type(None)]
+        return _coerce(args[0], value) if len(args) == 1 else value
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp) and isinstance(value, dict):
+        hints = typing.get_type_hints(tp, include_extras=True)
+        return tp(**{k: _coerce(hints[k], v) for k, v in value.items()})
+    if origin in (list, Sequence, typing.Sequence) and isinstance(value, list):
+        (item,) = get_args(tp) or (Any,)
+        return [_coerce(item, v) for v in value]
+    if origin is tuple and isinstance(value, list):
+        (item, *_rest) = get_args(tp) or (Any,)
+        return tuple(_coerce(item, v) for v in value)
+    if tp is float and isinstance(value, int):
+        return float(value)
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# Output capping
+
+
+def cap_output(text: str, limit: int) -> str:
+    """Cap tool output at ``limit`` characters, keeping the head and the tail and saying how much
+    was cut. Applied once, when the result enters a session."""
+    if limit <= 0 or len(text) <= limit:
+        return text
+    head = int(limit * 0.7)
+    tail = limit - head
+    cut = len(text) - head - tail
+    lines_cut = text.count("\n", head, len(text) - tail)
+    note = f"\n[... output capped: {cut} characters ({lines_cut} lines) cut from the middle ...]\n"
+    return text[:head] + note + text[len(text) - tail :]
+
+
+# ---------------------------------------------------------------------------------------------
+# Registry
+
+
+class ToolRegistry:
+    """An ordered, immutable-by-convention set of tools.
+
+    Tools are kept sorted by name so schema bytes do not depend on registration order. Build the
+    registry before a session starts; adding tools mid-session would change the prefix.
+    """
+
+    def __init__(
+        self,
+        tools: Iterable[Tool] = (),
+        *,
+        policy: PermissionPolicy | None = None,
+        default_timeout: float | None = 120.0,
+    ) -> None:
+        self._tools: dict[str, Tool] = {}
+        self.policy = policy
+        self.default_timeout = default_timeout
+        self._schemas_cache: tuple[dict[str, Any], ...] | None = None
+        for t in tools:
+            self.add(t)
+
+    # -- building ------------------------------------------------------------------------------
+
+    def add(self, item: Tool | ToolFunc) -> Tool:
+        t = item if isinstance(item, Tool) else Tool.from_function(item)
+        if t.name in self._tools:
+            raise ToolDefinitionError(f"Duplicate tool name {t.name!r}")
+        self._tools[t.name] = t
+        self._tools = dict(sorted(self._tools.items()))
+        self._schemas_cache = None
+        return t
+
+    def extend(self, tools: Iterable[Tool | ToolFunc]) -> ToolRegistry:
+        for t in tools:
+            self.add(t)
+        return self
+
+    def read_only(self) -> ToolRegistry:
+        """The filtered view (same policy) the planner uses."""
+        return ToolRegistry(
+            (t for t in self._tools.values() if t.read_only),
+            policy=self.policy,
+            default_timeout=self.default_timeout,
+        )
+
+    def with_tools(self, extra: Iterable[Tool | ToolFunc]) -> ToolRegistry:
+        """A new registry with these tools plus ``extra``."""
+        reg = ToolRegistry(
+            self._tools.values(), policy=self.policy, default_timeout=self.default_timeout
+        )
+        return reg.extend(extra)
+
+    @classmethod
+    def default(cls, workdir: str | Path, **kwargs: Any) -> ToolRegistry:
+        """The built-in coding tools confined to ``workdir``."""
+        from reasonix.tools.builtin import default_tools
+
+        return cls(default_tools(Path(workdir)), **kwargs)
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def schemas(self) -> tuple[dict[str, Any], ...]:
+        if self._schemas_cache is None:
+            # Round-trip through canonical JSON so key order is stable whatever the source.
+            self._schemas_cache = tuple(
+                json.loads(canonical_json(t.schema())) for t in self._tools.values()
+            )
+        return self._schemas_cache
+
+    def schema_bytes(self) -> str:
+        return canonical_json(list(self.schemas()))
+
+    # -- running -------------------------------------------------------------------------------
+
+    async def execute(self, name: str, arguments: str, ctx: ToolContext) -> ToolResult:
+        """Parse, validate, check permission, run. Never raises for the model's mistakes."""
+        t = self._tools.get(name)
+        if t is None:
+            known = ", ".join(self._tools) or "(none)"
+            return ToolResult.error(f"Unknown tool {name!r}. Available tools: {known}.")
+        try:
+            args = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError as exc:
+            return ToolResult.error(
+                f"The arguments for {name} are not valid JSON ({exc.msg} at character "
+                f"{exc.pos}). Call {name} again with a single JSON object that matches its schema."
+            )
+        if not isinstance(args, dict):
+            return ToolResult.error(
+                f"The arguments for {name} must be a JSON object, got {_json_type(args)}."
+            )
+        problems = validate_arguments(t.parameters, args)
+        if problems:
+            return ToolResult.error(
+                f"Invalid arguments for {name}: " + "; ".join(problems[:8]) + ". Fix and retry."
+            )
+        if self.policy is not None:
+            decision = await self.policy.check(t, args, ctx)
+            if not decision.allowed:
+                why = decision.reason or "refused by the permission rules"
+                return ToolResult.error(f"Permission denied for {name}: {why}")
+        return await self._run(t, args, ctx)
+
+    async def _run(self, t: Tool, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        hints = typing.get_type_hints(t.func, include_extras=True)
+        kwargs = {k: _coerce(hints.get(k, Any), v) for k, v in args.items()}
+        if t.context_param:
+            kwargs[t.context_param] = ctx
+        timeout = t.timeout if t.timeout is not None else self.default_timeout
+        try:
+            if inspect.iscoroutinefunction(t.func):
+                coro: Awaitable[Any] = t.func(**kwargs)
+            else:
+                coro = asyncio.to_thread(t.func, **kwargs)
+            out = await asyncio.wait_for(coro, timeout) if timeout else await coro
+        except TimeoutError:
+            return ToolResult.error(f"{t.name} timed out after {timeout:g} s and was stopped.")
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            return ToolResult.error(f"{t.name} failed: {type(exc).__name__}: {exc}")
+        return _as_result(t.name, args, out)
+
+
+def _as_result(name: str, args: Mapping[str, Any], out: Any) -> ToolResult:
+    if isinstance(out, ToolResult):
+        result = out
+    elif isinstance(out, str):
+        result = ToolResult(out)
+    elif out is None:
+        result = ToolResult("(no output)")
+    else:
+        try:
+            result = ToolResult(json.dumps(out, ensure_ascii=False, default=str))
+        except (TypeError, ValueError):
+            result = ToolResult(str(out))
+    if not result.effects and not result.is_error:
+        # Any successful call is an observation; its digest makes repeats recognisable.
+        import hashlib
+
+        digest = hashlib.sha256(result.content.encode()).hexdigest()[:16]
+        target = f"{name}:{canonical_json(dict(args))}"
+        result = dataclasses.replace(result, effects=(Effect("call", target, digest),))
+    return result
