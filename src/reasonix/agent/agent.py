@@ -1,0 +1,418 @@
+"""The ``Agent``: one model, one session, the model <-> tool loop.
+
+``await agent.run(text)`` appends the user message and loops — request, stream, execute tool
+calls, append results — until the model answers without tool calls, the step limit is reached,
+a step hook asks to pause, or the run is cancelled. Both the executor and the planner are Agents.
+
+Whatever happens, the session stays valid for the next request: nothing half-streamed is
+stored, every assistant tool call gets a tool result (an explicit "interrupted" one if needed),
+and a turn never ends on a dangling user message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from reasonix.agent.prefix import PrefixShape, PrefixTracker
+from reasonix.agent.progress import ProgressLedger
+from reasonix.agent.session import Session
+from reasonix.agent.todo import TodoItem, TodoState
+from reasonix.errors import ProviderError, StreamCutError
+from reasonix.events import (
+    CacheMissExplained,
+    ErrorEvent,
+    NoticeEvent,
+    NullSink,
+    ReasoningDeltaEvent,
+    RetryEvent,
+    Sink,
+    TextDeltaEvent,
+    TodoChanged,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnEnded,
+    TurnStarted,
+    UsageEvent,
+    UsageSource,
+)
+from reasonix.messages import (
+    AssistantMessage,
+    ModelRequest,
+    ReasoningDelta,
+    ReasoningEffort,
+    StreamFinished,
+    StreamRetry,
+    SystemMessage,
+    TextDelta,
+    ToolCall,
+    ToolMessage,
+    Usage,
+    UserMessage,
+    canonical_json,
+)
+from reasonix.providers.base import Provider
+from reasonix.providers.models import Prices, price_usage
+from reasonix.tools.registry import ToolContext, ToolRegistry, ToolResult, cap_output
+
+DEFAULT_SYSTEM_PROMPT = """\
+You are reasonix, a coding agent working in the user's repository through tools.
+- Inspect before you change: read the files you will edit; search instead of guessing paths.
+- Make small, exact edits; keep the code's style. Run the relevant tests or commands to verify.
+- When a todo list is active, work through it in order and sign steps off with complete_step,
+  naming the evidence (e.g. the verification command you ran).
+- If something fails twice the same way, change approach instead of repeating it.
+- Answer concisely; say what you changed and how you verified it."""
+
+INTERRUPTED_CALL = "interrupted: the run was cancelled before this tool call finished."
+INTERRUPTED_TURN = "[interrupted before the assistant answered]"
+
+
+StopReason = Literal["done", "step_limit", "cancelled", "error", "paused", "length"]
+
+
+@dataclass
+class AgentOptions:
+    """How an agent talks to its model. ``prices`` default to the provider's model prices."""
+
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    model: str | None = None
+    thinking: bool | None = None
+    reasoning_effort: ReasoningEffort | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    max_steps: int = 50
+    usage_source: UsageSource = UsageSource.EXECUTOR
+    prices: Prices | None = None
+    max_tool_output_chars: int = 32_000
+    user_id: str | None = None
+    workspace: Path = field(default_factory=Path.cwd)
+    role: str = "executor"
+    #: a cache hit this many tokens below the previous prompt (with no planned rewrite) is
+    #: reported as a cache-miss event; covers the server's unit rounding.
+    cache_miss_tolerance: int = 256
+    #: the same call (tool + arguments) this many times within the last 2x calls is refused.
+    repeat_limit: int = 3
+    extra_body: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class StepInfo:
+    """Passed to the step hook after each model step (and its tool calls)."""
+
+    step: int
+    assistant: AssistantMessage
+    results: tuple[ToolMessage, ...]
+    progress_signature: str
+    made_progress: bool
+
+
+StepDecision = Literal["continue", "pause"]
+StepHook = Callable[[StepInfo], "StepDecision | Awaitable[StepDecision]"]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentResult:
+    text: str
+    stop_reason: StopReason
+    steps: int
+    usage: Usage
+    cost: float
+    error: str | None = None
+
+
+class Agent:
+    """``Agent(provider, tools, session, options, sink)``."""
+
+    def __init__(
+        self,
+        provider: Provider,
+        tools: ToolRegistry | None = None,
+        session: Session | None = None,
+        options: AgentOptions | None = None,
+        sink: Sink | None = None,
+    ) -> None:
+        self.provider = provider
+        self.tools = tools if tools is not None else ToolRegistry()
+        self.options = options or AgentOptions()
+        self.session = session if session is not None else Session(self.options.role)
+        self.sink: Sink = sink or NullSink()
+        self.todo_state = TodoState()
+        self.todo_state.on_change(self._todo_changed)
+        self.ledger = ProgressLedger()
+        self.turn = 0
+        self.usage_total = Usage()
+        self.cost_total = 0.0
+        self.requests = 0
+        #: host objects tools may use through ``ToolContext.state``
+        self.tool_state: dict[str, Any] = {"todo": self.todo_state, "ledger": self.ledger}
+        self.prefix_shapes: list[PrefixShape] = []
+        self._tracker = PrefixTracker()
+        self._last_prompt_tokens: int | None = None
+        self._recent_calls: list[str] = []
+
+    # -- host state -----------------------------------------------------------------------------
+
+    @property
+    def role(self) -> str:
+        return self.options.role
+
+    def seed_todo_state(self, items: list[TodoItem] | tuple[TodoItem, ...]) -> None:
+        """Replace the todo list (the orchestrator does this with a plan)."""
+        self.todo_state.replace(items)
+
+    def host_progress_signature(self) -> str:
+        """Digest of host-observed progress; unchanged across rounds means stalled."""
+        return self.ledger.signature()
+
+    def _todo_changed(self, items: tuple[TodoItem, ...]) -> None:
+        self.ledger.observe_todo(items)
+        self.sink.emit(TodoChanged(self.role, items))
+
+    # -- running --------------------------------------------------------------------------------
+
+    def run_sync(self, text: str | None) -> AgentResult:
+        """Blocking façade for scripts."""
+        return asyncio.run(self.run(text))
+
+    async def run(self, text: str | None, *, on_step: StepHook | None = None) -> AgentResult:
+        """Run one turn. ``text`` None continues from the session as it is (the last message
+        must then be a user or tool message)."""
+        self.turn += 1
+        self._ensure_system_prompt()
+        self.sink.emit(TurnStarted(self.role, self.turn, text or ""))
+        if text is not None:
+            self.session.add(UserMessage(text))
+        usage_before, cost_before = self.usage_total, self.cost_total
+        steps = 0
+        final_text = ""
+        reason: StopReason = "done"
+        error: str | None = None
+        try:
+            while True:
+                if steps >= self.options.max_steps:
+                    reason = "step_limit"
+                    final_text = (
+                        f"Stopped after {steps} steps: the step limit "
+                        f"({self.options.max_steps}) was reached. Send 'continue' to go on."
+                    )
+                    self.sink.emit(NoticeEvent(self.role, "step_limit", final_text))
+                    break
+                steps += 1
+                finished = await self._request()
+                assistant = finished.message
+                self.session.add(assistant)
+                if not assistant.tool_calls:
+                    final_text = assistant.content
+                    if finished.finish_reason == "length":
+                        reason = "length"
+                        self.sink.emit(
+                            NoticeEvent(
+                                self.role, "length", "The answer was cut at the output limit."
+                            )
+                        )
+                    break
+                before = self.ledger.signature()
+                results = await self._execute_calls(assistant.tool_calls)
+                if on_step is not None:
+                    info = StepInfo(
+                        steps,
+                        assistant,
+                        results,
+                        self.ledger.signature(),
+                        self.ledger.signature() != before,
+                    )
+                    decision = on_step(info)
+                    if inspect.isawaitable(decision):
+                        decision = await decision
+                    if decision == "pause":
+                        reason = "paused"
+                        break
+        except asyncio.CancelledError:
+            self._close_dangling_turn(INTERRUPTED_TURN)
+            self.sink.emit(TurnEnded(self.role, self.turn, "cancelled"))
+            raise
+        except ProviderError as exc:
+            reason, error = "error", str(exc)
+            final_text = f"The model request failed: {exc}"
+            self._close_dangling_turn(f"[request failed: {type(exc).__name__}]")
+            self.sink.emit(ErrorEvent(self.role, type(exc).__name__, str(exc)))
+        self.sink.emit(TurnEnded(self.role, self.turn, reason, final_text))
+        return AgentResult(
+            final_text,
+            reason,
+            steps,
+            _usage_diff(self.usage_total, usage_before),
+            self.cost_total - cost_before,
+            error,
+        )
+
+    def _ensure_system_prompt(self) -> None:
+        if len(self.session) == 0 and self.options.system_prompt:
+            self.session.add(SystemMessage(self.options.system_prompt))
+
+    def _close_dangling_turn(self, note: str) -> None:
+        """Keep user/assistant alternation valid when a turn ends without an answer."""
+        if isinstance(self.session.last, UserMessage):
+            self.session.add(AssistantMessage(content=note))
+
+    def build_request(self) -> ModelRequest:
+        o = self.options
+        return ModelRequest(
+            messages=self.session.snapshot(),
+            model=o.model or self.provider.model,
+            tools=self.tools.schemas(),
+            thinking=o.thinking,
+            reasoning_effort=o.reasoning_effort,
+            temperature=o.temperature,
+            max_tokens=o.max_tokens,
+            user_id=o.user_id,
+            extra_body=o.extra_body,
+        )
+
+    async def _request(self) -> StreamFinished:
+        request = self.build_request()
+        shape = self._tracker.shape(request.messages, self.tools.schema_bytes(), self.session.epoch)
+        finished: StreamFinished | None = None
+        async for event in self.provider.stream(request):
+            if isinstance(event, TextDelta):
+                self.sink.emit(TextDeltaEvent(self.role, event.text))
+            elif isinstance(event, ReasoningDelta):
+                self.sink.emit(ReasoningDeltaEvent(self.role, event.text))
+            elif isinstance(event, StreamRetry):
+                self.sink.emit(RetryEvent(self.role, event.attempt, event.delay, event.reason))
+            elif isinstance(event, StreamFinished):
+                finished = event
+        if finished is None:
+            raise StreamCutError("The provider's stream ended without a finished message.")
+        self.requests += 1
+        usage = finished.usage or Usage()
+        self._account(request.model or self.provider.model, usage)
+        self._check_cache(shape, usage)
+        return finished
+
+    def _account(self, model: str, usage: Usage) -> None:
+        prices = self.options.prices or self.provider.info.prices
+        cost = price_usage(usage, prices, datetime.now(UTC))
+        self.usage_total = self.usage_total + usage
+        self.cost_total += cost
+        self.sink.emit(UsageEvent(self.role, self.options.usage_source, model, usage, cost))
+
+    def _check_cache(self, shape: PrefixShape, usage: Usage) -> None:
+        prev = self.prefix_shapes[-1] if self.prefix_shapes else None
+        self.prefix_shapes.append(shape)
+        prev_prompt, self._last_prompt_tokens = self._last_prompt_tokens, usage.prompt_tokens
+        if prev is None or prev_prompt is None or shape.epoch != prev.epoch:
+            return  # first request, or a planned rewrite (compaction/rewind): no expectation
+        expected = prev_prompt
+        if usage.cache_hit_tokens + self.options.cache_miss_tolerance >= expected:
+            return
+        changed = shape.changes_from(prev) or ("unknown",)
+        detail = ""
+        if "history" in changed:
+            detail = f"history diverged at message {shape.first_divergence(prev)}"
+        elif changed == ("unknown",):
+            detail = "the prefix was unchanged: the server evicted or expired its cache"
+        self.sink.emit(
+            CacheMissExplained(self.role, expected, usage.cache_hit_tokens, changed, detail)
+        )
+
+    # -- tools ----------------------------------------------------------------------------------
+
+    async def _execute_calls(self, calls: tuple[ToolCall, ...]) -> tuple[ToolMessage, ...]:
+        """Run the calls: consecutive read-only calls concurrently, writers one at a time.
+        Results are appended in call order; on cancellation the missing ones are filled in."""
+        for call in calls:
+            self.sink.emit(ToolCallEvent(self.role, call))
+        results: dict[str, ToolResult] = {}
+        try:
+            i = 0
+            while i < len(calls):
+                batch = [calls[i]]
+                if self._is_read_only(calls[i]):
+                    while i + len(batch) < len(calls) and self._is_read_only(calls[i + len(batch)]):
+                        batch.append(calls[i + len(batch)])
+                outs = await asyncio.gather(*(self._execute_one(c) for c in batch))
+                for c, out in zip(batch, outs, strict=True):
+                    results[c.id] = out
+                i += len(batch)
+        finally:
+            messages = []
+            for call in calls:
+                out = results.get(call.id) or ToolResult.error(INTERRUPTED_CALL)
+                content = cap_output(out.content, self.options.max_tool_output_chars)
+                msg = ToolMessage(call.id, content, name=call.name, is_error=out.is_error)
+                self.session.add(msg)
+                messages.append(msg)
+                if call.id in results:
+                    self.sink.emit(
+                        ToolResultEvent(self.role, call.id, call.name, content, out.is_error)
+                    )
+        return tuple(messages)
+
+    def _is_read_only(self, call: ToolCall) -> bool:
+        t = self.tools.get(call.name)
+        return t is not None and t.read_only
+
+    async def _execute_one(self, call: ToolCall) -> ToolResult:
+        key = f"{call.name}:{_normalise_args(call.arguments)}"
+        window = self._recent_calls[-(2 * self.options.repeat_limit - 1) :]
+        self._recent_calls.append(key)
+        if window.count(key) + 1 >= self.options.repeat_limit:
+            result = ToolResult.error(
+                f"Not run: {call.name} was called with these same arguments "
+                f"{self.options.repeat_limit} times in a row of recent calls. The result will not "
+                "change; reconsider the approach (read the error, try something different, or "
+                "explain what is blocking you)."
+            )
+            self.ledger.observe_failure(key, "repeat")
+            return result
+        ctx = ToolContext(
+            workspace=self.options.workspace,
+            role=self.role,
+            turn=self.turn,
+            call_id=call.id,
+            state=self.tool_state,
+        )
+        result = await self.tools.execute(call.name, call.arguments, ctx)
+        if result.is_error:
+            digest = hashlib.sha256(result.content.encode()).hexdigest()[:16]
+            self.ledger.observe_failure(key, digest)
+        for effect in result.effects:
+            self.ledger.observe(effect, is_error=result.is_error, output=result.content)
+        return result
+
+
+def _normalise_args(arguments: str) -> str:
+    import json
+
+    try:
+        return canonical_json(json.loads(arguments))
+    except (ValueError, TypeError):
+        return arguments.strip()
+
+
+def _usage_diff(after: Usage, before: Usage) -> Usage:
+    return Usage(
+        after.prompt_tokens - before.prompt_tokens,
+        after.cache_hit_tokens - before.cache_hit_tokens,
+        after.cache_miss_tokens - before.cache_miss_tokens,
+        after.completion_tokens - before.completion_tokens,
+        after.reasoning_tokens - before.reasoning_tokens,
+    )
+
+
+__all__ = [
+    "DEFAULT_SYSTEM_PROMPT",
+    "Agent",
+    "AgentOptions",
+    "AgentResult",
+    "StepDecision",
+    "StepInfo",
+]
