@@ -1,0 +1,451 @@
+"""``OpenAICompatProvider``: streams chat completions from DeepSeek or any OpenAI-compatible
+endpoint over httpx, with retries that never repeat output the caller has already seen.
+
+This is the only module of the provider layer that imports httpx; import it lazily.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import re
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import aclosing
+from types import TracebackType
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from reasonix._version import __version__
+from reasonix.errors import (
+    APIStatusError,
+    AuthenticationError,
+    BadRequestError,
+    ConfigError,
+    InsufficientBalanceError,
+    InvalidParametersError,
+    ProviderConnectionError,
+    ProviderError,
+    RateLimitError,
+    ServerError,
+    StreamCutError,
+    StreamIdleTimeout,
+    UnknownModelError,
+)
+from reasonix.messages import ModelRequest, StreamEvent, StreamRetry
+from reasonix.providers.models import ModelInfo, get_model_info
+from reasonix.providers.sse import SSEDecoder, StreamAssembler, is_output_event
+
+__all__ = ["RETRY_STATUSES", "OpenAICompatProvider", "build_request_body", "encode_body"]
+
+#: HTTP statuses worth another attempt (before any output reached the caller).
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+DEEPSEEK_TOP_UP_URL = "https://platform.deepseek.com/top_up"
+
+_USER_ID = re.compile(r"[A-Za-z0-9_-]{1,512}")
+
+
+def _check_user_id(user_id: str) -> str:
+    if not _USER_ID.fullmatch(user_id):
+        raise ConfigError(
+            f"invalid user_id {user_id[:40]!r}: use 1 to 512 characters from A-Z, a-z, 0-9, "
+            "'_' and '-'",
+            key="user_id",
+        )
+    return user_id
+
+
+def build_request_body(
+    request: ModelRequest,
+    *,
+    model: str,
+    user_id: str | None = None,
+    extra_body: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The JSON body of a streaming chat-completions request for ``request``.
+
+    Keys are always inserted in the same order so equal requests encode to equal bytes. The
+    provider's ``extra_body`` and then the request's are merged last (shallowly); a ``None``
+    value there removes a key, for servers that reject one (e.g. ``stream_options``).
+    """
+    body: dict[str, Any] = {
+        "model": request.model or model,
+        "messages": [m.to_wire() for m in request.messages],
+    }
+    if request.tools:
+        body["tools"] = [dict(t) for t in request.tools]
+    body["stream"] = True
+    body["stream_options"] = {"include_usage": True}
+    if request.thinking is not None:
+        body["thinking"] = {"type": "enabled" if request.thinking else "disabled"}
+    if request.reasoning_effort is not None:
+        body["reasoning_effort"] = request.reasoning_effort
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    if request.max_tokens is not None:
+        body["max_tokens"] = request.max_tokens
+    if request.tool_choice is not None:
+        body["tool_choice"] = request.tool_choice
+    uid = request.user_id if request.user_id is not None else user_id
+    if uid is not None:
+        body["user_id"] = _check_user_id(uid)
+    for extra in (extra_body or {}, request.extra_body):
+        for key, value in extra.items():
+            if value is None:
+                body.pop(key, None)
+            else:
+                body[key] = value
+    return body
+
+
+def encode_body(body: Mapping[str, Any]) -> bytes:
+    """Deterministic bytes for a request body (UTF-8, no spaces, key order as built)."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _server_message(response: httpx.Response) -> tuple[str, str | None]:
+    """The error message and code from an (OpenAI-shaped) error body, or the raw text."""
+    text = response.text.strip()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return (text[:500] or response.reason_phrase or "no details"), None
+    error = data.get("error", data) if isinstance(data, Mapping) else data
+    if isinstance(error, Mapping):
+        message = error.get("message") or error.get("detail") or text[:500]
+        code = error.get("code") or error.get("type")
+        return str(message), None if code is None else str(code)
+    return str(error)[:500], None
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        return None  # an HTTP date: rare for these APIs, fall back to our own backoff
+
+
+class _RetryableStatus(Exception):
+    """Internal: a retryable status error together with the server's ``Retry-After`` hint."""
+
+    def __init__(self, error: ProviderError, retry_after: float | None) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.retry_after = retry_after
+
+
+class OpenAICompatProvider:
+    """A :class:`reasonix.providers.Provider` for chat-completions endpoints (DeepSeek first).
+
+    ``base_url`` may end with or without ``/v1``; requests go to ``{base_url}/chat/completions``.
+    The API key comes from ``api_key`` or else the ``api_key_env`` variable (read on the first
+    request; ``api_key_env=None`` sends no key, for local servers). ``idle_timeout`` is the idle
+    watchdog: no bytes at all (keep-alive comments count) for that long ends the attempt with
+    :class:`~reasonix.errors.StreamIdleTimeout`.
+
+    Failed attempts are retried (429/500/502/503/504, connection errors, broken streams,
+    ``insufficient_system_resource``) with exponential backoff and full jitter, at most
+    ``max_retries`` times and only while no text, reasoning or tool-call event has reached the
+    caller; a :class:`~reasonix.messages.StreamRetry` event announces each retry. Use it as an
+    async context manager or call :meth:`aclose` to release connections.
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        api_key_env: str | None = "DEEPSEEK_API_KEY",
+        info: ModelInfo | None = None,
+        headers: Mapping[str, str] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        user_id: str | None = None,
+        connect_timeout: float = 10.0,
+        idle_timeout: float = 120.0,
+        max_retries: int = 4,
+        backoff_base: float = 0.5,
+        backoff_max: float = 20.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+    ) -> None:
+        if not base_url:
+            raise ConfigError("base_url is empty", key="base_url")
+        self._base_url = base_url.rstrip("/")
+        self._url = self._base_url + "/chat/completions"
+        self._model = model
+        if info is None:
+            try:
+                info = get_model_info(model)
+            except UnknownModelError:
+                info = ModelInfo(model)
+        self._info = info
+        self._api_key = api_key
+        self._api_key_env = api_key_env
+        self._headers = dict(headers or {})
+        self._extra_body = dict(extra_body or {})
+        self._user_id = None if user_id is None else _check_user_id(user_id)
+        self._connect_timeout = connect_timeout
+        self._idle_timeout = idle_timeout
+        self._max_retries = max(0, max_retries)
+        self._backoff_base = backoff_base
+        self._backoff_max = backoff_max
+        self._transport = transport
+        self._sleep = sleep
+        self._random = random.Random()
+        self._client: httpx.AsyncClient | None = None
+
+    # -- Provider protocol ----------------------------------------------------------------------
+
+    @property
+    def model(self) -> str:
+        """The model requests go to unless ``ModelRequest.model`` overrides it."""
+        return self._model
+
+    @property
+    def info(self) -> ModelInfo:
+        """Limits and prices of :attr:`model` (a preset, or generic zero-price info)."""
+        return self._info
+
+    @property
+    def url(self) -> str:
+        """The chat-completions URL requests are posted to."""
+        return self._url
+
+    def build_request_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body this provider sends for ``request`` (see :func:`build_request_body`)."""
+        return build_request_body(
+            request, model=self._model, user_id=self._user_id, extra_body=self._extra_body
+        )
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """Send ``request`` and yield its stream events, retrying failed attempts while safe."""
+        content = encode_body(self.build_request_body(request))
+        headers = self._request_headers()
+        client = self._get_client()
+        attempt = 0
+        while True:
+            started = False
+            failure: ProviderError
+            wait_hint: float | None = None
+            try:
+                async with aclosing(self._attempt(client, content, headers)) as events:
+                    async for event in events:
+                        if not started and is_output_event(event):
+                            started = True
+                        yield event
+                return
+            except _RetryableStatus as wrapped:
+                failure, wait_hint = wrapped.error, wrapped.retry_after
+            except ProviderError as exc:
+                failure = exc
+            if started or not failure.retryable or attempt >= self._max_retries:
+                raise failure
+            attempt += 1
+            delay = self._backoff(attempt, wait_hint)
+            yield StreamRetry(attempt, delay, f"{type(failure).__name__}: {failure}")
+            await self._sleep(delay)
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Close the HTTP client and its connections (the provider can be used again later)."""
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
+
+    async def __aenter__(self) -> OpenAICompatProvider:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"OpenAICompatProvider(base_url={self._base_url!r}, model={self._model!r})"
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _key_source(self) -> str:
+        if self._api_key:
+            return "the api_key given to the provider"
+        return f"the {self._api_key_env} environment variable"
+
+    def _request_headers(self) -> dict[str, str]:
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "text/event-stream",
+            # Compression would make a proxy or server buffer the stream; we want every byte now.
+            "Accept-Encoding": "identity",
+            "User-Agent": f"reasonix/{__version__}",
+        }
+        key = self._api_key
+        if not key and self._api_key_env:
+            key = os.environ.get(self._api_key_env) or None
+            if key is None:
+                raise AuthenticationError(
+                    f"No API key for {self._base_url}: set the {self._api_key_env} environment "
+                    "variable (or pass api_key=...). No request was sent.",
+                    status=0,
+                    code="missing_api_key",
+                )
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        headers.update(self._headers)
+        return headers
+
+    def _get_client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            timeout = httpx.Timeout(
+                connect=self._connect_timeout,
+                read=self._idle_timeout,
+                write=self._idle_timeout,
+                pool=self._connect_timeout,
+            )
+            self._client = httpx.AsyncClient(
+                transport=self._transport, timeout=timeout, follow_redirects=False
+            )
+        return self._client
+
+    def _backoff(self, attempt: int, hint: float | None) -> float:
+        ceiling = min(self._backoff_max, self._backoff_base * 2 ** (attempt - 1))
+        # Full jitter: concurrent agents that failed together do not retry together.
+        delay = self._random.uniform(0.0, ceiling)
+        if hint is not None:
+            delay = max(delay, min(hint, self._backoff_max))
+        return delay
+
+    def _status_error(self, response: httpx.Response) -> ProviderError:
+        status = response.status_code
+        message, code = _server_message(response)
+        body = response.text[:2000]
+        host = urlsplit(self._base_url).hostname or self._base_url
+        detail = f"HTTP {status} from {host}: {message}"
+        error: APIStatusError
+        if status == 400:
+            error = BadRequestError(f"Bad request ({detail})", status=status, body=body, code=code)
+        elif status == 401:
+            error = AuthenticationError(
+                f"The API key was refused ({detail}). Check the key in {self._key_source()}.",
+                status=status,
+                body=body,
+                code=code,
+            )
+        elif status == 402:
+            if host.endswith("deepseek.com") or self._model.startswith("deepseek"):
+                where = f"top up your balance at {DEEPSEEK_TOP_UP_URL}"
+            else:
+                where = f"top up your balance with the provider ({host})"
+            error = InsufficientBalanceError(
+                f"Insufficient balance ({detail}): {where}.", status=status, body=body, code=code
+            )
+        elif status == 422:
+            error = InvalidParametersError(
+                f"Invalid parameters ({detail})", status=status, body=body, code=code
+            )
+        elif status == 429:
+            error = RateLimitError(
+                f"Rate limited: too many concurrent requests ({detail})",
+                status=status,
+                body=body,
+                code=code,
+            )
+        elif status >= 500:
+            error = ServerError(f"Server error ({detail})", status=status, body=body, code=code)
+        else:
+            hint = " Check base_url and the model name." if status == 404 else ""
+            error = APIStatusError(
+                f"Request failed ({detail}).{hint}", status=status, body=body, code=code
+            )
+        # The class says what a status usually means; the retry decision is by exact status.
+        error.retryable = status in RETRY_STATUSES
+        return error
+
+    async def _attempt(
+        self, client: httpx.AsyncClient, content: bytes, headers: Mapping[str, str]
+    ) -> AsyncGenerator[StreamEvent, None]:
+        request = client.build_request("POST", self._url, content=content, headers=headers)
+        try:
+            response = await client.send(request, stream=True)
+        except httpx.TimeoutException as exc:
+            if isinstance(exc, httpx.ReadTimeout):
+                raise StreamIdleTimeout(
+                    f"no response from {self._url} within {self._idle_timeout:g}s"
+                ) from exc
+            raise ProviderConnectionError(
+                f"timed out connecting to {self._url} ({type(exc).__name__})"
+            ) from exc
+        except httpx.HTTPError as exc:
+            raise ProviderConnectionError(
+                f"could not reach {self._url}: {type(exc).__name__}: {exc}"
+            ) from exc
+        try:
+            if response.status_code >= 400:
+                try:
+                    await response.aread()
+                except httpx.HTTPError as exc:
+                    raise ProviderConnectionError(
+                        f"HTTP {response.status_code} from {self._url}, and the error body "
+                        f"could not be read: {exc}"
+                    ) from exc
+                error = self._status_error(response)
+                if error.retryable:
+                    raise _RetryableStatus(error, _retry_after(response))
+                raise error
+            async with aclosing(self._events(response)) as events:
+                async for event in events:
+                    yield event
+        finally:
+            await response.aclose()
+
+    async def _events(self, response: httpx.Response) -> AsyncGenerator[StreamEvent, None]:
+        decoder = SSEDecoder()
+        assembler = StreamAssembler()
+        chunks = response.aiter_bytes()
+        try:
+            ended = False
+            while not ended:
+                try:
+                    # Our own watchdog as well as httpx's read timeout, so it also holds for
+                    # custom transports that do no socket reads.
+                    async with asyncio.timeout(self._idle_timeout):
+                        raw = await anext(chunks)
+                except StopAsyncIteration:
+                    ended = True
+                    break
+                except (TimeoutError, httpx.ReadTimeout) as exc:
+                    raise StreamIdleTimeout(
+                        f"the stream from {self._url} went silent for {self._idle_timeout:g}s "
+                        f"after {assembler.chunks} chunk(s)"
+                    ) from exc
+                except httpx.HTTPError as exc:
+                    raise StreamCutError(
+                        f"the stream from {self._url} broke after {assembler.chunks} chunk(s): "
+                        f"{type(exc).__name__}: {exc}"
+                    ) from exc
+                for sse in decoder.feed(raw):
+                    for event in assembler.feed(sse):
+                        yield event
+                    if assembler.done:
+                        # Stop at [DONE]: the server may keep the connection open after it.
+                        break
+                ended = assembler.done
+            if not assembler.done:
+                for sse in decoder.close():
+                    for event in assembler.feed(sse):
+                        yield event
+            for event in assembler.finish():
+                yield event
+        finally:
+            await chunks.aclose()  # type: ignore[attr-defined]
