@@ -1,0 +1,55 @@
+"""`reasonix --version` and `import reasonix.providers` stay light: heavy modules load lazily."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+HEAVY = [
+    "httpx",
+    "httpcore",
+    "anyio",
+    "rich",
+    "prompt_toolkit",
+    "pydantic",
+    "mcp",
+    "asyncio",
+    "sqlite3",
+    "openai",
+]
+
+
+def loaded_after(code: str) -> set[str]:
+    """Which top-level modules a fresh interpreter has imported after running ``code``."""
+    script = (
+        "import sys, json\n"
+        f"{code}\n"
+        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    return set(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def test_version_imports_nothing_heavy() -> None:
+    loaded = loaded_after(
+        "import io, contextlib\n"
+        "from reasonix.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as buf:\n"
+        "    assert main(['--version']) == 0\n"
+        "assert buf.getvalue().startswith('reasonix ')"
+    )
+    assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
+
+
+def test_providers_package_does_not_import_httpx() -> None:
+    loaded = loaded_after("import reasonix.providers\nimport reasonix.providers.sse")
+    assert "httpx" not in loaded
+    assert "httpcore" not in loaded
+
+
+def test_provider_module_is_where_httpx_loads() -> None:
+    loaded = loaded_after("import reasonix.providers.openai_compat")
+    assert "httpx" in loaded
