@@ -8,23 +8,31 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
 import pytest
 
 from reasonix.errors import (
+    APIStatusError,
     AuthenticationError,
+    BadRequestError,
     ConfigError,
     InsufficientBalanceError,
+    InvalidParametersError,
+    MalformedChunkError,
+    ProviderConnectionError,
     RateLimitError,
     ServerError,
     StreamCutError,
     StreamIdleTimeout,
+    TransientFinishError,
 )
 from reasonix.messages import (
     AssistantMessage,
     ModelRequest,
+    ReasoningDelta,
     StreamEvent,
     StreamFinished,
     StreamRetry,
@@ -34,11 +42,14 @@ from reasonix.messages import (
     ToolCallComplete,
     ToolCallStarted,
     ToolMessage,
+    UsageReported,
     UserMessage,
 )
 from reasonix.providers import Provider
-from reasonix.providers.models import PRESETS, ModelInfo
+from reasonix.providers.models import PRESETS, ModelInfo, price_usage
 from reasonix.providers.openai_compat import OpenAICompatProvider, encode_body
+from reasonix.providers.sse import is_output_event
+from reasonix.testing import FakeDeepSeekServer, Fault, Reply
 
 READ_TOOL = {
     "type": "function",
@@ -377,8 +388,6 @@ async def test_connection_error_is_retried_then_raised() -> None:
 
     rec = Recorder(refuse)
     async with mock_provider(rec, max_retries=1) as p:
-        from reasonix.errors import ProviderConnectionError
-
         with pytest.raises(ProviderConnectionError, match="connection refused"):
             await collect(p, request("hi"))
     assert len(rec.requests) == 2
@@ -460,3 +469,353 @@ async def test_rate_limit_message_includes_server_text() -> None:
     async with mock_provider(rec, max_retries=0) as p:
         with pytest.raises(RateLimitError, match="concurrency cap reached"):
             await collect(p, request("hi"))
+
+
+async def test_keepalives_reset_the_idle_watchdog() -> None:
+    # Silent gaps shorter than idle_timeout, separated by keep-alive comments, adding up to more
+    # than idle_timeout: the watchdog must measure silence, not total time.
+    steps: list[bytes | float | Exception] = []
+    for _ in range(6):
+        steps += [b": keep-alive\n\n", 0.15]
+    rec = Recorder(streaming(*steps, HELLO))
+    async with mock_provider(rec, idle_timeout=0.6, max_retries=0) as p:
+        events = await collect(p, request("hi"))
+    assert finished(events).message.content == "Hello"
+
+
+# ---------------------------------------------------------------------------------------------
+# Over loopback HTTP against the fake DeepSeek server
+
+KEY = "sk-test-key"
+
+
+def fake(*script: Reply, **kwargs: Any) -> FakeDeepSeekServer:
+    kwargs.setdefault("api_key", KEY)
+    return FakeDeepSeekServer(list(script), **kwargs)
+
+
+def provider_for(srv: FakeDeepSeekServer, **kwargs: Any) -> OpenAICompatProvider:
+    kwargs.setdefault("api_key", KEY)
+    kwargs.setdefault("model", "deepseek-v4-flash")
+    kwargs.setdefault("base_url", srv.base_url)
+    return OpenAICompatProvider(sleep=no_sleep, **kwargs)
+
+
+@asynccontextmanager
+async def loopback(
+    *script: Reply, server: dict[str, Any] | None = None, **kwargs: Any
+) -> AsyncIterator[tuple[FakeDeepSeekServer, OpenAICompatProvider]]:
+    """A running fake server with ``script`` and a provider pointed at it."""
+    async with fake(*script, **(server or {})) as srv, provider_for(srv, **kwargs) as p:
+        yield srv, p
+
+
+def text_of(events: list[StreamEvent], kind: type[TextDelta] | type[ReasoningDelta]) -> str:
+    return "".join(e.text for e in events if isinstance(e, kind))
+
+
+async def test_loopback_plain_text() -> None:
+    async with loopback(Reply.text("Hello there, general Kenobi.")) as (srv, p):
+        req = request("hi", thinking=False)
+        events = await collect(p, req)
+        srv.assert_exhausted()
+    end = finished(events)
+    assert text_of(events, TextDelta) == "Hello there, general Kenobi."
+    assert len([e for e in events if isinstance(e, TextDelta)]) > 1  # streamed in pieces
+    assert end.finish_reason == "stop"
+    assert end.message == AssistantMessage("Hello there, general Kenobi.", None)
+    assert end.usage == srv.requests[0].usage
+    assert [e for e in events if isinstance(e, UsageReported)] == [UsageReported(end.usage)]
+    assert not any(isinstance(e, StreamRetry) for e in events)
+    recorded = srv.requests[0]
+    assert recorded.raw_body == encode_body(p.build_request_body(req))
+    assert recorded.path == "/chat/completions"
+
+
+async def test_loopback_base_url_with_v1() -> None:
+    async with (
+        fake(Reply.text("ok")) as srv,
+        provider_for(srv, base_url=srv.base_url + "/v1/") as p,
+    ):
+        events = await collect(p, request("hi"))
+    assert finished(events).message.content == "ok"
+    assert srv.requests[0].path == "/v1/chat/completions"
+
+
+async def test_loopback_reasoning_then_text() -> None:
+    reply = Reply.text("The answer is 4.", reasoning="2 plus 2 makes 4.")
+    async with loopback(reply) as (_, p):
+        events = await collect(p, request("2+2?", thinking=True))
+    output = [e for e in events if isinstance(e, ReasoningDelta | TextDelta)]
+    kinds = [type(e) for e in output]
+    assert kinds.index(TextDelta) > max(i for i, k in enumerate(kinds) if k is ReasoningDelta)
+    end = finished(events)
+    assert end.message == AssistantMessage("The answer is 4.", "2 plus 2 makes 4.")
+    assert end.usage is not None and end.usage.reasoning_tokens > 0
+
+
+async def test_loopback_parallel_tool_calls_and_round_trip() -> None:
+    reply = Reply.calls(("read_file", {"path": "a.py"}), ("ls", {"dir": "src", "deep": True}))
+    async with loopback(reply, Reply.text("Done.")) as (srv, p):
+        req = request("look around", tools=(READ_TOOL,))
+        events = await collect(p, req)
+        end = finished(events)
+        assert end.finish_reason == "tool_calls"
+        assert end.message.tool_calls == reply.tool_calls
+        started = [e for e in events if isinstance(e, ToolCallStarted)]
+        assert [(s.index, s.id, s.name) for s in started] == [
+            (0, reply.tool_calls[0].id, "read_file"),
+            (1, reply.tool_calls[1].id, "ls"),
+        ]
+        completes = [e.call for e in events if isinstance(e, ToolCallComplete)]
+        assert completes == list(reply.tool_calls)
+        # Complete events come after every output event.
+        last_output = max(i for i, e in enumerate(events) if is_output_event(e))
+        first_complete = min(i for i, e in enumerate(events) if isinstance(e, ToolCallComplete))
+        assert first_complete > last_output
+        # In thinking mode the server reasons before calling tools; sending the assembled
+        # message back (with its reasoning) must be accepted.
+        assert end.message.reasoning_content
+        follow = ModelRequest(
+            messages=(
+                *req.messages,
+                end.message,
+                ToolMessage(reply.tool_calls[0].id, "print(1)"),
+                ToolMessage(reply.tool_calls[1].id, "a.py b.py"),
+            ),
+            tools=(READ_TOOL,),
+        )
+        events2 = await collect(p, follow)
+        srv.assert_exhausted()
+    assert finished(events2).message.content == "Done."
+
+
+async def test_loopback_cache_split_on_prefix_extension() -> None:
+    system = SystemMessage("You are a careful coding agent. " * 40)
+    first = ModelRequest(messages=(system, UserMessage("Summarise the repository layout.")))
+    async with loopback(Reply.text("It has src/ and tests/."), Reply.text("Yes.")) as (srv, p):
+        end1 = finished(await collect(p, first))
+        second = ModelRequest(
+            messages=(*first.messages, end1.message, UserMessage("Anything else?"))
+        )
+        end2 = finished(await collect(p, second))
+    assert end1.usage is not None and end2.usage is not None
+    assert end1.usage.cache_hit_tokens == 0
+    assert end2.usage.cache_hit_tokens > 0
+    for usage in (end1.usage, end2.usage):
+        assert usage.prompt_tokens == usage.cache_hit_tokens + usage.cache_miss_tokens
+    assert end2.usage == srv.requests[1].usage
+
+
+async def test_loopback_keepalive_lines_before_answer() -> None:
+    reply = Reply(content="after the queue", fault=Fault(keepalive_lines=5))
+    async with loopback(reply) as (_, p):
+        events = await collect(p, request("hi"))
+    assert not any(isinstance(e, StreamRetry) for e in events)
+    assert finished(events).message.content == "after the queue"
+
+
+async def test_loopback_openai_style_usage_chunk() -> None:
+    system = SystemMessage("Shared prefix for the cache. " * 40)
+    first = ModelRequest(messages=(system, UserMessage("one")))
+    async with loopback(Reply.text("1"), Reply.text("2"), server={"usage_style": "openai"}) as (
+        srv,
+        p,
+    ):
+        end1 = finished(await collect(p, first))
+        second = ModelRequest(messages=(*first.messages, end1.message, UserMessage("two")))
+        events = await collect(p, second)
+    end2 = finished(events)
+    assert end2.usage is not None
+    assert end2.usage == srv.requests[1].usage
+    assert end2.usage.cache_hit_tokens > 0
+    assert end2.usage.cache_miss_tokens == end2.usage.prompt_tokens - end2.usage.cache_hit_tokens
+    assert UsageReported(end2.usage) in events
+
+
+async def test_loopback_cost_from_reported_usage() -> None:
+    async with loopback(Reply.text("cheap"), model="deepseek-v4-pro") as (srv, p):
+        end = finished(await collect(p, request("hi")))
+        prices = p.info.prices
+    usage = srv.requests[0].usage
+    assert usage is not None and end.usage == usage
+    expected = (
+        usage.cache_hit_tokens * 0.003625
+        + usage.cache_miss_tokens * 0.435
+        + usage.completion_tokens * 0.87
+    ) / 1_000_000
+    assert price_usage(end.usage, prices) == pytest.approx(expected)
+    assert expected > 0
+
+
+@pytest.mark.parametrize(
+    ("code", "error_type", "needle"),
+    [
+        (400, BadRequestError, "Invalid request"),
+        (402, InsufficientBalanceError, "top up your balance at https://platform.deepseek.com"),
+        (422, InvalidParametersError, "Invalid Parameters"),
+    ],
+)
+async def test_loopback_client_errors_are_not_retried(
+    code: int, error_type: type[APIStatusError], needle: str
+) -> None:
+    async with loopback(Reply.failing(Fault(status=code)), Reply.text("never")) as (srv, p):
+        events, error = await collect_error(p, request("hi"))
+    assert isinstance(error, error_type)
+    assert error.status == code
+    assert needle in str(error)
+    assert events == []
+    assert len(srv.requests) == 1
+
+
+async def test_loopback_real_validation_error_message_is_shown() -> None:
+    async with loopback() as (_, p):
+        req = request("hi", tools=(READ_TOOL,), thinking=True, tool_choice="required")
+        _, error = await collect_error(p, req)
+    assert isinstance(error, BadRequestError)
+    assert "not supported in thinking mode" in str(error)
+    assert error.code == "invalid_request_error"
+
+
+async def test_loopback_401_names_the_env_var(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-wrong")
+    async with loopback(Reply.text("never"), api_key=None) as (srv, p):
+        _, error = await collect_error(p, request("hi"))
+    assert isinstance(error, AuthenticationError)
+    assert error.status == 401
+    assert "DEEPSEEK_API_KEY" in str(error)
+    assert "api key is invalid" in str(error)
+    assert len(srv.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("code", "error_type"), [(429, RateLimitError), (500, ServerError), (503, ServerError)]
+)
+async def test_loopback_transient_statuses_are_retried(
+    code: int, error_type: type[APIStatusError]
+) -> None:
+    script = [
+        Reply.failing(Fault(status=code)),
+        Reply.failing(Fault(status=code)),
+        Reply.text("ok"),
+    ]
+    async with loopback(*script) as (srv, p):
+        events = await collect(p, request("hi"))
+        srv.assert_exhausted()
+    retries = [e for e in events if isinstance(e, StreamRetry)]
+    assert [r.attempt for r in retries] == [1, 2]
+    assert all(error_type.__name__ in r.reason for r in retries)
+    assert events.index(retries[-1]) < min(
+        i for i, e in enumerate(events) if isinstance(e, TextDelta)
+    )
+    assert finished(events).message.content == "ok"
+    assert sleeps == [r.delay for r in retries]
+
+
+async def test_loopback_retries_exhausted_raise_last_error() -> None:
+    script = [Reply.failing(Fault(status=503, message=f"overloaded #{i}")) for i in range(3)]
+    async with loopback(*script, max_retries=2) as (srv, p):
+        events, error = await collect_error(p, request("hi"))
+        srv.assert_exhausted()
+    assert isinstance(error, ServerError)
+    assert "overloaded #2" in str(error)
+    assert len([e for e in events if isinstance(e, StreamRetry)]) == 2
+
+
+async def test_loopback_cut_stream_after_output_never_completes_the_call() -> None:
+    big = {"path": "notes.txt", "content": "x" * 3000}
+    reply = Reply(
+        tool_calls=Reply.call("write_file", big).tool_calls, fault=Fault(cut_after_bytes=1500)
+    )
+    async with loopback(reply) as (srv, p):
+        events, error = await collect_error(p, request("write it", thinking=False))
+    assert isinstance(error, StreamCutError)
+    assert any(isinstance(e, ToolCallStarted) for e in events)
+    assert not any(isinstance(e, ToolCallComplete | StreamFinished | StreamRetry) for e in events)
+    assert len(srv.requests) == 1
+
+
+async def test_loopback_cut_before_output_is_retried() -> None:
+    script = [Reply(content="ok", fault=Fault(cut_after_bytes=40)), Reply.text("ok")]
+    async with loopback(*script) as (srv, p):
+        events = await collect(p, request("hi"))
+        srv.assert_exhausted()
+    (retry,) = [e for e in events if isinstance(e, StreamRetry)]
+    assert "StreamCutError" in retry.reason
+    assert finished(events).message.content == "ok"
+
+
+async def test_loopback_idle_watchdog() -> None:
+    stall = Reply(content="too late", fault=Fault(stall_seconds=10.0, stall_after_bytes=0))
+    async with loopback(stall, idle_timeout=0.3, max_retries=0) as (_, p):
+        events, error = await collect_error(p, request("hi"))
+    assert isinstance(error, StreamIdleTimeout)
+    assert events == []
+
+
+async def test_loopback_idle_stall_then_retry_succeeds() -> None:
+    stall = Reply(content="late", fault=Fault(stall_seconds=10.0, stall_after_bytes=100))
+    async with loopback(stall, Reply.text("on time"), idle_timeout=0.3) as (_, p):
+        events = await collect(p, request("hi"))
+    (retry,) = [e for e in events if isinstance(e, StreamRetry)]
+    assert "StreamIdleTimeout" in retry.reason
+    assert finished(events).message.content == "on time"
+
+
+async def test_loopback_insufficient_system_resource_is_retried() -> None:
+    busy = Reply(content="", fault=Fault(insufficient_resource=True))
+    async with loopback(busy, Reply.text("capacity back")) as (srv, p):
+        events = await collect(p, request("hi", thinking=False))
+        srv.assert_exhausted()
+    (retry,) = [e for e in events if isinstance(e, StreamRetry)]
+    assert "TransientFinishError" in retry.reason
+    assert finished(events).message.content == "capacity back"
+
+
+async def test_loopback_insufficient_resource_after_output_is_raised() -> None:
+    busy = Reply(content="partial answer", fault=Fault(insufficient_resource=True))
+    async with loopback(busy, Reply.text("unused")) as (srv, p):
+        events, error = await collect_error(p, request("hi", thinking=False))
+    assert isinstance(error, TransientFinishError)
+    assert text_of(events, TextDelta) == "partial answer"
+    assert len(srv.requests) == 1
+
+
+async def test_loopback_malformed_chunk() -> None:
+    bad = Reply(content="x", fault=Fault(malformed_chunk=True))
+    async with loopback(bad, max_retries=0) as (_, p):
+        _, error = await collect_error(p, request("hi"))
+    assert isinstance(error, MalformedChunkError)
+    # With retries left the same fault is retried: no output had reached the caller.
+    async with loopback(bad, Reply.text("fine")) as (_, p):
+        events = await collect(p, request("hi"))
+    assert [type(e) for e in events if isinstance(e, StreamRetry)] == [StreamRetry]
+    assert finished(events).message.content == "fine"
+
+
+async def test_loopback_raw_sse_edge_cases() -> None:
+    raw = (
+        b": keep-alive\r\n\r\n"
+        b'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""},'
+        b'"finish_reason":null}],"usage":null}\r\n\r\n'
+        b'data: {"choices":[{"index":0,"delta":{"content":"multi"},\r\n'
+        b'data: "finish_reason":null}],"usage":null}\r\n\r\n'
+        + 'data: {"choices":[{"index":0,"delta":{"content":" 行"},'.encode()
+        + b'"finish_reason":"stop"}],'
+        + b'"usage":{"prompt_tokens":9,"completion_tokens":2,"prompt_cache_hit_tokens":0,'
+        b'"prompt_cache_miss_tokens":9}}\r\n\r\n'
+        b"data: [DONE]\r\n\r\n"
+    )
+    async with loopback(Reply(meta={"raw_sse": raw})) as (_, p):
+        events = await collect(p, request("hi"))
+    end = finished(events)
+    assert end.message.content == "multi 行"
+    assert end.usage is not None and end.usage.prompt_tokens == 9
+
+
+async def test_loopback_eof_without_done_or_finish_is_a_cut() -> None:
+    raw = b'data: {"choices":[{"index":0,"delta":{"content":"half"},"finish_reason":null}]}\n\n'
+    async with loopback(Reply(meta={"raw_sse": raw}), max_retries=0) as (_, p):
+        events, error = await collect_error(p, request("hi"))
+    assert isinstance(error, StreamCutError)
+    assert text_of(events, TextDelta) == "half"
