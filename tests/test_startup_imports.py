@@ -53,3 +53,14 @@ def test_providers_package_does_not_import_httpx() -> None:
 def test_provider_module_is_where_httpx_loads() -> None:
     loaded = loaded_after("import reasonix.providers.openai_compat")
     assert "httpx" in loaded
+
+
+def test_provider_class_is_exported_lazily() -> None:
+    loaded = loaded_after(
+        "import reasonix.providers as p\n"
+        "assert 'httpx' not in sys.modules\n"
+        "from reasonix.providers import OpenAICompatProvider\n"
+        "from reasonix.providers.openai_compat import OpenAICompatProvider as Direct\n"
+        "assert OpenAICompatProvider is Direct"
+    )
+    assert "httpx" in loaded
