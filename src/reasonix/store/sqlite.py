@@ -1,0 +1,659 @@
+"""Session persistence in one SQLite file (stdlib ``sqlite3``, WAL journal).
+
+Durability: every append is its own short transaction, committed before the call returns, so a
+process killed at any moment loses at most the message it was still streaming. The journal is WAL
+with ``synchronous=NORMAL``: a committed transaction survives the process being killed (the WAL
+is in the OS page cache and is replayed on the next open); only a power loss or kernel crash can
+roll back the last few commits, and even then the file stays consistent. ``FULL`` would add an
+fsync per message for that case alone, which is not worth it on every tool step.
+
+Appends are idempotent on ``(session, agent, seq)``: a resumed writer that re-sends a message it
+already stored changes nothing, and re-sending a *different* message at a stored seq is refused
+(call :meth:`SessionStore.truncate_messages` first, as a rewind does).
+
+Threads: a store owns one connection. Calls are serialised with a lock, so it may be shared by
+threads of one process, but one store per thread is the simplest and fastest. Several processes
+may open the same file; writers wait up to ``timeout`` seconds for each other.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from reasonix.errors import SessionStoreError
+from reasonix.events import Event, UsageEvent, UsageSource
+from reasonix.messages import (
+    AssistantMessage,
+    Message,
+    ToolMessage,
+    Usage,
+    message_from_dict,
+    message_to_dict,
+)
+
+DATA_DIR_ENV = "REASONIX_DATA_DIR"
+DB_FILE = "sessions.db"
+SCHEMA_VERSION = 1
+AGENTS = ("executor", "planner")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    workspace TEXT NOT NULL,
+    title TEXT,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    activity INTEGER NOT NULL,          -- store-wide counter: orders sessions without clock ties
+    executor_model TEXT,
+    planner_model TEXT,
+    status TEXT NOT NULL DEFAULT 'active',
+    meta TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS sessions_by_workspace ON sessions (workspace, activity);
+CREATE INDEX IF NOT EXISTS sessions_by_activity ON sessions (activity);
+CREATE TABLE IF NOT EXISTS messages (
+    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    agent TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (session_id, agent, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS events (
+    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    data TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (session_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS usage (
+    id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    source TEXT NOT NULL,
+    model TEXT NOT NULL,
+    prompt_tokens INTEGER NOT NULL,
+    cache_hit_tokens INTEGER NOT NULL,
+    cache_miss_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    reasoning_tokens INTEGER NOT NULL,
+    cost REAL NOT NULL,
+    ts REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS usage_by_session ON usage (session_id);
+"""
+
+
+def default_store_path(environ: Mapping[str, str] | None = None) -> Path:
+    """``$REASONIX_DATA_DIR/sessions.db``, else the platform's user data folder."""
+    env = os.environ if environ is None else environ
+    folder = env.get(DATA_DIR_ENV)
+    if not folder:
+        import platformdirs
+
+        folder = platformdirs.user_data_dir("reasonix")
+    return Path(folder) / DB_FILE
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """One row of the sessions table, plus message counts per agent."""
+
+    id: str
+    workspace: str
+    title: str | None
+    created_at: float
+    updated_at: float
+    executor_model: str | None
+    planner_model: str | None
+    status: str
+    meta: Mapping[str, Any]
+    message_counts: Mapping[str, int]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "workspace": self.workspace,
+            "title": self.title,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "executor_model": self.executor_model,
+            "planner_model": self.planner_model,
+            "status": self.status,
+            "meta": dict(self.meta),
+            "message_counts": dict(self.message_counts),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class UsageTotal:
+    """Summed usage of one source (executor, planner, ...) in a session."""
+
+    usage: Usage
+    cost: float
+    requests: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"usage": self.usage.to_dict(), "cost": self.cost, "requests": self.requests}
+
+
+def _workspace_key(workspace: str | os.PathLike[str]) -> str:
+    """Sessions are filed under the resolved absolute workspace path."""
+    return str(Path(workspace).expanduser().resolve())
+
+
+def _dump(value: Any) -> str:
+    # ensure_ascii keeps lone surrogates (from undecodable tool output) storable in SQLite's
+    # UTF-8 text and still restores the exact same Python string.
+    return json.dumps(value, ensure_ascii=True, separators=(",", ":"), default=str)
+
+
+def _new_session_id() -> str:
+    now = datetime.now(UTC)
+    return now.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+
+
+class SessionStore:
+    """Sessions, their per-agent messages, events and usage in one SQLite database.
+
+    ``SessionStore()`` opens :func:`default_store_path`; pass ``path`` to choose the file.
+    Use it as a context manager or call :meth:`close`. Raises :class:`SessionStoreError`.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, timeout: float = 5.0):
+        self.path = Path(path) if path is not None else default_store_path()
+        self._lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise SessionStoreError(
+                f"cannot create the session folder {self.path.parent}: {exc.strerror or exc}. "
+                f"Make it writable, or set {DATA_DIR_ENV} to a writable folder."
+            ) from exc
+        try:
+            # isolation_level=None: we issue BEGIN/COMMIT ourselves, one transaction per append.
+            conn = sqlite3.connect(
+                self.path, timeout=timeout, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            raise self._translate(exc, "open") from exc
+        self._conn = conn
+        try:
+            conn.execute("PRAGMA foreign_keys = ON")
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                # Some network filesystems refuse WAL; the rollback journal is still safe.
+                conn.execute("PRAGMA synchronous = FULL")
+            else:
+                conn.execute("PRAGMA synchronous = NORMAL")
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise SessionStoreError(
+                    f"the session database {self.path} was written by a newer reasonix "
+                    f"(schema {version}, this one knows {SCHEMA_VERSION}); upgrade reasonix or "
+                    f"set {DATA_DIR_ENV} to another folder."
+                )
+            if version < SCHEMA_VERSION:
+                conn.executescript(
+                    f"BEGIN IMMEDIATE;{_SCHEMA}PRAGMA user_version = {SCHEMA_VERSION};COMMIT;"
+                )
+        except SessionStoreError:
+            self.close()
+            raise
+        except sqlite3.Error as exc:
+            self.close()
+            raise self._translate(exc, "open") from exc
+
+    # -- plumbing ----------
+
+    def _translate(self, exc: sqlite3.Error, action: str) -> SessionStoreError:
+        text = str(exc)
+        lower = text.lower()
+        if "locked" in lower or "busy" in lower:
+            hint = (
+                "another process holds a lock on it; wait for it to finish or close the other "
+                "reasonix, then retry"
+            )
+        elif "not a database" in lower or "malformed" in lower or "corrupt" in lower:
+            hint = (
+                f"the file is damaged; move it aside (e.g. rename it to {self.path.name}.corrupt) "
+                "and reasonix will start a fresh database"
+            )
+        elif "readonly" in lower or "unable to open" in lower or "disk i/o" in lower:
+            hint = (
+                f"check that {self.path.parent} is writable and has free space, or set "
+                f"{DATA_DIR_ENV} to another folder"
+            )
+        elif "foreign key" in lower:
+            hint = "the session does not exist; create it with create_session() first"
+        elif "full" in lower:
+            hint = "the disk is full; free some space"
+        else:
+            hint = "see the SQLite message above"
+        return SessionStoreError(f"session store {self.path}: cannot {action}: {text}; {hint}.")
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise SessionStoreError(f"session store {self.path} is closed")
+        return self._conn
+
+    @contextmanager
+    def _op(self, action: str) -> Iterator[sqlite3.Connection]:
+        """One public operation: locked, sqlite errors turned into SessionStoreError."""
+        with self._lock:
+            conn = self._db
+            try:
+                yield conn
+            except sqlite3.Error as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise self._translate(exc, action) from exc
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
+    def _touch(self, conn: sqlite3.Connection, session_id: str) -> None:
+        cur = conn.execute(
+            "UPDATE sessions SET updated_at = ?, "
+            "activity = (SELECT COALESCE(MAX(activity), 0) + 1 FROM sessions) WHERE id = ?",
+            (time.time(), session_id),
+        )
+        if cur.rowcount == 0:
+            raise SessionStoreError(f"no session {session_id!r} in {self.path}")
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> SessionStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- sessions ----------
+
+    def create_session(
+        self,
+        workspace: str | os.PathLike[str],
+        title: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+        *,
+        executor_model: str | None = None,
+        planner_model: str | None = None,
+    ) -> str:
+        """Create a session and return its id (``YYYYMMDD-HHMMSS-xxxx``, UTC, sorts by time)."""
+        now = time.time()
+        with self._op("create a session") as conn:
+            for _ in range(20):
+                session_id = _new_session_id()
+                try:
+                    conn.execute(
+                        "INSERT INTO sessions (id, workspace, title, created_at, updated_at, "
+                        "activity, executor_model, planner_model, meta) VALUES (?, ?, ?, ?, ?, "
+                        "(SELECT COALESCE(MAX(activity), 0) + 1 FROM sessions), ?, ?, ?)",
+                        (
+                            session_id,
+                            _workspace_key(workspace),
+                            title,
+                            now,
+                            now,
+                            executor_model,
+                            planner_model,
+                            _dump(dict(meta or {})),
+                        ),
+                    )
+                except sqlite3.IntegrityError:
+                    continue  # same second, same random suffix: draw again
+                return session_id
+        raise SessionStoreError("could not allocate a unique session id; retry")
+
+    def get_session(self, session_id: str) -> SessionInfo | None:
+        """The session's row, or None if there is no such session."""
+        with self._op("read a session") as conn:
+            row = conn.execute(_SESSION_SELECT + " WHERE id = ?", (session_id,)).fetchone()
+            return _session_info(conn, row) if row else None
+
+    def list_sessions(
+        self, workspace: str | os.PathLike[str] | None = None, limit: int = 20
+    ) -> list[SessionInfo]:
+        """Most recently active first; only ``workspace``'s sessions when given."""
+        with self._op("list sessions") as conn:
+            if workspace is None:
+                rows = conn.execute(
+                    _SESSION_SELECT + " ORDER BY activity DESC LIMIT ?", (limit,)
+                ).fetchall()
+            else:
+                rows = conn.execute(
+                    _SESSION_SELECT + " WHERE workspace = ? ORDER BY activity DESC LIMIT ?",
+                    (_workspace_key(workspace), limit),
+                ).fetchall()
+            return [_session_info(conn, r) for r in rows]
+
+    def latest_session(self, workspace: str | os.PathLike[str]) -> str | None:
+        """Id of the most recently active session in ``workspace`` (for ``--continue``)."""
+        with self._op("find the latest session") as conn:
+            row = conn.execute(
+                "SELECT id FROM sessions WHERE workspace = ? ORDER BY activity DESC LIMIT 1",
+                (_workspace_key(workspace),),
+            ).fetchone()
+        return str(row[0]) if row else None
+
+    def set_title(self, session_id: str, title: str) -> None:
+        """Rename a session."""
+        with self._op("set the title") as conn:
+            cur = conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (title, session_id))
+            if cur.rowcount == 0:
+                raise SessionStoreError(f"no session {session_id!r} in {self.path}")
+
+    def set_status(self, session_id: str, status: str) -> None:
+        """Mark a session (``active``, ``done``, ``error``, ...)."""
+        with self._op("set the status") as conn:
+            cur = conn.execute("UPDATE sessions SET status = ? WHERE id = ?", (status, session_id))
+            if cur.rowcount == 0:
+                raise SessionStoreError(f"no session {session_id!r} in {self.path}")
+
+    def delete_session(self, session_id: str) -> bool:
+        """Delete a session with its messages, events and usage; False if it did not exist."""
+        with self._op("delete a session") as conn:
+            cur = conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+        return cur.rowcount > 0
+
+    # -- messages ----------
+
+    def append_message(self, session_id: str, agent: str, seq: int, message: Message) -> None:
+        """Store ``message`` as position ``seq`` of ``agent``'s conversation, committed on return.
+
+        Storing the same message at the same seq again is a no-op; a different one is refused.
+        """
+        data = _dump(message_to_dict(message))
+        with self._op("append a message") as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            cur = conn.execute(
+                "INSERT INTO messages (session_id, agent, seq, data, created_at) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                (session_id, agent, seq, data, time.time()),
+            )
+            if cur.rowcount == 0:
+                row = conn.execute(
+                    "SELECT data FROM messages WHERE session_id = ? AND agent = ? AND seq = ?",
+                    (session_id, agent, seq),
+                ).fetchone()
+                conn.execute("ROLLBACK")
+                if row is not None and row[0] != data:
+                    raise SessionStoreError(
+                        f"session {session_id} already has a different {agent} message at seq "
+                        f"{seq}; truncate_messages() before rewriting history"
+                    )
+                return
+            self._touch(conn, session_id)
+            conn.execute("COMMIT")
+
+    def load_messages(self, session_id: str, agent: str) -> list[Message]:
+        """``agent``'s messages in seq order, exactly as they were appended."""
+        with self._op("load messages") as conn:
+            rows = conn.execute(
+                "SELECT data FROM messages WHERE session_id = ? AND agent = ? ORDER BY seq",
+                (session_id, agent),
+            ).fetchall()
+        return [message_from_dict(json.loads(r[0])) for r in rows]
+
+    def message_count(self, session_id: str, agent: str) -> int:
+        """How many messages ``agent`` has stored (the next seq when seqs start at 0)."""
+        with self._op("count messages") as conn:
+            row = conn.execute(
+                "SELECT COUNT(*) FROM messages WHERE session_id = ? AND agent = ?",
+                (session_id, agent),
+            ).fetchone()
+        return int(row[0])
+
+    def truncate_messages(self, session_id: str, agent: str, keep: int) -> int:
+        """Keep the first ``keep`` messages of ``agent`` (by seq), delete the rest (rewind).
+
+        Returns how many were deleted.
+        """
+        if keep < 0:
+            raise ValueError("keep must be >= 0")
+        with self._op("truncate messages") as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            cur = conn.execute(
+                "DELETE FROM messages WHERE session_id = ? AND agent = ? AND seq NOT IN ("
+                "SELECT seq FROM messages WHERE session_id = ? AND agent = ? "
+                "ORDER BY seq LIMIT ?)",
+                (session_id, agent, session_id, agent, keep),
+            )
+            deleted = cur.rowcount
+            self._touch(conn, session_id)
+            conn.execute("COMMIT")
+        return deleted
+
+    # -- events and usage ----------
+
+    def record_event(self, session_id: str, event: Event) -> int:
+        """Append an event to the session's timeline; returns its seq (1, 2, ...)."""
+        data = _dump(event.to_dict())
+        with self._op("record an event") as conn:
+            # BEGIN IMMEDIATE takes the write lock first, so two writers cannot pick the same seq.
+            conn.execute("BEGIN IMMEDIATE")
+            row = conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            seq = int(row[0])
+            conn.execute(
+                "INSERT INTO events (session_id, seq, kind, data, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (session_id, seq, event.kind, data, time.time()),
+            )
+            conn.execute("COMMIT")
+        return seq
+
+    def load_events(self, session_id: str) -> list[dict[str, Any]]:
+        """The recorded events as their ``to_dict()`` forms, in order."""
+        with self._op("load events") as conn:
+            rows = conn.execute(
+                "SELECT data FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
+            ).fetchall()
+        return [json.loads(r[0]) for r in rows]
+
+    def record_usage(
+        self,
+        session_id: str,
+        source: UsageSource | str,
+        model: str,
+        usage: Usage,
+        cost: float,
+    ) -> None:
+        """Record one request's token counts and cost (USD) under ``source``."""
+        with self._op("record usage") as conn:
+            conn.execute(
+                "INSERT INTO usage (session_id, source, model, prompt_tokens, cache_hit_tokens, "
+                "cache_miss_tokens, completion_tokens, reasoning_tokens, cost, ts) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    session_id,
+                    str(source),
+                    model,
+                    usage.prompt_tokens,
+                    usage.cache_hit_tokens,
+                    usage.cache_miss_tokens,
+                    usage.completion_tokens,
+                    usage.reasoning_tokens,
+                    cost,
+                    time.time(),
+                ),
+            )
+
+    def usage_summary(self, session_id: str) -> dict[str, UsageTotal]:
+        """Totals per source (``executor``, ``planner``, ``compaction``, ...)."""
+        with self._op("summarise usage") as conn:
+            rows = conn.execute(
+                "SELECT source, SUM(prompt_tokens), SUM(cache_hit_tokens), "
+                "SUM(cache_miss_tokens), SUM(completion_tokens), SUM(reasoning_tokens), "
+                "SUM(cost), COUNT(*) FROM usage WHERE session_id = ? GROUP BY source "
+                "ORDER BY source",
+                (session_id,),
+            ).fetchall()
+        return {
+            str(r[0]): UsageTotal(
+                Usage(int(r[1]), int(r[2]), int(r[3]), int(r[4]), int(r[5])),
+                float(r[6]),
+                int(r[7]),
+            )
+            for r in rows
+        }
+
+    # -- maintenance and export ----------
+
+    def integrity_check(self) -> bool:
+        """True when ``PRAGMA integrity_check`` reports ``ok``."""
+        with self._op("check integrity") as conn:
+            rows = conn.execute("PRAGMA integrity_check").fetchall()
+        return [r[0] for r in rows] == ["ok"]
+
+    def export_json(self, session_id: str) -> dict[str, Any]:
+        """The whole session as plain JSON-ready data."""
+        info = self.get_session(session_id)
+        if info is None:
+            raise SessionStoreError(f"no session {session_id!r} in {self.path}")
+        with self._op("export") as conn:
+            agents = [
+                str(r[0])
+                for r in conn.execute(
+                    "SELECT DISTINCT agent FROM messages WHERE session_id = ? ORDER BY agent",
+                    (session_id,),
+                )
+            ]
+        return {
+            "format": "reasonix-session",
+            "version": 1,
+            "session": info.to_dict(),
+            "messages": {
+                agent: [message_to_dict(m) for m in self.load_messages(session_id, agent)]
+                for agent in sorted(agents, key=_agent_order)
+            },
+            "events": self.load_events(session_id),
+            "usage": {k: v.to_dict() for k, v in self.usage_summary(session_id).items()},
+        }
+
+    def export_markdown(self, session_id: str) -> str:
+        """A readable transcript: per agent, each message with reasoning and tool calls."""
+        data = self.export_json(session_id)
+        info = data["session"]
+        out = [f"# {info['title'] or 'Session ' + info['id']}", ""]
+        out.append(f"- id: `{info['id']}`")
+        out.append(f"- workspace: `{info['workspace']}`")
+        created = datetime.fromtimestamp(info["created_at"], UTC).strftime("%Y-%m-%d %H:%M UTC")
+        out.append(f"- created: {created}")
+        for role in ("executor", "planner"):
+            if info[f"{role}_model"]:
+                out.append(f"- {role} model: `{info[f'{role}_model']}`")
+        for source, total in data["usage"].items():
+            u = total["usage"]
+            out.append(
+                f"- {source}: {total['requests']} requests, {u['prompt_tokens']} prompt tokens "
+                f"({u['cache_hit_tokens']} cached), {u['completion_tokens']} output tokens, "
+                f"${total['cost']:.4f}"
+            )
+        for agent, messages in data["messages"].items():
+            out += ["", f"## {agent.capitalize()}"]
+            for raw in messages:
+                out += ["", *_markdown_message(message_from_dict(raw))]
+        return "\n".join(out) + "\n"
+
+
+_SESSION_SELECT = (
+    "SELECT id, workspace, title, created_at, updated_at, executor_model, planner_model, "
+    "status, meta FROM sessions"
+)
+
+
+def _session_info(conn: sqlite3.Connection, row: tuple[Any, ...]) -> SessionInfo:
+    counts = conn.execute(
+        "SELECT agent, COUNT(*) FROM messages WHERE session_id = ? GROUP BY agent ORDER BY agent",
+        (row[0],),
+    ).fetchall()
+    return SessionInfo(
+        id=row[0],
+        workspace=row[1],
+        title=row[2],
+        created_at=row[3],
+        updated_at=row[4],
+        executor_model=row[5],
+        planner_model=row[6],
+        status=row[7],
+        meta=json.loads(row[8]),
+        message_counts={str(a): int(n) for a, n in counts},
+    )
+
+
+def _agent_order(agent: str) -> tuple[int, str]:
+    return (AGENTS.index(agent) if agent in AGENTS else len(AGENTS), agent)
+
+
+def _fence(text: str, info: str = "") -> list[str]:
+    """A code fence longer than any backtick run inside ``text``."""
+    longest, run = 0, 0
+    for ch in text:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * max(3, longest + 1)
+    return [fence + info, text, fence]
+
+
+def _markdown_message(message: Message) -> list[str]:
+    if isinstance(message, AssistantMessage):
+        lines = ["### assistant"]
+        if message.reasoning_content:
+            lines += ["", "<details><summary>reasoning</summary>", ""]
+            lines += [message.reasoning_content, "", "</details>"]
+        if message.content:
+            lines += ["", message.content]
+        for call in message.tool_calls:
+            lines += ["", f"**tool call** `{call.name}` (`{call.id}`)", ""]
+            lines += _fence(call.arguments, "json")
+        return lines
+    if isinstance(message, ToolMessage):
+        label = "tool error" if message.is_error else "tool result"
+        name = f" `{message.name}`" if message.name else ""
+        return [f"### {label}{name} (`{message.tool_call_id}`)", "", *_fence(message.content)]
+    return [f"### {message.role}", "", message.content]
+
+
+class StoreSink:
+    """A :class:`~reasonix.events.Sink` that persists a session's events and usage.
+
+    Text and reasoning deltas are skipped (the finished messages are stored instead);
+    ``UsageEvent`` is also written to the usage table.
+    """
+
+    SKIPPED = frozenset({"text_delta", "reasoning_delta"})
+
+    def __init__(self, store: SessionStore, session_id: str) -> None:
+        self.store = store
+        self.session_id = session_id
+
+    def emit(self, event: Event) -> None:
+        if event.kind in self.SKIPPED:
+            return
+        self.store.record_event(self.session_id, event)
+        if isinstance(event, UsageEvent):
+            self.store.record_usage(
+                self.session_id, event.source, event.model, event.usage, event.cost
+            )
