@@ -819,3 +819,21 @@ async def test_loopback_eof_without_done_or_finish_is_a_cut() -> None:
         events, error = await collect_error(p, request("hi"))
     assert isinstance(error, StreamCutError)
     assert text_of(events, TextDelta) == "half"
+
+
+async def test_loopback_server_answering_without_streaming() -> None:
+    # A server that ignores stream=true (here: forced off through extra_body) answers with one
+    # JSON completion, preceded by blank keep-alive lines while queued.
+    reply = Reply(
+        content="",
+        tool_calls=Reply.call("ls", {"dir": "."}).tool_calls,
+        fault=Fault(keepalive_lines=3),
+    )
+    async with loopback(reply, extra_body={"stream": False, "stream_options": None}) as (srv, p):
+        events = await collect(p, request("hi"))
+    assert srv.requests[0].body["stream"] is False
+    end = finished(events)
+    assert end.message.tool_calls == reply.tool_calls
+    assert end.message.reasoning_content  # thinking mode: the server reasons before tool calls
+    assert [e.call for e in events if isinstance(e, ToolCallComplete)] == list(reply.tool_calls)
+    assert end.usage == srv.requests[0].usage

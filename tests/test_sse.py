@@ -377,3 +377,47 @@ def test_is_output_event() -> None:
     assert is_output_event(ToolCallStarted(0, "a", "b"))
     assert is_output_event(ToolCallArgumentsDelta(0, "a", "b"))
     assert not is_output_event(UsageReported(Usage()))
+
+
+def test_feed_completion_for_servers_that_do_not_stream() -> None:
+    assembler = StreamAssembler()
+    completion = {
+        "object": "chat.completion",
+        "choices": [
+            {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": "",
+                    "reasoning_content": "check",
+                    "tool_calls": [
+                        {
+                            "id": "c1",
+                            "type": "function",
+                            "function": {"name": "a", "arguments": "{}"},
+                        },
+                        {
+                            "id": "c2",
+                            "type": "function",
+                            "function": {"name": "b", "arguments": "[]"},
+                        },
+                    ],
+                },
+                "finish_reason": "tool_calls",
+            }
+        ],
+        "usage": USAGE,
+    }
+    out = assembler.feed_completion(completion) + assembler.finish()
+    finished = out[-1]
+    assert isinstance(finished, StreamFinished)
+    assert finished.message == AssistantMessage(
+        "", "check", (ToolCall("c1", "a", "{}"), ToolCall("c2", "b", "[]"))
+    )
+    assert finished.usage == Usage(100, 64, 36, 20, 5)
+    assert [e for e in out if isinstance(e, ToolCallStarted)] == [
+        ToolCallStarted(0, "c1", "a"),
+        ToolCallStarted(1, "c2", "b"),
+    ]
+    with pytest.raises(MalformedChunkError):
+        StreamAssembler().feed_completion({"object": "chat.completion"})

@@ -27,6 +27,7 @@ from reasonix.errors import (
     ConfigError,
     InsufficientBalanceError,
     InvalidParametersError,
+    MalformedChunkError,
     ProviderConnectionError,
     ProviderError,
     RateLimitError,
@@ -403,11 +404,38 @@ class OpenAICompatProvider:
                 if error.retryable:
                     raise _RetryableStatus(error, _retry_after(response))
                 raise error
+            content_type = response.headers.get("content-type", "")
+            if content_type.startswith("application/json"):
+                for event in await self._whole_completion(response):
+                    yield event
+                return
             async with aclosing(self._events(response)) as events:
                 async for event in events:
                     yield event
         finally:
             await response.aclose()
+
+    async def _whole_completion(self, response: httpx.Response) -> list[StreamEvent]:
+        """A server that ignored ``stream: true``: read one JSON completion instead."""
+        try:
+            raw = await response.aread()
+        except httpx.ReadTimeout as exc:
+            raise StreamIdleTimeout(
+                f"the response from {self._url} went silent for {self._idle_timeout:g}s"
+            ) from exc
+        except httpx.HTTPError as exc:
+            raise StreamCutError(f"the response from {self._url} broke: {exc}") from exc
+        try:
+            # DeepSeek sends blank lines while a non-streamed request is queued; json skips them.
+            completion = json.loads(raw)
+        except ValueError as exc:
+            raise MalformedChunkError(
+                f"the server answered with invalid JSON: {raw[:200]!r}"
+            ) from exc
+        if not isinstance(completion, Mapping):
+            raise MalformedChunkError(f"the server answered with {type(completion).__name__}")
+        assembler = StreamAssembler()
+        return [*assembler.feed_completion(completion), *assembler.finish()]
 
     async def _events(self, response: httpx.Response) -> AsyncGenerator[StreamEvent, None]:
         decoder = SSEDecoder()

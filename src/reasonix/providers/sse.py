@@ -246,6 +246,40 @@ class StreamAssembler:
                 self.finish_reason = str(reason)
         return out
 
+    def feed_completion(self, completion: Mapping[str, Any]) -> list[StreamEvent]:
+        """Consume a whole non-streamed ``chat.completion`` object, as if it were one chunk.
+
+        For servers that ignore ``stream: true`` and answer with plain JSON.
+        """
+        error = completion.get("error")
+        if error:
+            raise StreamError(f"the server reported an error: {_error_message(error)}")
+        choices = completion.get("choices")
+        if not isinstance(choices, list):
+            raise MalformedChunkError(f"a completion without 'choices': {completion!r:.200}")
+        as_chunk: dict[str, Any] = {"usage": completion.get("usage"), "choices": []}
+        for choice in choices:
+            if not isinstance(choice, Mapping):
+                raise MalformedChunkError(f"a choice is not an object: {choice!r:.200}")
+            message = choice.get("message")
+            delta = dict(message) if isinstance(message, Mapping) else {}
+            calls = delta.get("tool_calls")
+            if isinstance(calls, list):
+                delta["tool_calls"] = [
+                    {**call, "index": i} if isinstance(call, Mapping) else call
+                    for i, call in enumerate(calls)
+                ]
+            as_chunk["choices"].append(
+                {
+                    "index": choice.get("index", 0),
+                    "delta": delta,
+                    "finish_reason": choice.get("finish_reason"),
+                }
+            )
+        out = self.feed_chunk(as_chunk)
+        self.done = True
+        return out
+
     def _delta(self, delta: Mapping[str, Any], out: list[StreamEvent]) -> None:
         # DeepSeek names it reasoning_content; some compatible servers use "reasoning".
         reasoning = delta.get("reasoning_content")
