@@ -1,0 +1,606 @@
+"""The MCP manager: runs configured servers and exposes their tools as reasonix tools.
+
+See the package docstring (:mod:`reasonix.mcp`) for the design; this module holds the machinery.
+The MCP SDK is imported inside functions only, when a server is actually started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import json
+import math
+import re
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from reasonix.events import ErrorEvent, NoticeEvent, NullSink, Sink
+from reasonix.mcp.config import McpServerConfig
+from reasonix.mcp.convert import assign_names, normalize_schema, result_to_tool_result
+from reasonix.mcp.transport import McpStartError, ProcessInfo, open_http, open_stdio
+from reasonix.tools.registry import Tool, ToolResult
+
+EVENT_ROLE = "mcp"
+#: JSON-RPC / SDK error codes we treat specially (values from the MCP SDK; kept here so that
+#: reading them does not need the SDK imported).
+_CONNECTION_CLOSED = -32000
+_REQUEST_TIMEOUT = -32001
+
+
+class ServerState(enum.StrEnum):
+    """Where a configured server is in its life."""
+
+    DISABLED = "disabled"  # enabled = false in the configuration
+    STARTING = "starting"
+    RUNNING = "running"
+    FAILED = "failed"  # never came up (start-up error or timeout)
+    EXITED = "exited"  # was running, then died or lost its connection
+    STOPPED = "stopped"  # shut down by us
+
+
+@dataclass(frozen=True, slots=True)
+class McpServerStatus:
+    """One server's state, for ``reasonix doctor`` and ``/mcp``."""
+
+    name: str
+    transport: str
+    target: str
+    state: ServerState
+    tool_count: int
+    error: str | None
+    log_path: Path | None
+    pid: int | None
+    pending_change: bool
+
+    def line(self) -> str:
+        """A one-line human summary."""
+        head = f"{self.name} ({self.transport}: {self.target}): {self.state.value}"
+        if self.state is ServerState.RUNNING:
+            head += f", {self.tool_count} tool(s)"
+            if self.pending_change:
+                head += ", tool list changed (applies to the next session)"
+        if self.error:
+            head += f": {self.error}"
+        if self.log_path is not None and self.state in (ServerState.FAILED, ServerState.EXITED):
+            head += f" [log: {self.log_path}]"
+        return head
+
+
+@dataclass(frozen=True, slots=True)
+class PendingChange:
+    """A server whose tools no longer match the running session's snapshot."""
+
+    server: str
+    reason: str
+
+
+def _log_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name) + ".log"
+
+
+def _describe_exc(exc: BaseException) -> str:
+    """Flatten exception groups (anyio wraps transport failures in them) into one message."""
+    if isinstance(exc, BaseExceptionGroup):
+        inner = [_describe_exc(e) for e in exc.exceptions]
+        return "; ".join(dict.fromkeys(i for i in inner if i)) or type(exc).__name__
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _canonical(defs: Sequence[Mapping[str, Any]]) -> str:
+    return json.dumps(list(defs), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+class _Server:
+    """One configured server and the background task that owns its connection."""
+
+    def __init__(self, config: McpServerConfig, log_path: Path) -> None:
+        self.config = config
+        self.log_path = log_path
+        self.state = ServerState.DISABLED if not config.enabled else ServerState.STOPPED
+        self.error: str | None = None
+        self.session: Any = None
+        self.tools: list[dict[str, Any]] = []
+        self.info: ProcessInfo | None = None
+        self.task: asyncio.Task[None] | None = None
+        self.scope: Any = None
+        self.wake = asyncio.Event()
+        self.ready = asyncio.Event()
+        self.done = asyncio.Event()
+        self.stop_requested = False
+        self.list_changed = False
+
+    def reset(self) -> None:
+        self.error = None
+        self.session = None
+        self.tools = []
+        self.info = None
+        self.scope = None
+        self.wake = asyncio.Event()
+        self.ready = asyncio.Event()
+        self.done = asyncio.Event()
+        self.stop_requested = False
+        self.list_changed = False
+
+    def is_running(self) -> bool:
+        return self.state is ServerState.RUNNING
+
+    def not_running_message(self) -> str:
+        name = self.config.name
+        if self.state is ServerState.DISABLED:
+            return f"MCP server '{name}' is disabled in the configuration."
+        if self.state is ServerState.STARTING:
+            return f"MCP server '{name}' is still starting; try again in a moment."
+        why = self.error or self.state.value
+        return f"MCP server '{name}' is not running ({why}); restart it with /mcp restart {name}"
+
+    def stderr_tail(self, since: int, lines: int = 3) -> str:
+        try:
+            with self.log_path.open("rb") as f:
+                f.seek(since)
+                data = f.read()[-4000:]
+        except OSError:
+            return ""
+        kept = [
+            ln.strip()[:200]
+            for ln in data.decode("utf-8", "replace").splitlines()
+            if ln.strip() and not ln.startswith("[reasonix]") and not ln.startswith("---")
+        ]
+        return " | ".join(kept[-lines:])
+
+
+class McpManager:
+    """Starts MCP servers, keeps their sessions open, and turns their tools into :class:`Tool`.
+
+    ``await start()`` brings every enabled server up concurrently; each is bounded by its own
+    ``startup_timeout`` and a failure is reported (an :class:`~reasonix.events.ErrorEvent` and
+    :meth:`status`) without stopping the others. :meth:`tools` is the snapshot taken when start-up
+    finished; it stays byte-stable for the session however the servers change (see the package
+    docstring). ``await aclose()`` shuts every server down. Also an async context manager.
+
+    Each server's connection lives in one background task on the caller's event loop, which
+    enters and exits the SDK's context managers itself (anyio requires a cancel scope to be
+    left by the task that entered it); tool calls from any task go through that session.
+    """
+
+    def __init__(
+        self,
+        configs: Iterable[McpServerConfig],
+        log_dir: str | Path,
+        sink: Sink | None = None,
+        *,
+        shutdown_grace: float = 2.0,
+    ) -> None:
+        self.log_dir = Path(log_dir)
+        self.sink: Sink = sink if sink is not None else NullSink()
+        self.shutdown_grace = shutdown_grace
+        self._servers: dict[str, _Server] = {}
+        for cfg in configs:
+            if cfg.name in self._servers:
+                raise ValueError(f"two MCP servers are named {cfg.name!r}")
+            self._servers[cfg.name] = _Server(cfg, self.log_dir / _log_name(cfg.name))
+        self._snapshot: tuple[Tool, ...] = ()
+        self._snapshot_defs: dict[str, str] = {}
+        self._started = False
+
+    async def __aenter__(self) -> McpManager:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # -- life cycle ------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start every enabled server concurrently and take the tool snapshot. Never raises for a
+        server's failure; see :meth:`status`."""
+        if self._started:
+            return
+        self._started = True
+        servers = [s for s in self._servers.values() if s.config.enabled]
+        if servers:
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+        await asyncio.gather(*(self._launch(s) for s in servers))
+        self._take_snapshot()
+
+    async def aclose(self) -> None:
+        """Stop every server: close stdin, then terminate, then kill after the grace period."""
+        await asyncio.gather(*(self._stop(s) for s in self._servers.values()))
+
+    async def restart(self, name: str) -> McpServerStatus:
+        """Stop (if needed) and start one server again. The session's tool snapshot keeps its
+        names and schemas; if the server now offers different tools that is recorded as a
+        pending change for the next session."""
+        srv = self._get(name)
+        await self._stop(srv)
+        if not self.log_dir.exists():
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+        await self._launch(srv)
+        if srv.state is ServerState.RUNNING:
+            self._emit_notice("mcp_server_restarted", f"MCP server '{name}' restarted.")
+            if name in self._snapshot_defs and self._pending_reason(srv) is not None:
+                self._emit_notice(
+                    "mcp_tools_changed",
+                    f"MCP server '{name}' now offers a different tool list; the change applies "
+                    "to the next session.",
+                )
+        return self._status_of(srv)
+
+    async def _launch(self, srv: _Server) -> None:
+        srv.reset()
+        srv.state = ServerState.STARTING
+        srv.task = asyncio.create_task(self._serve(srv), name=f"mcp-server-{srv.config.name}")
+        # The task enforces the start-up timeout itself; this outer bound only guards against a
+        # transport that ignores cancellation.
+        limit = srv.config.startup_timeout + 2 * self.shutdown_grace + 5
+        try:
+            await asyncio.wait_for(srv.ready.wait(), limit)
+        except TimeoutError:
+            srv.error = f"did not start within {srv.config.startup_timeout:g} s"
+            await self._stop(srv)
+            srv.state = ServerState.FAILED
+
+    async def _stop(self, srv: _Server) -> None:
+        task = srv.task
+        if task is None:
+            return
+        srv.stop_requested = True
+        srv.wake.set()
+        if srv.state is ServerState.STARTING and srv.scope is not None:
+            srv.scope.cancel()
+        try:
+            await asyncio.wait_for(asyncio.shield(srv.done.wait()), 2 * self.shutdown_grace + 5)
+        except TimeoutError:
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+        srv.task = None
+        srv.session = None
+
+    async def _serve(self, srv: _Server) -> None:
+        """The background task owning one connection, from spawn to shutdown."""
+        import anyio
+
+        cfg = srv.config
+        started = False
+        failure: BaseException | None = None
+        timed_out = False
+        log: BinaryIO | None = None
+        log_start = 0
+        try:
+            log = srv.log_path.open("ab")
+            log_start = log.tell()
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+            log.write(f"--- reasonix: starting {cfg.describe()} at {stamp} ---\n".encode())
+            log.flush()
+            info = ProcessInfo()
+            srv.info = info
+            with anyio.CancelScope() as scope:
+                srv.scope = scope
+                if srv.stop_requested:
+                    scope.cancel()
+                scope.deadline = anyio.current_time() + cfg.startup_timeout
+                async with AsyncExitStack() as stack:
+                    if cfg.transport == "stdio":
+                        streams = await stack.enter_async_context(
+                            open_stdio(
+                                cfg,
+                                log=log,
+                                info=info,
+                                on_exit=srv.wake.set,
+                                grace=self.shutdown_grace,
+                            )
+                        )
+                    else:
+                        streams = await stack.enter_async_context(open_http(cfg))
+                    session = await stack.enter_async_context(self._new_session(srv, streams, log))
+                    await session.initialize()
+                    info.initialized = True
+                    tools = await _list_all_tools(session)
+                    scope.deadline = math.inf
+                    started = True
+                    srv.session = session
+                    srv.tools = tools
+                    srv.state = ServerState.RUNNING
+                    srv.ready.set()
+                    if info.garbage_lines:
+                        self._emit_notice(
+                            "mcp_server_stdout_noise",
+                            f"MCP server '{cfg.name}' started, but {info.garbage_text()}.",
+                        )
+                    await srv.wake.wait()
+                    srv.session = None  # new calls fail fast while the connection winds down
+            timed_out = scope.cancelled_caught and not srv.stop_requested and not started
+        except Exception as exc:
+            failure = exc
+        finally:
+            srv.session = None
+            self._settle(srv, started, failure, timed_out, log_start)
+            if log is not None:
+                with contextlib.suppress(OSError):
+                    log.close()
+            srv.ready.set()
+            srv.done.set()
+
+    def _new_session(self, srv: _Server, streams: tuple[Any, Any], log: BinaryIO) -> Any:
+        from mcp.client.session import ClientSession
+        from mcp_types import Implementation
+
+        from reasonix._version import __version__
+
+        async def on_message(message: Any) -> None:
+            if isinstance(message, Exception):
+                _log_line(log, f"transport error: {_describe_exc(message)}")
+                return
+            method = getattr(message, "method", None)
+            if method == "notifications/tools/list_changed" and not srv.list_changed:
+                srv.list_changed = True
+                self._emit_notice(
+                    "mcp_tools_changed",
+                    f"MCP server '{srv.config.name}' changed its tool list; the change "
+                    "applies to the next session.",
+                )
+
+        async def on_log(params: Any) -> None:
+            data = params.data if isinstance(params.data, str) else json.dumps(params.data)
+            _log_line(log, f"log {params.level}: {data}")
+
+        return ClientSession(
+            streams[0],
+            streams[1],
+            message_handler=on_message,
+            logging_callback=on_log,
+            client_info=Implementation(name="reasonix", version=__version__),
+        )
+
+    def _settle(
+        self,
+        srv: _Server,
+        started: bool,
+        failure: BaseException | None,
+        timed_out: bool,
+        log_start: int,
+    ) -> None:
+        """Record how a connection ended and tell the sink."""
+        cfg = srv.config
+        info = srv.info
+        if srv.stop_requested:
+            srv.state = ServerState.STOPPED
+            return
+        details: list[str] = []
+        if not started:
+            if timed_out:
+                details.append(f"did not answer within {cfg.startup_timeout:g} s")
+            elif isinstance(failure, McpStartError):
+                details.append(str(failure))
+            elif info is not None and info.returncode is not None:
+                details.append(info.exit_text() + " during start-up")
+            elif failure is not None:
+                details.append(_describe_exc(failure))
+                if cfg.transport == "http":
+                    details.append("check the URL and the headers (credentials)")
+            else:
+                details.append("closed the connection during start-up")
+            if info is not None and info.garbage_lines:
+                details.append(info.garbage_text())
+            tail = srv.stderr_tail(log_start)
+            if tail:
+                details.append(f"stderr: {tail}")
+            srv.state = ServerState.FAILED
+            srv.error = "; ".join(details)
+            self.sink.emit(
+                ErrorEvent(
+                    EVENT_ROLE,
+                    "mcp_server_failed",
+                    f"MCP server '{cfg.name}' failed to start: {srv.error}. "
+                    f"Continuing without it (log: {srv.log_path}).",
+                )
+            )
+            return
+        if info is not None and cfg.transport == "stdio":
+            srv.error = info.exit_text()
+        elif failure is not None:
+            srv.error = f"connection lost: {_describe_exc(failure)}"
+        else:
+            srv.error = "connection closed"
+        srv.state = ServerState.EXITED
+        tail = srv.stderr_tail(log_start)
+        self.sink.emit(
+            ErrorEvent(
+                EVENT_ROLE,
+                "mcp_server_exited",
+                f"MCP server '{cfg.name}' stopped unexpectedly ({srv.error})"
+                + (f"; stderr: {tail}" if tail else "")
+                + f". Restart it with /mcp restart {cfg.name} (log: {srv.log_path}).",
+            )
+        )
+
+    # -- tools -----------------------------------------------------------------------------------
+
+    def tools(self) -> list[Tool]:
+        """The tool snapshot of this session: taken when :meth:`start` finished (or at the last
+        :meth:`refresh_snapshot`), sorted by name, unchanged by later server events."""
+        return list(self._snapshot)
+
+    def pending_changes(self) -> list[PendingChange]:
+        """Servers whose tools differ from the snapshot; they apply to the next session."""
+        out: list[PendingChange] = []
+        for srv in self._servers.values():
+            reason = self._pending_reason(srv)
+            if reason is not None:
+                out.append(PendingChange(srv.config.name, reason))
+        return out
+
+    async def refresh_snapshot(self) -> list[Tool]:
+        """Re-list the tools of servers that announced a change and take a new snapshot — for a
+        frontend starting a new session. The running session must keep the old one."""
+        for srv in self._servers.values():
+            if srv.list_changed and srv.state is ServerState.RUNNING and srv.session is not None:
+                try:
+                    srv.tools = await _list_all_tools(srv.session)
+                    srv.list_changed = False
+                except Exception as exc:
+                    _log_line_path(srv.log_path, f"tools/list failed: {_describe_exc(exc)}")
+        self._take_snapshot()
+        return self.tools()
+
+    def _pending_reason(self, srv: _Server) -> str | None:
+        if srv.list_changed:
+            return "the server announced a tool list change (notifications/tools/list_changed)"
+        if srv.state is not ServerState.RUNNING:
+            return None
+        before = self._snapshot_defs.get(srv.config.name)
+        if before is None:
+            return "the server started after this session's tools were fixed"
+        if before != _canonical(srv.tools):
+            return "the server's tool list differs from this session's snapshot"
+        return None
+
+    def _take_snapshot(self) -> None:
+        running = [s for s in self._servers.values() if s.state is ServerState.RUNNING]
+        pairs = [(s.config.name, str(t["name"])) for s in running for t in s.tools]
+        names = assign_names(pairs)
+        built: list[Tool] = []
+        for srv in running:
+            for t in srv.tools:
+                built.append(self._make_tool(srv.config, t, names[(srv.config.name, t["name"])]))
+        self._snapshot = tuple(sorted(built, key=lambda t: t.name))
+        self._snapshot_defs = {s.config.name: _canonical(s.tools) for s in running}
+
+    def _make_tool(self, cfg: McpServerConfig, t: Mapping[str, Any], name: str) -> Tool:
+        server, remote = cfg.name, str(t["name"])
+        annotations = t.get("annotations") or {}
+        read_only = annotations.get("readOnlyHint") is True
+        # The MCP spec's default for destructiveHint is true; it only means something for a
+        # tool that is not read-only.
+        destructive = not read_only and annotations.get("destructiveHint", True) is not False
+        description = str(t.get("description") or "").strip()
+        if not description:
+            description = f"Tool {remote!r} of the MCP server {server!r}."
+
+        async def call_mcp_tool(**arguments: Any) -> ToolResult:
+            return await self.call_tool(server, remote, arguments)
+
+        return Tool(
+            name=name,
+            description=description,
+            parameters=normalize_schema(t.get("inputSchema")),
+            func=call_mcp_tool,
+            read_only=read_only,
+            destructive=destructive,
+            # A little beyond our own call timeout, so ours fires first with the clearer message.
+            timeout=cfg.call_timeout + 5,
+            category="mcp",
+        )
+
+    async def call_tool(
+        self, server: str, tool: str, arguments: Mapping[str, Any] | None = None
+    ) -> ToolResult:
+        """Call ``tool`` on ``server``. Never raises for the server's failures: a dead server, a
+        JSON-RPC error, a timeout each become an error result with a message for the model."""
+        srv = self._get(server)
+        session = srv.session
+        if srv.state is not ServerState.RUNNING or session is None:
+            return ToolResult.error(srv.not_running_message())
+        timeout = srv.config.call_timeout
+        try:
+            result = await session.call_tool(
+                tool, dict(arguments or {}), read_timeout_seconds=timeout
+            )
+        except Exception as exc:
+            code = getattr(exc, "code", None)
+            if code == _CONNECTION_CLOSED:
+                # Let the owning task notice the exit so the message can carry the exit code.
+                srv.wake.set()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(srv.done.wait()), 3.0)
+                if not srv.is_running():
+                    return ToolResult.error(srv.not_running_message())
+                return ToolResult.error(
+                    f"MCP server '{server}' closed the connection during the call to {tool}."
+                )
+            if code == _REQUEST_TIMEOUT:
+                return ToolResult.error(
+                    f"MCP tool {tool} on server '{server}' did not answer within {timeout:g} s; "
+                    "the call was cancelled. The server is still available."
+                )
+            if isinstance(code, int):
+                return ToolResult.error(
+                    f"MCP server '{server}' rejected the call to {tool}: {exc} "
+                    f"(JSON-RPC error {code})."
+                )
+            return ToolResult.error(
+                f"MCP tool {tool} on server '{server}' failed: {_describe_exc(exc)}"
+            )
+        return result_to_tool_result(
+            result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        )
+
+    # -- reporting -------------------------------------------------------------------------------
+
+    def status(self) -> list[McpServerStatus]:
+        """Every configured server's state, in configuration order."""
+        return [self._status_of(s) for s in self._servers.values()]
+
+    def _status_of(self, srv: _Server) -> McpServerStatus:
+        cfg = srv.config
+        running = srv.state is ServerState.RUNNING
+        pid = srv.info.pid if srv.info is not None and running else None
+        return McpServerStatus(
+            name=cfg.name,
+            transport=cfg.transport,
+            target=cfg.describe(),
+            state=srv.state,
+            tool_count=len(srv.tools) if running else 0,
+            error=srv.error,
+            log_path=srv.log_path if cfg.enabled else None,
+            pid=pid,
+            pending_change=self._pending_reason(srv) is not None,
+        )
+
+    @property
+    def server_names(self) -> list[str]:
+        return list(self._servers)
+
+    def _get(self, name: str) -> _Server:
+        srv = self._servers.get(name)
+        if srv is None:
+            known = ", ".join(self._servers) or "none"
+            raise KeyError(f"no MCP server named {name!r} (configured: {known})")
+        return srv
+
+    def _emit_notice(self, code: str, message: str) -> None:
+        self.sink.emit(NoticeEvent(EVENT_ROLE, code, message))
+
+
+async def _list_all_tools(session: Any) -> list[dict[str, Any]]:
+    """Every page of ``tools/list``, as wire JSON."""
+    from mcp_types import PaginatedRequestParams
+
+    out: list[dict[str, Any]] = []
+    cursor: str | None = None
+    for _ in range(1000):  # a server that never stops paginating is not followed forever
+        params = PaginatedRequestParams(cursor=cursor) if cursor else None
+        page = await session.list_tools(params=params)
+        out.extend(t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return out
+
+
+def _log_line(log: BinaryIO, text: str) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        log.write(f"[reasonix] {text}\n".encode())
+        log.flush()
+
+
+def _log_line_path(path: Path, text: str) -> None:
+    with contextlib.suppress(OSError), path.open("ab") as f:
+        f.write(f"[reasonix] {text}\n".encode())
