@@ -209,3 +209,58 @@ class FanoutSink:
     def emit(self, event: Event) -> None:
         for sink in self.sinks:
             sink.emit(event)
+
+
+# ---------------------------------------------------------------------------------------------
+# Orchestration events (emitted by the controller layer)
+
+
+@dataclass(frozen=True, slots=True)
+class GateDecided(Event):
+    """The planner gate's route for a turn and why (``reason`` is a stable code)."""
+
+    kind: ClassVar[str] = "gate_decided"
+    route: str
+    reason: str
+    score: int = 0
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PlanProduced(Event):
+    kind: ClassVar[str] = "plan_produced"
+    round: int
+    markdown: str
+    plan: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class PlanFailed(Event):
+    kind: ClassVar[str] = "plan_failed"
+    round: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReplanTriggered(Event):
+    kind: ClassVar[str] = "replan_triggered"
+    round: int
+    reason: str
+    brief: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PlanApproval(Event):
+    kind: ClassVar[str] = "plan_approval"
+    approved: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class StepCompleted(Event):
+    """A ``complete_step`` claim and the host's verdict."""
+
+    kind: ClassVar[str] = "step_completed"
+    step: str
+    accepted: bool
+    reason: str = ""

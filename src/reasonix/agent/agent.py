@@ -164,8 +164,11 @@ class Agent:
         return self.options.role
 
     def seed_todo_state(self, items: list[TodoItem] | tuple[TodoItem, ...]) -> None:
-        """Replace the todo list (the orchestrator does this with a plan)."""
+        """Replace the todo list (the orchestrator does this with a plan). A new plan is a new
+        approach: repeat detection starts afresh."""
         self.todo_state.replace(items)
+        self._recent_calls.clear()
+        self.ledger.recent.clear()
 
     def host_progress_signature(self) -> str:
         """Digest of host-observed progress; unchanged across rounds means stalled."""
@@ -181,10 +184,15 @@ class Agent:
         """Blocking façade for scripts."""
         return asyncio.run(self.run(text))
 
-    async def run(self, text: str | None, *, on_step: StepHook | None = None) -> AgentResult:
+    async def run(
+        self, text: str | None, *, on_step: StepHook | None = None, continue_turn: bool = False
+    ) -> AgentResult:
         """Run one turn. ``text`` None continues from the session as it is (the last message
-        must then be a user or tool message)."""
-        self.turn += 1
+        must then be a user or tool message). ``continue_turn`` keeps the turn number (the
+        orchestrator resumes a paused turn this way, so checkpoints stay per user turn)."""
+        if not continue_turn or self.turn == 0:
+            self.turn += 1
+            self._recent_calls.clear()
         self._ensure_system_prompt()
         self.sink.emit(TurnStarted(self.role, self.turn, text or ""))
         if text is not None:
@@ -365,14 +373,15 @@ class Agent:
         window = self._recent_calls[-(2 * self.options.repeat_limit - 1) :]
         self._recent_calls.append(key)
         if window.count(key) + 1 >= self.options.repeat_limit:
-            result = ToolResult.error(
+            # Refused, and recorded as the same outcome repeated: that is what it would be.
+            last = self.ledger.last_outcome(key)
+            self.ledger.record_call(key, last[1] if last else "", last[2] if last else False)
+            return ToolResult.error(
                 f"Not run: {call.name} was called with these same arguments "
                 f"{self.options.repeat_limit} times in a row of recent calls. The result will not "
                 "change; reconsider the approach (read the error, try something different, or "
                 "explain what is blocking you)."
             )
-            self.ledger.observe_failure(key, "repeat")
-            return result
         ctx = ToolContext(
             workspace=self.options.workspace,
             role=self.role,
@@ -381,9 +390,9 @@ class Agent:
             state=self.tool_state,
         )
         result = await self.tools.execute(call.name, call.arguments, ctx)
-        if result.is_error:
-            digest = hashlib.sha256(result.content.encode()).hexdigest()[:16]
-            self.ledger.observe_failure(key, digest)
+        digest = hashlib.sha256(result.content.encode()).hexdigest()[:16]
+        ok = not result.is_error and all(e.ok for e in result.effects)
+        self.ledger.record_call(key, digest, ok)
         for effect in result.effects:
             self.ledger.observe(effect, is_error=result.is_error, output=result.content)
         return result

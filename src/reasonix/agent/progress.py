@@ -39,9 +39,7 @@ class ProgressLedger:
         """Record one observation; return True if it was new progress."""
         if effect.kind == "command":
             self.commands.append(CommandRun(effect.target, effect.ok, effect.digest, output[-400:]))
-        failed = is_error or not effect.ok
-        self.recent.append((f"{effect.kind}:{effect.target}", effect.digest, not failed))
-        if failed:
+        if is_error or not effect.ok:
             return False
         key = (effect.kind, effect.target, effect.digest)
         if key in self._seen:
@@ -59,9 +57,12 @@ class ProgressLedger:
             if item.status == "completed":
                 self.observe(Effect("todo", f"{item.id}:{item.content}", "completed"))
 
-    def observe_failure(self, target: str, digest: str) -> None:
-        """A tool call that failed (error result): remembered for repeat detection only."""
-        self.recent.append((target, digest, False))
+    def record_call(self, key: str, digest: str, ok: bool) -> None:
+        """The outcome of one tool call (``key``: tool and normalised arguments)."""
+        self.recent.append((key, digest, ok))
+
+    def last_outcome(self, key: str) -> tuple[str, str, bool] | None:
+        return next((r for r in reversed(self.recent) if r[0] == key), None)
 
     def signature(self) -> str:
         """A short digest of all progress so far."""

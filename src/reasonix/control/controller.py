@@ -1,0 +1,131 @@
+"""The ``Controller``: two agents, one orchestrator, one place for frontends to call.
+
+``Controller(Options(executor_provider, planner_provider, tool_registry, executor_options,
+planner_options, sink))`` builds the executor (session ``"executor"``) and the planner (session
+``"planner"``). Both share the tool registry — the planner through its ``read_only()`` view plus
+``submit_plan`` — and the sink. Tool sets are fixed here, once, so each session's tool schemas
+stay byte-identical for its whole life.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from reasonix.agent.agent import DEFAULT_SYSTEM_PROMPT, Agent, AgentOptions
+from reasonix.agent.session import Session
+from reasonix.control.cost import CostTracker, RoleCost, format_cost_table
+from reasonix.control.orchestrator import (
+    PLANNER_SYSTEM_PROMPT,
+    OrchestratorOptions,
+    TurnOrchestrator,
+    TurnResult,
+)
+from reasonix.control.plan import Plan, submit_plan_tool
+from reasonix.control.todo_tools import executor_plan_tools
+from reasonix.events import FanoutSink, NullSink, Sink, UsageSource
+from reasonix.providers.base import Provider
+from reasonix.tools.registry import ToolRegistry
+
+
+@dataclass
+class Options:
+    """Everything a Controller needs. ``planner_provider`` None runs executor-only."""
+
+    executor_provider: Provider
+    planner_provider: Provider | None = None
+    tool_registry: ToolRegistry | None = None
+    executor_options: AgentOptions | None = None
+    planner_options: AgentOptions | None = None
+    sink: Sink | None = None
+    orchestration: OrchestratorOptions = field(default_factory=OrchestratorOptions)
+    #: resume: existing sessions to continue (ids are kept)
+    executor_session: Session | None = None
+    planner_session: Session | None = None
+
+
+class Controller:
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        self.cost = CostTracker()
+        user_sink = options.sink or NullSink()
+        self.sink: Sink = FanoutSink([self.cost, user_sink])
+        registry = options.tool_registry if options.tool_registry is not None else ToolRegistry()
+        self.tool_registry = registry
+
+        exec_opts = replace(
+            options.executor_options or AgentOptions(),
+            role="executor",
+            usage_source=UsageSource.EXECUTOR,
+        )
+        self.executor = Agent(
+            options.executor_provider,
+            registry.with_tools(executor_plan_tools()),
+            options.executor_session or Session("executor"),
+            exec_opts,
+            self.sink,
+        )
+        self.planner: Agent | None = None
+        if options.planner_provider is not None:
+            base = options.planner_options or AgentOptions(
+                system_prompt=PLANNER_SYSTEM_PROMPT, max_steps=12, workspace=exec_opts.workspace
+            )
+            if base.system_prompt == DEFAULT_SYSTEM_PROMPT:
+                base = replace(base, system_prompt=PLANNER_SYSTEM_PROMPT)
+            plan_opts = replace(base, role="planner", usage_source=UsageSource.PLANNER)
+            self.planner = Agent(
+                options.planner_provider,
+                registry.read_only().with_tools([submit_plan_tool()]),
+                options.planner_session or Session("planner"),
+                plan_opts,
+                self.sink,
+            )
+        self.orchestrator = TurnOrchestrator(
+            self.executor, self.planner, options.orchestration, self.sink, self.cost
+        )
+
+    @property
+    def workspace(self) -> Path:
+        return self.executor.options.workspace
+
+    async def run_turn(
+        self, text: str, *, plan: bool | None = None, plan_only: bool = False
+    ) -> TurnResult:
+        """One user turn. ``plan=True`` forces the planner (``/plan``), ``False`` forbids it;
+        ``plan_only`` plans and stops (the plan is kept as :attr:`pending_plan`)."""
+        return await self.orchestrator.run_turn(text, plan=plan, plan_only=plan_only)
+
+    def run_turn_sync(self, text: str, **kwargs: bool | None) -> TurnResult:
+        return asyncio.run(self.run_turn(text, **kwargs))  # type: ignore[arg-type]
+
+    async def execute_pending_plan(
+        self, text: str = "The plan is approved: carry it out."
+    ) -> TurnResult:
+        return await self.orchestrator.execute_pending_plan(text)
+
+    @property
+    def pending_plan(self) -> Plan | None:
+        return self.orchestrator.pending_plan
+
+    def cost_summary(self) -> dict[str, RoleCost]:
+        """Per-role totals for the whole session (requests, hit/miss/output tokens, cost)."""
+        return self.cost.snapshot()
+
+    async def aclose(self) -> None:
+        """Release the providers' connections."""
+        seen: set[int] = set()
+        for provider in (self.options.executor_provider, self.options.planner_provider):
+            close = getattr(provider, "aclose", None)
+            if provider is not None and id(provider) not in seen and close is not None:
+                seen.add(id(provider))
+                await close()
+
+    async def __aenter__(self) -> Controller:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def cost_table(self) -> str:
+        return format_cost_table(self.cost.snapshot())

@@ -1,0 +1,107 @@
+"""Per-role cost accounting, fed by usage events."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from reasonix.events import Event, UsageEvent
+from reasonix.messages import Usage
+
+
+@dataclass(frozen=True, slots=True)
+class RoleCost:
+    """Totals for one usage source: requests, tokens split into cache hit/miss, output, cost."""
+
+    requests: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost: float = 0.0
+
+    def __add__(self, other: RoleCost) -> RoleCost:
+        return RoleCost(
+            self.requests + other.requests, self.usage + other.usage, self.cost + other.cost
+        )
+
+    def __sub__(self, other: RoleCost) -> RoleCost:
+        u, o = self.usage, other.usage
+        return RoleCost(
+            self.requests - other.requests,
+            Usage(
+                u.prompt_tokens - o.prompt_tokens,
+                u.cache_hit_tokens - o.cache_hit_tokens,
+                u.cache_miss_tokens - o.cache_miss_tokens,
+                u.completion_tokens - o.completion_tokens,
+                u.reasoning_tokens - o.reasoning_tokens,
+            ),
+            self.cost - other.cost,
+        )
+
+    @property
+    def hit_ratio(self) -> float:
+        return self.usage.hit_ratio
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "requests": self.requests,
+            **self.usage.to_dict(),
+            "cost_usd": round(self.cost, 8),
+            "cache_hit_ratio": round(self.hit_ratio, 4),
+        }
+
+
+class CostTracker:
+    """A sink that sums usage events per source (``executor``, ``planner``, ``compaction``)."""
+
+    def __init__(self) -> None:
+        self.by_source: dict[str, RoleCost] = {}
+        self.models: dict[str, str] = {}
+
+    def emit(self, event: Event) -> None:
+        if isinstance(event, UsageEvent):
+            key = str(event.source)
+            self.by_source[key] = self.by_source.get(key, RoleCost()) + RoleCost(
+                1, event.usage, event.cost
+            )
+            self.models[key] = event.model
+
+    def snapshot(self) -> dict[str, RoleCost]:
+        return dict(self.by_source)
+
+    def since(self, mark: dict[str, RoleCost]) -> dict[str, RoleCost]:
+        out = {}
+        for key, total in self.by_source.items():
+            diff = total - mark.get(key, RoleCost())
+            if diff.requests:
+                out[key] = diff
+        return out
+
+    @property
+    def total(self) -> RoleCost:
+        total = RoleCost()
+        for item in self.by_source.values():
+            total = total + item
+        return total
+
+
+def format_cost_table(by_source: dict[str, RoleCost]) -> str:
+    """A plain-text table: one row per role plus a total."""
+    header = (
+        f"{'role':<11}{'reqs':>5}{'input':>10}{'hit':>10}{'miss':>9}{'output':>9}"
+        f"{'hit%':>7}{'cost $':>11}"
+    )
+    rows = [header]
+    total = RoleCost()
+    for role in sorted(by_source):
+        c = by_source[role]
+        total = total + c
+        rows.append(_row(role, c))
+    rows.append(_row("total", total))
+    return "\n".join(rows)
+
+
+def _row(name: str, c: RoleCost) -> str:
+    u = c.usage
+    return (
+        f"{name:<11}{c.requests:>5}{u.prompt_tokens:>10}{u.cache_hit_tokens:>10}"
+        f"{u.cache_miss_tokens:>9}{u.completion_tokens:>9}{c.hit_ratio * 100:>6.1f}%"
+        f"{c.cost:>11.6f}"
+    )

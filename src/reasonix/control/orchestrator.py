@@ -1,0 +1,361 @@
+"""The ``TurnOrchestrator``: hands control between the executor and the planner.
+
+One turn: the gate picks a route; if it plans, the planner (read-only tools + ``submit_plan``)
+delivers a plan in its own session; the plan becomes the executor's todo list and a handoff
+message at the tail of the turn's user message; the executor runs, watched for progress; when
+its host-observed progress stops changing, the planner is asked for a revised plan with a brief
+of what failed, a bounded number of times. See DESIGN.md, "The turn, step by step".
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from reasonix.agent.agent import Agent, AgentResult, StepDecision, StepInfo
+from reasonix.control.brief import executor_brief
+from reasonix.control.cost import CostTracker, RoleCost
+from reasonix.control.gate import GateDecision, GateOptions, Route, decide
+from reasonix.control.plan import PLAN_KEY, Plan
+from reasonix.control.todo_tools import STEP_BASELINE, STEP_CALLBACK
+from reasonix.events import (
+    GateDecided,
+    NoticeEvent,
+    PlanApproval,
+    PlanFailed,
+    PlanProduced,
+    ReplanTriggered,
+    Sink,
+    StepCompleted,
+)
+from reasonix.messages import AssistantMessage, ToolMessage
+
+PLANNER_SYSTEM_PROMPT = """\
+You are the planner of reasonix, a coding agent. A separate executor model will carry out your
+plan with file, search and shell tools; you only investigate and plan.
+- Use the read-only tools to check the repository: verify the files a step touches exist.
+- Deliver the plan by calling submit_plan exactly once: an objective, ordered steps (each with
+  the files you verified, acceptance criteria and a shell command that verifies it), risks, and
+  requires_approval=true only for destructive or sweeping changes.
+- Steps should be small enough for a fast model to do one at a time. At most 20 steps.
+- When asked to re-plan, read the brief of what failed and change the approach; do not repeat
+  a step that already failed the same way.
+- Do not answer in plain text: the plan is only received through submit_plan."""
+
+PLAN_CLOSING = "Plan submitted to the executor."
+CORRECTIVE = (
+    "You did not deliver a plan. Call submit_plan now with an objective and steps; "
+    "a plain-text answer cannot be used."
+)
+
+PlanApprover = Callable[[Plan], "bool | Awaitable[bool]"]
+
+
+@dataclass
+class OrchestratorOptions:
+    """Gate settings, the stall rule (``stall_rounds`` executor steps without host-observed
+    progress, or the same failing call ``repeat_failures`` times in a row), the re-plan bound,
+    the planner's step budget and the approval callback (None = headless: stop and report)."""
+
+    gate: GateOptions = field(default_factory=GateOptions)
+    max_replans: int = 2
+    stall_rounds: int = 4
+    repeat_failures: int = 3
+    brief_chars: int = 4000
+    approver: PlanApprover | None = None
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    """What one ``run_turn`` produced. ``stop_reason``: the executor's (``done``,
+    ``step_limit``, ``error``, ``length``) or the orchestrator's (``plan_only``,
+    ``plan_declined``, ``stalled``)."""
+
+    text: str
+    route: Route
+    stop_reason: str
+    gate: GateDecision
+    plan: Plan | None = None
+    replans: int = 0
+    cost_by_role: dict[str, RoleCost] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.stop_reason in ("done", "plan_only")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "route": str(self.route),
+            "stop_reason": self.stop_reason,
+            "gate_reason": self.gate.reason,
+            "plan": self.plan.to_dict() if self.plan else None,
+            "replans": self.replans,
+            "cost_by_role": {k: v.to_dict() for k, v in self.cost_by_role.items()},
+        }
+
+
+class _StallWatch:
+    def __init__(self, agent: Agent, options: OrchestratorOptions) -> None:
+        self.agent = agent
+        self.options = options
+        self.quiet_steps = 0
+        self.reason = ""
+
+    def on_step(self, info: StepInfo) -> StepDecision:
+        self.quiet_steps = 0 if info.made_progress else self.quiet_steps + 1
+        repeated = self.agent.ledger.repeated_failure(self.options.repeat_failures)
+        if repeated:
+            self.reason = f"the same failing call repeated {self.options.repeat_failures} times"
+            return "pause"
+        if self.quiet_steps >= self.options.stall_rounds:
+            self.reason = f"no host-observed progress for {self.quiet_steps} steps"
+            return "pause"
+        return "continue"
+
+
+class TurnOrchestrator:
+    def __init__(
+        self,
+        executor: Agent,
+        planner: Agent | None,
+        options: OrchestratorOptions,
+        sink: Sink,
+        cost: CostTracker,
+    ) -> None:
+        self.executor = executor
+        self.planner = planner
+        self.options = options
+        self.sink = sink
+        self.cost = cost
+        self.plans: list[Plan] = []
+        self.pending_plan: Plan | None = None
+        self._exec_mark = 0  # executor session length when the planner last saw it
+        executor.tool_state[STEP_CALLBACK] = self._step_signed
+
+    def _step_signed(self, step: str, accepted: bool, reason: str) -> None:
+        self.sink.emit(StepCompleted("executor", step, accepted, reason))
+
+    # -- the turn -------------------------------------------------------------------------------
+
+    async def run_turn(
+        self, text: str, *, plan: bool | None = None, plan_only: bool = False
+    ) -> TurnResult:
+        mark = self.cost.snapshot()
+        decision = decide(
+            text,
+            self.options.gate,
+            plan=plan,
+            plan_only=plan_only,
+            planner_available=self.planner is not None,
+        )
+        self.sink.emit(
+            GateDecided(
+                "controller", str(decision.route), decision.reason, decision.score, decision.detail
+            )
+        )
+
+        def result(text: str, reason: str, p: Plan | None = None, replans: int = 0) -> TurnResult:
+            return TurnResult(
+                text, decision.route, reason, decision, p, replans, self.cost.since(mark)
+            )
+
+        if decision.route is Route.EXECUTOR_ONLY:
+            outcome, replans, note = await self._execute(text, task=text)
+            return result(note or outcome.text, _reason(outcome, note), None, replans)
+
+        new_plan = await self._plan(text, brief=self._brief(), reason="", round_no=1)
+        if new_plan is None:
+            self.sink.emit(
+                NoticeEvent(
+                    "controller", "planner_failed", "Planning failed; the executor proceeds alone."
+                )
+            )
+            if decision.route is Route.PLAN_ONLY:
+                return result("The planner did not produce a plan.", "plan_failed")
+            outcome, replans, note = await self._execute(text, task=text)
+            return result(note or outcome.text, _reason(outcome, note), None, replans)
+
+        if decision.route is Route.PLAN_ONLY:
+            self.pending_plan = new_plan
+            return result(new_plan.to_markdown(), "plan_only", new_plan)
+
+        if decision.route is Route.PLAN_FOR_APPROVAL or new_plan.requires_approval:
+            approved, why = await self._approve(new_plan)
+            self.sink.emit(PlanApproval("controller", approved, why))
+            if not approved:
+                self.pending_plan = new_plan
+                msg = f"The plan was not approved ({why}); nothing was executed."
+                msg += "\n\n" + new_plan.to_markdown()
+                return result(msg, "plan_declined", new_plan)
+
+        self.pending_plan = None
+        self.executor.seed_todo_state(new_plan.todo_items())
+        self.executor.tool_state[STEP_BASELINE] = self.executor.ledger.count
+        handoff = f"{text}\n\n{self._handoff(new_plan)}"
+        outcome, replans, note = await self._execute(handoff, task=text, plan=new_plan)
+        return result(note or outcome.text, _reason(outcome, note), new_plan, replans)
+
+    async def execute_pending_plan(
+        self, text: str = "The plan is approved: carry it out."
+    ) -> TurnResult:
+        """Run a plan kept by ``plan_only`` or a declined approval."""
+        pending = self.pending_plan
+        if pending is None:
+            raise ValueError("There is no pending plan to execute.")
+        mark = self.cost.snapshot()
+        decision = GateDecision(Route.PLAN_AND_EXECUTE, "pending_plan")
+        self.pending_plan = None
+        self.executor.seed_todo_state(pending.todo_items())
+        self.executor.tool_state[STEP_BASELINE] = self.executor.ledger.count
+        handoff = f"{text}\n\n{self._handoff(pending)}"
+        outcome, replans, note = await self._execute(handoff, task=text, plan=pending)
+        return TurnResult(
+            note or outcome.text,
+            decision.route,
+            _reason(outcome, note),
+            decision,
+            pending,
+            replans,
+            self.cost.since(mark),
+        )
+
+    # -- executor with stall watch ----------------------------------------------------------------
+
+    async def _execute(
+        self, text: str, *, task: str, plan: Plan | None = None
+    ) -> tuple[AgentResult, int, str]:
+        """Run the executor; on a stall, re-plan (bounded). Returns the last executor result,
+        the number of re-plans, and a closing note when the turn ended on the stall bound."""
+        plans = [plan] if plan else []
+        replans = 0
+        tried: list[str] = []
+        next_text: str | None = text
+        continue_turn = False
+        while True:
+            watch = _StallWatch(self.executor, self.options)
+            outcome = await self.executor.run(
+                next_text, on_step=watch.on_step, continue_turn=continue_turn
+            )
+            continue_turn = True
+            if outcome.stop_reason != "paused":
+                return outcome, replans, ""
+            tried.append(watch.reason)
+            if self.planner is None or replans >= self.options.max_replans:
+                attempts = [f"plan {p.objective!r}" for p in plans] or ["the executor alone"]
+                note = (
+                    f"Stopped: the executor stalled ({watch.reason}) and {replans} re-plan(s) "
+                    f"did not get it moving (limit {self.options.max_replans}). "
+                    f"Tried: {'; '.join(attempts)}. Problems seen: {'; '.join(tried)}."
+                )
+                self.sink.emit(NoticeEvent("controller", "stalled", note))
+                return outcome, replans, note
+            replans += 1
+            brief = self._brief()
+            self.sink.emit(ReplanTriggered("controller", replans, watch.reason, brief))
+            revised = await self._plan(task, brief=brief, reason=watch.reason, round_no=replans + 1)
+            if revised is None:
+                note = (
+                    f"Stopped: the executor stalled ({watch.reason}) and the planner could not "
+                    "produce a revised plan."
+                )
+                self.sink.emit(NoticeEvent("controller", "stalled", note))
+                return outcome, replans, note
+            plans.append(revised)
+            self.executor.seed_todo_state(revised.todo_items())
+            self.executor.tool_state[STEP_BASELINE] = self.executor.ledger.count
+            next_text = (
+                f"The previous approach stalled ({watch.reason}). The planner revised the plan; "
+                f"it replaces your todo list.\n\n{self._handoff(revised)}\n\n"
+                "Do not repeat a failing command unchanged."
+            )
+
+    # -- planner ------------------------------------------------------------------------------
+
+    def _brief(self) -> str:
+        msgs = self.executor.session.snapshot()[self._exec_mark :]
+        self._exec_mark = len(self.executor.session)
+        return executor_brief(msgs, budget=self.options.brief_chars)
+
+    async def _plan(self, task: str, *, brief: str, reason: str, round_no: int) -> Plan | None:
+        planner = self.planner
+        assert planner is not None
+        start = len(planner.session)
+        planner.tool_state.pop(PLAN_KEY, None)
+        failures = 0
+
+        def on_step(info: StepInfo) -> StepDecision:
+            nonlocal failures
+            if PLAN_KEY in planner.tool_state:
+                return "pause"
+            bad = [
+                r
+                for r, c in zip(info.results, info.assistant.tool_calls, strict=True)
+                if c.name == "submit_plan" and r.is_error
+            ]
+            failures += len(bad)
+            return "pause" if failures >= 2 else "continue"
+
+        parts = [f"Task:\n{task}"]
+        if brief:
+            parts.append(f"What the executor did since the last plan:\n{brief}")
+        if reason:
+            parts.append(f"The executor stalled: {reason}. Revise the plan.")
+        parts.append("Investigate with the read-only tools as needed, then call submit_plan once.")
+        outcome = await planner.run("\n\n".join(parts), on_step=on_step)
+        if (
+            PLAN_KEY not in planner.tool_state
+            and outcome.stop_reason in ("done", "length")
+            and failures < 2
+        ):
+            outcome = await planner.run(CORRECTIVE, on_step=on_step, continue_turn=True)
+        plan = planner.tool_state.pop(PLAN_KEY, None)
+        if not isinstance(plan, Plan):
+            why = (
+                "the planner returned a malformed plan twice"
+                if failures >= 2
+                else f"the planner did not call submit_plan ({outcome.stop_reason})"
+            )
+            if outcome.error:
+                why = f"the planner request failed: {outcome.error}"
+            # Roll back the failed round so no dangling message stays in the planner session.
+            planner.session.rewrite(planner.session.snapshot()[:start], reason="planner_rollback")
+            self.sink.emit(PlanFailed("controller", round_no, why))
+            return None
+        if isinstance(planner.session.last, ToolMessage):
+            # Close the transcript at a valid boundary without paying another model round.
+            planner.session.add(AssistantMessage(content=PLAN_CLOSING))
+        self.plans.append(plan)
+        self.sink.emit(PlanProduced("controller", round_no, plan.to_markdown(), plan.to_dict()))
+        return plan
+
+    async def _approve(self, plan: Plan) -> tuple[bool, str]:
+        if self.options.approver is None:
+            return False, "no approver is available in this mode; run with approval to execute it"
+        answer = self.options.approver(plan)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        return bool(answer), "approved" if answer else "declined by the user"
+
+    def _handoff(self, plan: Plan) -> str:
+        mcp_tools = [n for n in self.executor.tools.names if n.startswith("mcp__")]
+        lines = [
+            "A planner studied the task and wrote this plan; it is now your todo list "
+            "(step 1 is in progress):",
+            "",
+            plan.to_markdown(),
+            "",
+            "How to proceed: treat the plan as guidance, not verified fact; check files before "
+            "editing. Work through the steps in order. After each step run its verify command and "
+            "call complete_step with the evidence: the host accepts only completions it saw "
+            "evidence for. If a step is wrong, fix the list with todo_write and say why.",
+        ]
+        if mcp_tools:
+            lines.append("MCP tools available: " + ", ".join(mcp_tools))
+        return "\n".join(lines)
+
+
+def _reason(outcome: AgentResult, note: str) -> str:
+    return "stalled" if note else outcome.stop_reason
