@@ -837,3 +837,14 @@ async def test_loopback_server_answering_without_streaming() -> None:
     assert end.message.reasoning_content  # thinking mode: the server reasons before tool calls
     assert [e.call for e in events if isinstance(e, ToolCallComplete)] == list(reply.tool_calls)
     assert end.usage == srv.requests[0].usage
+
+
+async def test_non_sse_page_gets_a_hint() -> None:
+    page = lambda _req: httpx.Response(  # noqa: E731
+        200, content=b"<html>login</html>", headers={"content-type": "text/html"}
+    )
+    rec = Recorder(page)
+    async with mock_provider(rec, max_retries=0) as p:
+        _, error = await collect_error(p, request("hi"))
+    assert isinstance(error, StreamCutError)
+    assert "text/html" in str(error) and "base_url" in str(error)

@@ -14,7 +14,7 @@ import re
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import aclosing
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -37,6 +37,7 @@ from reasonix.errors import (
     UnknownModelError,
 )
 from reasonix.messages import ModelRequest, StreamEvent, StreamRetry
+from reasonix.providers.base import Provider
 from reasonix.providers.models import ModelInfo, get_model_info
 from reasonix.providers.sse import SSEDecoder, StreamAssembler, is_output_event
 
@@ -473,7 +474,19 @@ class OpenAICompatProvider:
                 for sse in decoder.close():
                     for event in assembler.feed(sse):
                         yield event
+            if assembler.chunks == 0 and not assembler.done:
+                kind = response.headers.get("content-type", "no content type")
+                raise StreamCutError(
+                    f"the response from {self._url} ({kind}) held no chat-completion chunks; "
+                    "is base_url an OpenAI-compatible endpoint?"
+                )
             for event in assembler.finish():
                 yield event
         finally:
             await chunks.aclose()  # type: ignore[attr-defined]
+
+
+if TYPE_CHECKING:
+
+    def _is_a_provider(p: OpenAICompatProvider) -> Provider:
+        return p  # mypy proves the class satisfies the Provider protocol
