@@ -538,6 +538,8 @@ class _HTTPServer(ThreadingHTTPServer):
     # join handler threads on close so nothing outlives the fake (no stray sockets or warnings)
     daemon_threads = False
     block_on_close = True
+    # the default backlog of 5 makes bursts of concurrent clients wait for SYN retries (~1 s)
+    request_queue_size = 128
     fake: FakeDeepSeekServer
 
     def handle_error(self, request: Any, client_address: Any) -> None:
