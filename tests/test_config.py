@@ -162,6 +162,7 @@ def test_flag_values_are_coerced_from_strings(dirs: tuple[Path, Path]) -> None:
             "planner.enabled": "false",
             "compaction.threshold": "0.5",
             "permissions.allow": "bash(ls*), read(*)",
+            "executor.model": None,  # a flag that was not given
         },
     )
     assert config.executor.max_steps == 7

@@ -16,13 +16,11 @@ key over the presets; ``[[mcp.servers]]`` entries with the same ``name`` replace
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import json
 import os
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, cast
@@ -60,45 +58,61 @@ DEEPSEEK_KEY_ENV = "DEEPSEEK_API_KEY"
 # Schema as data: one walker validates every layer against it.
 
 
-@dataclass(frozen=True, slots=True)
+# Plain classes rather than dataclasses: each dataclass costs about a millisecond to create at
+# import time, and config loads on every interactive start.
+
+
 class _Scalar:
-    kind: str  # str | int | float | bool
-    choices: tuple[str, ...] = ()
-    what: str = ""  # noun for enum errors: "mode", "gate", ...
-    minimum: float | None = None
-    maximum: float | None = None
+    __slots__ = ("choices", "kind", "maximum", "minimum", "what")
+
+    def __init__(
+        self,
+        kind: str,  # str | int | float | bool
+        choices: tuple[str, ...] = (),
+        what: str = "",  # noun for enum errors: "mode", "gate", ...
+        minimum: float | None = None,
+        maximum: float | None = None,
+    ) -> None:
+        self.kind, self.choices, self.what = kind, choices, what
+        self.minimum, self.maximum = minimum, maximum
 
 
-@dataclass(frozen=True, slots=True)
 class _StrList:
-    pass
+    __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
 class _FreeTable:
     """A table with arbitrary keys; ``strings`` requires every value to be a string."""
 
-    strings: bool = False
+    __slots__ = ("strings",)
+
+    def __init__(self, strings: bool = False) -> None:
+        self.strings = strings
 
 
-@dataclass(frozen=True, slots=True)
 class _Table:
-    fields: Mapping[str, _Spec]
-    required: tuple[str, ...] = ()
+    __slots__ = ("fields", "required")
+
+    def __init__(self, fields: Mapping[str, _Spec], required: tuple[str, ...] = ()) -> None:
+        self.fields, self.required = fields, required
 
 
-@dataclass(frozen=True, slots=True)
 class _MapOf:
     """A table whose keys are names chosen by the user (``[models."x"]``)."""
 
-    value: _Table
+    __slots__ = ("value",)
+
+    def __init__(self, value: _Table) -> None:
+        self.value = value
 
 
-@dataclass(frozen=True, slots=True)
 class _ArrayOf:
     """An array of tables (``[[providers]]``) keyed by a unique ``name``."""
 
-    item: _Table
+    __slots__ = ("item",)
+
+    def __init__(self, item: _Table) -> None:
+        self.item = item
 
 
 _Spec = _Scalar | _StrList | _FreeTable | _Table | _MapOf | _ArrayOf
@@ -216,14 +230,15 @@ _PLAIN_TABLES = ("executor", "planner", "permissions", "workspace", "compaction"
 # Layers
 
 
-@dataclass(slots=True)
 class _Layer:
     """One source of configuration: its provenance label, file and parsed data."""
 
-    label: str
-    data: dict[str, Any]
-    path: Path | None = None
-    text: str | None = None
+    __slots__ = ("data", "label", "path", "text")
+
+    def __init__(
+        self, label: str, data: dict[str, Any], path: Path | None = None, text: str | None = None
+    ) -> None:
+        self.label, self.data, self.path, self.text = label, data, path, text
 
     def error(self, key: tuple[PathPart, ...], message: str) -> ConfigError:
         line = locate(self.text, key) if self.text is not None else None
@@ -264,6 +279,8 @@ def _freeze(value: Any) -> Any:
 
 
 def _suggest(word: str, options: list[str] | tuple[str, ...]) -> str:
+    import difflib  # only needed on the error path
+
     close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
     return f'; did you mean "{close[0]}"?' if close else ""
 
@@ -420,6 +437,8 @@ def _coerce_flag(dotted: str, value: Any) -> Any:
 def _flag_layer(overrides: Mapping[str, Any]) -> _Layer:
     data: dict[str, Any] = {}
     for dotted, value in overrides.items():
+        if value is None:  # a flag that was not given (argparse default)
+            continue
         table, _, name = dotted.partition(".")
         if table not in _PLAIN_TABLES or not name or "." in name:
             valid = [
@@ -471,15 +490,17 @@ def _default_layer() -> _Layer:
 # Merge
 
 
-@dataclass(slots=True)
 class _Merged:
     """Effective values by dotted key, with the layer and path each came from."""
 
-    values: dict[str, Any] = field(default_factory=dict)
-    origin: dict[str, tuple[_Layer, tuple[PathPart, ...]]] = field(default_factory=dict)
-    providers: dict[str, dict[str, Any]] = field(default_factory=dict)
-    models: dict[str, dict[str, Any]] = field(default_factory=dict)
-    servers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    __slots__ = ("models", "origin", "providers", "servers", "values")
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+        self.origin: dict[str, tuple[_Layer, tuple[PathPart, ...]]] = {}
+        self.providers: dict[str, dict[str, Any]] = {}
+        self.models: dict[str, dict[str, Any]] = {}
+        self.servers: dict[str, dict[str, Any]] = {}
 
     def put(self, dotted: str, value: Any, layer: _Layer, path: tuple[PathPart, ...]) -> None:
         self.values.pop(dotted, None)  # re-insert so provenance lists keys in a stable order
