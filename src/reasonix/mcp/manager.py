@@ -88,7 +88,9 @@ def _describe_exc(exc: BaseException) -> str:
     if isinstance(exc, BaseExceptionGroup):
         inner = [_describe_exc(e) for e in exc.exceptions]
         return "; ".join(dict.fromkeys(i for i in inner if i)) or type(exc).__name__
-    text = str(exc).strip()
+    text = " ".join(str(exc).split())
+    if len(text) > 300:
+        text = text[:297] + "..."
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
@@ -114,6 +116,7 @@ class _Server:
         self.done = asyncio.Event()
         self.stop_requested = False
         self.list_changed = False
+        self.early_changes = 0
 
     def reset(self) -> None:
         self.error = None
@@ -126,6 +129,7 @@ class _Server:
         self.done = asyncio.Event()
         self.stop_requested = False
         self.list_changed = False
+        self.early_changes = 0
 
     def is_running(self) -> bool:
         return self.state is ServerState.RUNNING
@@ -302,6 +306,7 @@ class McpManager:
                     session = await stack.enter_async_context(self._new_session(srv, streams, log))
                     await session.initialize()
                     info.initialized = True
+                    changes_before_list = srv.early_changes
                     tools = await _list_all_tools(session)
                     scope.deadline = math.inf
                     started = True
@@ -309,6 +314,10 @@ class McpManager:
                     srv.tools = tools
                     srv.state = ServerState.RUNNING
                     srv.ready.set()
+                    if srv.early_changes > changes_before_list:
+                        # Announced while our tools/list was in flight: the list may or may
+                        # not include it, so count it as a change.
+                        self._mark_changed(srv)
                     if info.garbage_lines:
                         self._emit_notice(
                             "mcp_server_stdout_noise",
@@ -338,14 +347,13 @@ class McpManager:
             if isinstance(message, Exception):
                 _log_line(log, f"transport error: {_describe_exc(message)}")
                 return
-            method = getattr(message, "method", None)
-            if method == "notifications/tools/list_changed" and not srv.list_changed:
-                srv.list_changed = True
-                self._emit_notice(
-                    "mcp_tools_changed",
-                    f"MCP server '{srv.config.name}' changed its tool list; the change "
-                    "applies to the next session.",
-                )
+            if getattr(message, "method", None) != "notifications/tools/list_changed":
+                return
+            if srv.is_running():
+                self._mark_changed(srv)
+            else:
+                # Start-up decides whether this came before our tools/list was sent.
+                srv.early_changes += 1
 
         async def on_log(params: Any) -> None:
             data = params.data if isinstance(params.data, str) else json.dumps(params.data)
@@ -357,6 +365,16 @@ class McpManager:
             message_handler=on_message,
             logging_callback=on_log,
             client_info=Implementation(name="reasonix", version=__version__),
+        )
+
+    def _mark_changed(self, srv: _Server) -> None:
+        if srv.list_changed:
+            return
+        srv.list_changed = True
+        self._emit_notice(
+            "mcp_tools_changed",
+            f"MCP server '{srv.config.name}' changed its tool list; the change applies to the "
+            "next session.",
         )
 
     def _settle(
@@ -379,7 +397,7 @@ class McpManager:
                 details.append(f"did not answer within {cfg.startup_timeout:g} s")
             elif isinstance(failure, McpStartError):
                 details.append(str(failure))
-            elif info is not None and info.returncode is not None:
+            elif info is not None and info.died:
                 details.append(info.exit_text() + " during start-up")
             elif failure is not None:
                 details.append(_describe_exc(failure))
@@ -403,7 +421,7 @@ class McpManager:
                 )
             )
             return
-        if info is not None and cfg.transport == "stdio":
+        if info is not None and info.died:
             srv.error = info.exit_text()
         elif failure is not None:
             srv.error = f"connection lost: {_describe_exc(failure)}"

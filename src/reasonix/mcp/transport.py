@@ -43,6 +43,8 @@ class ProcessInfo:
     garbage_lines: int = 0
     #: set once the handshake is done; before that a server has nothing worth a long grace
     initialized: bool = False
+    #: stdout closed before we began shutting the server down: it exited (or crashed) by itself
+    died: bool = False
     first_garbage: str | None = None
     stopping: bool = False
 
@@ -189,6 +191,7 @@ async def open_stdio(
                 pass
             # stdout closed: the server is exiting. Learn the exit code before anyone is told.
             if not info.stopping:
+                info.died = True
                 with anyio.CancelScope(shield=True):
                     await _wait_exit(process, 2.0)
             info.returncode = process.returncode
