@@ -264,3 +264,16 @@ class StepCompleted(Event):
     step: str
     accepted: bool
     reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionEvent(Event):
+    """A compaction attempt: the one planned break of a session's prefix (when accepted)."""
+
+    kind: ClassVar[str] = "compaction"
+    accepted: bool
+    reason: str
+    messages_before: int
+    messages_after: int
+    chars_replaced: int = 0
+    chars_summary: int = 0

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from reasonix.agent.compaction import CompactionResult, compact_session
 from reasonix.agent.prefix import PrefixShape, PrefixTracker
 from reasonix.agent.progress import ProgressLedger
 from reasonix.agent.session import Session
@@ -100,6 +101,11 @@ class AgentOptions:
     #: the same call (tool + arguments) this many times within the last 2x calls is refused.
     repeat_limit: int = 3
     extra_body: Mapping[str, Any] = field(default_factory=dict)
+    #: compact when the last prompt reached this share of the context window (None: never)
+    compaction_threshold: float | None = 0.8
+    compaction_keep_turns: int = 4
+    #: override the provider's context window (tests, small local models)
+    context_window: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +162,7 @@ class Agent:
         self._tracker = PrefixTracker()
         self._last_prompt_tokens: int | None = None
         self._recent_calls: list[str] = []
+        self._tail_notes: list[str] = []
 
     # -- host state -----------------------------------------------------------------------------
 
@@ -173,6 +180,33 @@ class Agent:
     def host_progress_signature(self) -> str:
         """Digest of host-observed progress; unchanged across rounds means stalled."""
         return self.ledger.signature()
+
+    def add_tail_note(self, note: str) -> None:
+        """Queue a note for the tail of the next user message (memory edits, reminders):
+        never the system prompt, so the cached prefix stays intact."""
+        self._tail_notes.append(note)
+
+    @property
+    def context_window(self) -> int:
+        return self.options.context_window or self.provider.info.context_window
+
+    async def compact(self, reason: str = "manual") -> CompactionResult:
+        """Compact the session now (``/compact``)."""
+        return await compact_session(
+            self, keep_recent_turns=self.options.compaction_keep_turns, reason=reason
+        )
+
+    async def _maybe_compact(self) -> None:
+        threshold = self.options.compaction_threshold
+        last = self._last_prompt_tokens
+        if threshold is None or last is None or last < threshold * self.context_window:
+            return
+        try:
+            await self.compact(reason=f"prompt reached {last} of {self.context_window} tokens")
+        except ProviderError as exc:
+            # A failed summary must not cost the turn: keep the history and go on.
+            self.sink.emit(NoticeEvent(self.role, "compaction_failed", str(exc)))
+        self._last_prompt_tokens = None  # measure afresh after the rewrite
 
     def _todo_changed(self, items: tuple[TodoItem, ...]) -> None:
         self.ledger.observe_todo(items)
@@ -196,6 +230,9 @@ class Agent:
         self._ensure_system_prompt()
         self.sink.emit(TurnStarted(self.role, self.turn, text or ""))
         if text is not None:
+            if self._tail_notes:
+                text = text + "\n\n" + "\n".join(self._tail_notes)
+                self._tail_notes.clear()
             self.session.add(UserMessage(text))
         usage_before, cost_before = self.usage_total, self.cost_total
         steps = 0
@@ -213,6 +250,7 @@ class Agent:
                     self.sink.emit(NoticeEvent(self.role, "step_limit", final_text))
                     break
                 steps += 1
+                await self._maybe_compact()
                 finished = await self._request()
                 assistant = finished.message
                 self.session.add(assistant)
@@ -301,16 +339,22 @@ class Agent:
             raise StreamCutError("The provider's stream ended without a finished message.")
         self.requests += 1
         usage = finished.usage or Usage()
-        self._account(request.model or self.provider.model, usage)
+        self.account_usage(request.model or self.provider.model, usage)
         self._check_cache(shape, usage)
         return finished
 
-    def _account(self, model: str, usage: Usage) -> None:
+    def account_usage(
+        self, model: str, usage: Usage | None, source: UsageSource | None = None
+    ) -> float:
+        """Price one request's usage with this agent's model and emit the usage event."""
+        usage = usage or Usage()
         prices = self.options.prices or self.provider.info.prices
         cost = price_usage(usage, prices, datetime.now(UTC))
         self.usage_total = self.usage_total + usage
         self.cost_total += cost
-        self.sink.emit(UsageEvent(self.role, self.options.usage_source, model, usage, cost))
+        src = source or self.options.usage_source
+        self.sink.emit(UsageEvent(self.role, src, model, usage, cost))
+        return cost
 
     def _check_cache(self, shape: PrefixShape, usage: Usage) -> None:
         prev = self.prefix_shapes[-1] if self.prefix_shapes else None

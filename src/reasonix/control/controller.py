@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from reasonix.agent.agent import DEFAULT_SYSTEM_PROMPT, Agent, AgentOptions
+from reasonix.agent.memory import remember, tail_note
 from reasonix.agent.session import Session
 from reasonix.control.cost import CostTracker, RoleCost, format_cost_table
 from reasonix.control.orchestrator import (
@@ -103,6 +104,15 @@ class Controller:
         self, text: str = "The plan is approved: carry it out."
     ) -> TurnResult:
         return await self.orchestrator.execute_pending_plan(text)
+
+    def remember(self, note: str) -> Path:
+        """``/remember``: append to the project's REASONIX.md; the running sessions get the
+        note at the tail of their next user message (their system prompts stay unchanged)."""
+        path = remember(note, self.workspace)
+        for agent in (self.executor, self.planner):
+            if agent is not None:
+                agent.add_tail_note(tail_note(note))
+        return path
 
     @property
     def pending_plan(self) -> Plan | None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reasonix.agent.agent import Agent, AgentResult, StepDecision, StepInfo
+from reasonix.agent.compaction import PLAN_STATE_KEY
 from reasonix.control.brief import executor_brief
 from reasonix.control.cost import CostTracker, RoleCost
 from reasonix.control.gate import GateDecision, GateOptions, Route, decide
@@ -192,7 +193,7 @@ class TurnOrchestrator:
                 return result(msg, "plan_declined", new_plan)
 
         self.pending_plan = None
-        self.executor.seed_todo_state(new_plan.todo_items())
+        self._seed(new_plan)
         self.executor.tool_state[STEP_BASELINE] = self.executor.ledger.count
         handoff = f"{text}\n\n{self._handoff(new_plan)}"
         outcome, replans, note = await self._execute(handoff, task=text, plan=new_plan)
@@ -208,7 +209,7 @@ class TurnOrchestrator:
         mark = self.cost.snapshot()
         decision = GateDecision(Route.PLAN_AND_EXECUTE, "pending_plan")
         self.pending_plan = None
-        self.executor.seed_todo_state(pending.todo_items())
+        self._seed(pending)
         self.executor.tool_state[STEP_BASELINE] = self.executor.ledger.count
         handoff = f"{text}\n\n{self._handoff(pending)}"
         outcome, replans, note = await self._execute(handoff, task=text, plan=pending)
@@ -264,13 +265,19 @@ class TurnOrchestrator:
                 self.sink.emit(NoticeEvent("controller", "stalled", note))
                 return outcome, replans, note
             plans.append(revised)
-            self.executor.seed_todo_state(revised.todo_items())
+            self._seed(revised)
             self.executor.tool_state[STEP_BASELINE] = self.executor.ledger.count
             next_text = (
                 f"The previous approach stalled ({watch.reason}). The planner revised the plan; "
                 f"it replaces your todo list.\n\n{self._handoff(revised)}\n\n"
                 "Do not repeat a failing command unchanged."
             )
+
+    def _seed(self, plan: Plan) -> None:
+        """The plan becomes the executor's todo list; its markdown is kept so compaction can
+        carry it over."""
+        self.executor.seed_todo_state(plan.todo_items())
+        self.executor.tool_state[PLAN_STATE_KEY] = plan.to_markdown()
 
     # -- planner ------------------------------------------------------------------------------
 

@@ -1,0 +1,166 @@
+"""Context compaction: the one planned break of a session's cache prefix.
+
+When a session's prompt reaches a share of the model's context window (or on request), the
+history is replaced by: the unchanged system prompt, a structured summary written by the
+session's own model (usage source ``COMPACTION``), the current todo list and plan, and the most
+recent turns verbatim. The summary request itself is the session's current prefix plus one
+instruction, so it is served from the cache. The result is accepted only if it is much smaller
+than what it replaces; otherwise the history is kept and the refusal reported. Either way an
+event says what happened; afterwards requests are prefix extensions again.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from reasonix.events import CompactionEvent, UsageSource
+from reasonix.messages import (
+    AssistantMessage,
+    Message,
+    ModelRequest,
+    StreamFinished,
+    SystemMessage,
+    UserMessage,
+    wire_messages,
+)
+
+if TYPE_CHECKING:
+    from reasonix.agent.agent import Agent
+
+SUMMARY_INSTRUCTION = """\
+Write a compact summary of the conversation so far so that work can continue without it.
+Use these headings: Goal; Decisions and findings; Files changed (path: what changed);
+Commands run and results that matter; Open problems; Next steps. Be specific (paths, names,
+error messages); drop chit-chat and anything already superseded. Do not call tools."""
+
+SUMMARY_HEADER = "[Summary of the earlier conversation, written when it was compacted]"
+SUMMARY_ACK = "Understood. I will continue from this summary."
+CONTINUE_NOTE = "The latest steps follow verbatim; continue the current task."
+PLAN_STATE_KEY = "plan_markdown"
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionResult:
+    accepted: bool
+    reason: str
+    messages_before: int
+    messages_after: int
+    chars_replaced: int = 0
+    chars_summary: int = 0
+
+
+def _chars(messages: tuple[Message, ...] | list[Message]) -> int:
+    return len(json.dumps(wire_messages(messages), ensure_ascii=False))
+
+
+def recent_cut(
+    messages: tuple[Message, ...], keep_recent_turns: int, keep_recent_messages: int = 8
+) -> int:
+    """Index of the first message kept verbatim.
+
+    Normally the start of the K-th last user turn. When there are not that many turns (one
+    long turn of tool calls), an assistant message at least ``keep_recent_messages`` from the
+    end whose predecessor closes a step (a tool result or a plain answer), so a tool call is
+    never separated from its results. Returns the start index when nothing can be cut."""
+    start = 1 if messages and isinstance(messages[0], SystemMessage) else 0
+    user_idx = [i for i, m in enumerate(messages) if isinstance(m, UserMessage)]
+    if keep_recent_turns > 0 and len(user_idx) > keep_recent_turns:
+        return user_idx[-keep_recent_turns]
+    for i in range(len(messages) - keep_recent_messages, start + 1, -1):
+        m, prev = messages[i], messages[i - 1]
+        if isinstance(m, AssistantMessage) and not isinstance(prev, UserMessage | SystemMessage):
+            if isinstance(prev, AssistantMessage) and prev.tool_calls:
+                continue
+            return i
+    return start
+
+
+async def compact_session(
+    agent: Agent,
+    *,
+    keep_recent_turns: int = 4,
+    keep_recent_messages: int = 8,
+    max_ratio: float = 0.5,
+    reason: str = "manual",
+) -> CompactionResult:
+    """Compact ``agent``'s session in place (see the module docstring)."""
+    messages = agent.session.snapshot()
+    before = len(messages)
+    system = messages[0] if messages and isinstance(messages[0], SystemMessage) else None
+    start = 1 if system else 0
+    cut = recent_cut(messages, keep_recent_turns, keep_recent_messages)
+    # Recent turns must start at a user message; never split a tool call from its results.
+    middle = messages[start:cut]
+    if len(middle) < 2:
+        result = CompactionResult(False, "nothing old enough to compact", before, before)
+        agent.sink.emit(_event(agent, result))
+        return result
+
+    request = ModelRequest(
+        messages=(*messages[:cut], UserMessage(SUMMARY_INSTRUCTION)),
+        model=agent.options.model or agent.provider.model,
+        tools=agent.tools.schemas(),  # same tools: the request reuses the cached prefix
+        thinking=agent.options.thinking,
+        reasoning_effort=agent.options.reasoning_effort,
+        max_tokens=agent.options.max_tokens,
+        tool_choice="none",
+        user_id=agent.options.user_id,
+        extra_body=agent.options.extra_body,
+    )
+    finished: StreamFinished | None = None
+    async for event in agent.provider.stream(request):
+        if isinstance(event, StreamFinished):
+            finished = event
+    if finished is None:
+        result = CompactionResult(False, "the summary request did not finish", before, before)
+        agent.sink.emit(_event(agent, result))
+        return result
+    model = request.model or agent.provider.model
+    agent.account_usage(model, finished.usage, UsageSource.COMPACTION)
+
+    summary = finished.message.content.strip()
+    parts = [SUMMARY_HEADER, summary]
+    if len(agent.todo_state):
+        parts.append("Current todo list:\n" + agent.todo_state.render())
+    plan = agent.tool_state.get(PLAN_STATE_KEY)
+    if isinstance(plan, str) and plan:
+        parts.append("Current plan:\n" + plan)
+    block = "\n\n".join(parts)
+    replaced = _chars(middle)
+    if not summary or len(block) > max_ratio * replaced:
+        result = CompactionResult(
+            False,
+            f"summary too large ({len(block)} chars for {replaced} replaced); history kept",
+            before,
+            before,
+            replaced,
+            len(block),
+        )
+        agent.sink.emit(_event(agent, result))
+        return result
+
+    new_messages: list[Message] = [system] if system else []
+    if isinstance(messages[cut], UserMessage):
+        new_messages += [UserMessage(block), AssistantMessage(content=SUMMARY_ACK)]
+    else:
+        # Cut inside a turn: the summary is the user message the kept steps answer to.
+        new_messages.append(UserMessage(block + "\n\n" + CONTINUE_NOTE))
+    new_messages += messages[cut:]
+    agent.session.rewrite(new_messages, reason="compaction")
+    result = CompactionResult(True, reason, before, len(new_messages), replaced, len(block))
+    agent.sink.emit(_event(agent, result))
+    return result
+
+
+def _event(agent: Agent, result: CompactionResult) -> CompactionEvent:
+    return CompactionEvent(
+        agent.role,
+        result.accepted,
+        result.reason,
+        result.messages_before,
+        result.messages_after,
+        result.chars_replaced,
+        result.chars_summary,
+    )
