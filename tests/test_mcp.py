@@ -303,6 +303,16 @@ async def test_list_changed_is_recorded_but_the_session_snapshot_stays(tmp_path:
         assert mgr.pending_changes() == []
 
 
+async def test_a_change_announced_during_start_up_is_already_in_the_snapshot(
+    tmp_path: Path,
+) -> None:
+    sink = CollectingSink()
+    async with McpManager([_fake("early", "--early-list-changed")], tmp_path, sink) as mgr:
+        assert mgr.pending_changes() == []
+        assert not any(n.code == "mcp_tools_changed" for n in sink.of_type(NoticeEvent))
+        assert "mcp__early__echo" in {t.name for t in mgr.tools()}
+
+
 # ---------------------------------------------------------------------------------------------
 # Configuration files end to end
 
@@ -362,6 +372,29 @@ async def test_aclose_stops_every_server_process(tmp_path: Path) -> None:
             os.kill(pid, 0)
     result = await mgr.call_tool("a", "echo", {"text": "x"})
     assert result.is_error and "not running" in result.content
+
+
+async def test_aclose_during_start_up_stops_the_server_and_nothing_reaches_the_terminal(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    mgr = McpManager([_fake("crash", "--crash"), _fake("slow", "--sleep", "30")], tmp_path)
+    starting = asyncio.create_task(mgr.start())
+    pid: int | None = None
+    for _ in range(1000):
+        crash, slow = mgr.status()
+        pid = slow.pid
+        if crash.state is ServerState.FAILED and pid is not None:
+            break
+        await asyncio.sleep(0.01)
+    assert pid is not None
+    await mgr.aclose()
+    await starting
+    assert mgr.status()[1].state is ServerState.STOPPED
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    out, err = capfd.readouterr()
+    assert "fake server" not in out + err  # server stderr went to the log files only
+    assert "cannot open the database" in (tmp_path / "crash.log").read_text()
 
 
 # ---------------------------------------------------------------------------------------------

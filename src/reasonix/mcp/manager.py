@@ -210,6 +210,9 @@ class McpManager:
         servers = [s for s in self._servers.values() if s.config.enabled]
         if servers:
             self.log_dir.mkdir(parents=True, exist_ok=True)
+            # The SDK takes about a second to import; doing it in a thread keeps the event
+            # loop (and a frontend drawing on it) responsive meanwhile.
+            await asyncio.to_thread(_import_sdk)
         await asyncio.gather(*(self._launch(s) for s in servers))
         self._take_snapshot()
 
@@ -306,8 +309,14 @@ class McpManager:
                     session = await stack.enter_async_context(self._new_session(srv, streams, log))
                     await session.initialize()
                     info.initialized = True
-                    changes_before_list = srv.early_changes
-                    tools = await _list_all_tools(session)
+                    # A change announced while tools/list is in flight may or may not be in
+                    # the answer: list again (servers that announce one right after
+                    # initialization would otherwise report a change every session).
+                    for _ in range(3):
+                        changes_before_list = srv.early_changes
+                        tools = await _list_all_tools(session)
+                        if srv.early_changes == changes_before_list:
+                            break
                     scope.deadline = math.inf
                     started = True
                     srv.session = session
@@ -315,9 +324,7 @@ class McpManager:
                     srv.state = ServerState.RUNNING
                     srv.ready.set()
                     if srv.early_changes > changes_before_list:
-                        # Announced while our tools/list was in flight: the list may or may
-                        # not include it, so count it as a change.
-                        self._mark_changed(srv)
+                        self._mark_changed(srv)  # still changing: count it as a change
                     if info.garbage_lines:
                         self._emit_notice(
                             "mcp_server_stdout_noise",
@@ -569,7 +576,8 @@ class McpManager:
     def _status_of(self, srv: _Server) -> McpServerStatus:
         cfg = srv.config
         running = srv.state is ServerState.RUNNING
-        pid = srv.info.pid if srv.info is not None and running else None
+        alive = srv.state in (ServerState.STARTING, ServerState.RUNNING)
+        pid = srv.info.pid if srv.info is not None and alive else None
         return McpServerStatus(
             name=cfg.name,
             transport=cfg.transport,
@@ -595,6 +603,14 @@ class McpManager:
 
     def _emit_notice(self, code: str, message: str) -> None:
         self.sink.emit(NoticeEvent(EVENT_ROLE, code, message))
+
+
+def _import_sdk() -> None:
+    import mcp.client.session
+    import mcp.shared.message
+    import mcp_types
+
+    del mcp, mcp_types
 
 
 async def _list_all_tools(session: Any) -> list[dict[str, Any]]:
