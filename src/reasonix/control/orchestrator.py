@@ -314,7 +314,7 @@ class TurnOrchestrator:
         outcome = await planner.run("\n\n".join(parts), on_step=on_step)
         if (
             PLAN_KEY not in planner.tool_state
-            and outcome.stop_reason in ("done", "length")
+            and outcome.stop_reason in ("done", "length", "step_limit")
             and failures < 2
         ):
             outcome = await planner.run(CORRECTIVE, on_step=on_step, continue_turn=True)

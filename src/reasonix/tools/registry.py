@@ -20,6 +20,7 @@ import json
 import re
 import types
 import typing
+import weakref
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -431,6 +432,7 @@ class ToolRegistry:
         self.policy = policy
         self.default_timeout = default_timeout
         self._schemas_cache: tuple[dict[str, Any], ...] | None = None
+        self._schema_bytes_cache: str | None = None
         for t in tools:
             self.add(t)
 
@@ -443,6 +445,7 @@ class ToolRegistry:
         self._tools[t.name] = t
         self._tools = dict(sorted(self._tools.items()))
         self._schemas_cache = None
+        self._schema_bytes_cache = None
         return t
 
     def extend(self, tools: Iterable[Tool | ToolFunc]) -> ToolRegistry:
@@ -499,7 +502,10 @@ class ToolRegistry:
         return self._schemas_cache
 
     def schema_bytes(self) -> str:
-        return canonical_json(list(self.schemas()))
+        """The canonical bytes of all schemas (what prefix tracking hashes); cached."""
+        if self._schema_bytes_cache is None:
+            self._schema_bytes_cache = canonical_json(list(self.schemas()))
+        return self._schema_bytes_cache
 
     # -- running -------------------------------------------------------------------------------
 
@@ -533,7 +539,7 @@ class ToolRegistry:
         return await self._run(t, args, ctx)
 
     async def _run(self, t: Tool, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        hints = typing.get_type_hints(t.func, include_extras=True)
+        hints = _hints(t.func)
         kwargs = {k: _coerce(hints.get(k, Any), v) for k, v in args.items()}
         if t.context_param:
             kwargs[t.context_param] = ctx
@@ -551,6 +557,18 @@ class ToolRegistry:
         except Exception as exc:
             return ToolResult.error(f"{t.name} failed: {type(exc).__name__}: {exc}")
         return _as_result(t.name, args, out)
+
+
+_HINTS: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
+def _hints(func: ToolFunc) -> dict[str, Any]:
+    """Type hints of a tool function, resolved once (they are needed on every call)."""
+    key = getattr(func, "__func__", func)
+    found = _HINTS.get(key)
+    if found is None:
+        found = _HINTS[key] = typing.get_type_hints(func, include_extras=True)
+    return found
 
 
 def _as_result(name: str, args: Mapping[str, Any], out: Any) -> ToolResult:
