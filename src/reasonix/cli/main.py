@@ -1,4 +1,5 @@
-"""The ``reasonix`` command. Kept import-light: ``--version`` and ``--help`` load nothing heavy."""
+"""The ``reasonix`` command. Kept import-light: ``--version`` and ``--help`` load nothing heavy;
+argparse and the rest load only on the path of a real command."""
 
 from __future__ import annotations
 
@@ -6,15 +7,33 @@ import sys
 from collections.abc import Sequence
 
 USAGE = """\
-usage: reasonix [--version] [--help]
+usage: reasonix [options]                 interactive session in this folder
+       reasonix run [options] TASK|-      one headless task (text, json or stream-json output)
+       reasonix config                    effective configuration and where each value came from
+       reasonix sessions list|show|export stored sessions
+       reasonix doctor                    check configuration, keys, endpoints, folders, tools
+       reasonix demo                      an offline demo turn with a scripted model
 
 A DeepSeek-native coding agent: a fast executor model runs the tool loop, a capable planner
 model is called for multi-step plans and when the executor stalls.
 
-options:
-  --version   print the version and exit
-  -h, --help  show this help and exit
+options (interactive and run):
+  -c, --continue          continue the last session in this folder
+  -r, --resume ID         resume a stored session
+  -m, --model NAME        executor model          (executor.model)
+  --planner-model NAME    planner model           (planner.model)
+  --effort LEVEL          executor thinking effort: low|medium|high|max|off (executor.effort)
+  --mode MODE             permission mode: ask|auto-edit|plan|yolo (permissions.mode)
+  --max-steps N           executor steps per turn (executor.max_steps)
+  --no-planner            run the executor alone (planner.enabled = false)
+  --version               print the version and exit
+  -h, --help              show this help and exit; `reasonix COMMAND --help` for a command
+
+exit codes: 0 success, 1 failure (model/provider error), 2 usage or configuration error,
+3 refused work (a permission denial stopped the task, or a plan was declined)
 """
+
+COMMANDS = ("run", "config", "sessions", "doctor", "demo")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -24,8 +43,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"reasonix {__version__}")
         return 0
-    if not args or args[:1] in (["-h"], ["--help"]):
+    if args[:1] in (["-h"], ["--help"]):
         print(USAGE, end="")
         return 0
-    print(f"reasonix: unknown argument {args[0]!r}\n\n{USAGE}", end="", file=sys.stderr)
-    return 2
+    from reasonix.cli.commands import dispatch
+
+    return dispatch(args)

@@ -1,0 +1,239 @@
+"""Argument parsing and dispatch for ``reasonix``; each command's module loads only when used."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from reasonix.config import Config
+    from reasonix.store import SessionStore
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_REFUSED = 3
+
+
+class UsageError(Exception):
+    """A command-line or configuration problem: printed to stderr, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _session_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument(
+        "-c",
+        "--continue",
+        dest="continue_last",
+        action="store_true",
+        help="continue the last session in this folder",
+    )
+    g.add_argument("-r", "--resume", metavar="ID", help="resume a stored session (both roles)")
+
+
+def _config_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-m", "--model", metavar="NAME", help="executor model (executor.model)")
+    p.add_argument("--planner-model", metavar="NAME", help="planner model (planner.model)")
+    p.add_argument(
+        "--effort",
+        metavar="LEVEL",
+        help="executor thinking effort: low|medium|high|max|off (executor.effort)",
+    )
+    p.add_argument(
+        "--mode", metavar="MODE", help="permission mode: ask|auto-edit|plan|yolo (permissions.mode)"
+    )
+    p.add_argument(
+        "--max-steps", metavar="N", help="executor model steps per turn (executor.max_steps)"
+    )
+    p.add_argument(
+        "--no-planner",
+        action="store_true",
+        help="run the executor alone (planner.enabled = false)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser (``reasonix --help`` itself is served by the static text in main)."""
+    parser = _Parser(
+        prog="reasonix",
+        description="A DeepSeek-native coding agent (interactive when no command is given).",
+    )
+    _session_flags(parser)
+    _config_flags(parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    run = sub.add_parser(
+        "run",
+        help="run one task headless",
+        description=(
+            "Run one task without a terminal UI and exit. Exit codes: 0 success, 1 failure "
+            "(model/provider error, stalled, step limit), 2 usage/config error, 3 refused work "
+            "(a permission denial stopped the task, or a plan was declined)."
+        ),
+    )
+    run.add_argument("task", help='the task, or "-" to read it from stdin')
+    run.add_argument(
+        "--output-format",
+        choices=("text", "json", "stream-json"),
+        default="text",
+        help="text: the answer; json: one result object; stream-json: one event per line, "
+        "then the result object",
+    )
+    run.add_argument(
+        "-y",
+        "--yes",
+        action="store_true",
+        help="allow what would ask for approval (deny rules still apply) and approve plans",
+    )
+    run.add_argument("--plan", action="store_true", help="force the planner for this task")
+    _session_flags(run)
+    _config_flags(run)
+
+    config = sub.add_parser(
+        "config",
+        help="print the effective configuration",
+        description="Print the effective configuration and where each value came from.",
+    )
+    _config_flags(config)
+
+    sessions = sub.add_parser(
+        "sessions", help="list, show or export stored sessions", description="Stored sessions."
+    )
+    ssub = sessions.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
+    ls = ssub.add_parser("list", help="sessions of this folder (most recent first)")
+    ls.add_argument("--all", action="store_true", help="sessions of every folder")
+    ls.add_argument("--limit", type=int, default=20, help="how many to list (default 20)")
+    show = ssub.add_parser("show", help="a session's details and transcript")
+    show.add_argument("id")
+    export = ssub.add_parser("export", help="export a session")
+    export.add_argument("id")
+    export.add_argument("--format", choices=("json", "markdown"), default="json")
+    export.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+
+    doctor = sub.add_parser(
+        "doctor",
+        help="check the setup",
+        description=(
+            "Check configuration, API keys (never printed), endpoints and model names, data "
+            "folders, optional tools (rg, git, bwrap) and MCP servers. Exit code 1 if any "
+            "problem is found; each problem says how to fix it."
+        ),
+    )
+    _config_flags(doctor)
+    demo = sub.add_parser(
+        "demo",
+        help="an offline demo turn with a scripted model",
+        description=(
+            "Create a small project in a temporary folder, start local fake model servers with "
+            "a scripted scenario, and run one dual-model turn through the real code paths "
+            "(planner reads and plans; executor edits, runs the tests and signs the step off)."
+        ),
+    )
+    demo.add_argument("--keep", action="store_true", help="keep the demo project folder")
+    return parser
+
+
+def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
+    """Flags as config override keys (unset flags are None and ignored by the loader)."""
+    out: dict[str, Any] = {
+        "executor.model": getattr(args, "model", None),
+        "planner.model": getattr(args, "planner_model", None),
+        "executor.effort": getattr(args, "effort", None),
+        "permissions.mode": getattr(args, "mode", None),
+        "executor.max_steps": getattr(args, "max_steps", None),
+    }
+    if getattr(args, "no_planner", False):
+        out["planner.enabled"] = False
+    return out
+
+
+def load(args: argparse.Namespace, workspace: Path | None = None) -> Config:
+    """The effective config; a ConfigError becomes a UsageError (exit 2)."""
+    from reasonix.config import load_config
+    from reasonix.errors import ConfigError
+
+    try:
+        return load_config(workspace or Path.cwd(), overrides=overrides_from(args))
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def require_credentials(config: Config) -> None:
+    from reasonix.config import check_credentials
+
+    problems = check_credentials(config)
+    if problems:
+        raise UsageError("\n".join(problems))
+
+
+def open_store() -> SessionStore:
+    from reasonix.errors import SessionStoreError
+    from reasonix.store import SessionStore, default_store_path
+
+    path = default_store_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return SessionStore(path)
+    except (OSError, SessionStoreError) as exc:
+        raise UsageError(
+            f"cannot open the session database {path}: {exc}. Set REASONIX_DATA_DIR to a "
+            "writable folder."
+        ) from None
+
+
+def dispatch(argv: Sequence[str]) -> int:
+    """Parse ``argv`` and run the command; returns the exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(list(argv))
+        return _run(args, parser)
+    except UsageError as exc:
+        print(f"reasonix: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except SystemExit as exc:  # argparse --help (0)
+        return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+
+
+def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    command = args.command
+    if command is None:
+        from reasonix.cli.interactive import run_interactive
+
+        return run_interactive(args)
+    if command == "run":
+        from reasonix.cli.headless import run_headless
+
+        return run_headless(args)
+    if command == "config":
+        from reasonix.config import render_config
+
+        config = load(args)
+        print("\n".join(render_config(config)))
+        return EXIT_OK
+    if command == "sessions":
+        from reasonix.cli.sessions import run_sessions
+
+        if args.action is None:
+            raise UsageError("sessions needs an action: list, show ID or export ID")
+        return run_sessions(args)
+    if command == "doctor":
+        from reasonix.cli.doctor import run_doctor
+
+        return run_doctor(args)
+    if command == "demo":
+        from reasonix.cli.demo import run_demo
+
+        return run_demo(args)
+    parser.print_help()
+    return EXIT_USAGE

@@ -1,0 +1,238 @@
+"""``reasonix doctor``: check the setup and say how to fix each problem (exit 1 if any)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from reasonix.cli.commands import EXIT_FAILURE, EXIT_OK, overrides_from
+
+if TYPE_CHECKING:
+    from reasonix.config import Config, RoleConfig
+
+Status = Literal["ok", "warn", "fail", "info"]
+_MARK = {"ok": "ok  ", "warn": "warn", "fail": "FAIL", "info": "info"}
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One finding; ``fix`` says what to do when it is a problem."""
+
+    status: Status
+    what: str
+    fix: str = ""
+
+    def render(self) -> str:
+        line = f"[{_MARK[self.status]}] {self.what}"
+        if self.fix and self.status in ("warn", "fail"):
+            line += f"\n       fix: {self.fix}"
+        return line
+
+
+def run_doctor(args: argparse.Namespace) -> int:
+    checks = diagnose(overrides_from(args), Path.cwd())
+    for check in checks:
+        print(check.render())
+    problems = sum(1 for c in checks if c.status == "fail")
+    warnings = sum(1 for c in checks if c.status == "warn")
+    print()
+    if problems:
+        print(f"{problems} problem(s), {warnings} warning(s).")
+        return EXIT_FAILURE
+    print(f"No problems found ({warnings} warning(s)).")
+    return EXIT_OK
+
+
+def diagnose(overrides: dict[str, object], workspace: Path) -> list[Check]:
+    """Every check, in the order they are shown."""
+    from reasonix.config import check_credentials, load_config, user_config_path
+    from reasonix.errors import ConfigError
+
+    checks: list[Check] = []
+    try:
+        config = load_config(workspace, overrides=overrides)
+    except ConfigError as exc:
+        checks.append(Check("fail", f"configuration: {exc}", "correct the value named above"))
+        checks += _folders(user_config_path().parent)
+        checks += _optional_tools()
+        return checks
+    sources = ", ".join(config.sources) or "built-in defaults only"
+    checks.append(Check("ok", f"configuration is valid ({sources})"))
+
+    problems = check_credentials(config)
+    for problem in problems:
+        checks.append(Check("fail", "API key missing", problem))
+    roles: list[tuple[str, RoleConfig]] = [("executor", config.executor)]
+    if config.planner.enabled:
+        roles.append(("planner", config.planner))
+    seen: set[str] = set()
+    for _, role in roles:
+        pc = config.provider_for(role)
+        if pc.name in seen:
+            continue
+        seen.add(pc.name)
+        if pc.api_key_env and pc.api_key(os.environ):
+            checks.append(Check("ok", f"provider {pc.name}: {pc.api_key_env} is set"))
+        elif not pc.api_key_env:
+            checks.append(Check("info", f"provider {pc.name}: no API key needed"))
+    checks += _endpoints(config, roles)
+    checks += _folders(user_config_path().parent)
+    checks += _optional_tools()
+    checks += _mcp(config)
+    return checks
+
+
+def _endpoints(config: Config, roles: list[tuple[str, RoleConfig]]) -> list[Check]:
+    """Reach each provider's ``GET {base}/models`` and check the role's model is listed."""
+    checks: list[Check] = []
+    listed: dict[str, set[str] | str | None] = {}
+    for role_name, role in roles:
+        pc = config.provider_for(role)
+        if pc.name not in listed:
+            listed[pc.name] = _list_models(pc.base_url, pc.api_key(os.environ), pc.headers)
+        models = listed[pc.name]
+        where = f"{role_name} endpoint {pc.base_url}"
+        if isinstance(models, str):
+            checks.append(
+                Check(
+                    "fail",
+                    f"{where}: unreachable ({models})",
+                    f"check the network and providers.{pc.name}.base_url",
+                )
+            )
+        elif models is None:
+            checks.append(
+                Check("info", f"{where}: reachable; model list not available, cannot verify")
+            )
+        elif role.model in models:
+            checks.append(Check("ok", f"{where}: serves {role.model}"))
+        else:
+            shown = ", ".join(sorted(models)[:8]) or "none"
+            checks.append(
+                Check(
+                    "fail",
+                    f"{where}: does not list the model {role.model!r} (it lists {shown})",
+                    f"set {role_name}.model to a served model, e.g. `--model` / reasonix.toml",
+                )
+            )
+    return checks
+
+
+def _list_models(
+    base_url: str, key: str | None, headers: Mapping[str, str]
+) -> set[str] | str | None:
+    """The served model ids; None when the endpoint has no model list (e.g. 404); a string
+    describing the failure when it cannot be reached."""
+    import httpx as hx
+
+    url = base_url.rstrip("/") + "/models"
+    sent = dict(headers)
+    if key:
+        sent["Authorization"] = f"Bearer {key}"
+    try:
+        response = hx.get(url, headers=sent, timeout=5.0)
+    except hx.HTTPError as exc:
+        return f"{type(exc).__name__}: {exc}"
+    if response.status_code == 401:
+        return "the API key was refused (401)"
+    if response.status_code != 200:
+        return None
+    try:
+        data = response.json().get("data", [])
+        return {str(m.get("id")) for m in data if isinstance(m, dict)}
+    except (ValueError, AttributeError):
+        return None
+
+
+def _folders(config_dir: Path) -> list[Check]:
+    from reasonix.store import default_store_path
+
+    checks = []
+    for label, folder, env in (
+        ("config folder", config_dir, "REASONIX_CONFIG_DIR"),
+        ("data folder", default_store_path().parent, "REASONIX_DATA_DIR"),
+    ):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=folder, prefix=".doctor-"):
+                pass
+            checks.append(Check("ok", f"{label} {folder} is writable"))
+        except OSError as exc:
+            checks.append(
+                Check(
+                    "fail",
+                    f"{label} {folder} is not writable ({exc.strerror or exc})",
+                    f"fix its permissions or set {env} to a writable folder",
+                )
+            )
+    return checks
+
+
+def _optional_tools() -> list[Check]:
+    hints = {
+        "rg": "install ripgrep for faster search (grep falls back to a Python search)",
+        "git": "install git: rewinding what shell commands changed needs it",
+        "bwrap": "install bubblewrap to sandbox shell commands (Linux)",
+    }
+    checks = []
+    for name, hint in hints.items():
+        found = shutil.which(name)
+        if found:
+            checks.append(Check("ok", f"{name} found at {found}"))
+        elif name == "bwrap" and not sys.platform.startswith("linux"):
+            continue
+        else:
+            checks.append(Check("warn", f"{name} not found (optional)", hint))
+    return checks
+
+
+def _mcp(config: Config) -> list[Check]:
+    if not config.mcp.servers:
+        return []
+    return asyncio.run(_mcp_status(config))
+
+
+async def _mcp_status(config: Config) -> list[Check]:
+    from reasonix.errors import ConfigError
+    from reasonix.mcp import McpManager, ServerState, servers_from_toml
+
+    entries = []
+    for server in config.mcp.servers:
+        entry = dict(server)
+        if "timeout" in entry:
+            entry["startup_timeout"] = entry.pop("timeout")
+        entries.append(entry)
+    try:
+        configs = servers_from_toml(entries)
+    except ConfigError as exc:
+        return [Check("fail", f"MCP configuration: {exc}", "correct [[mcp.servers]]")]
+    checks = []
+    with tempfile.TemporaryDirectory() as logs:
+        manager = McpManager(configs, logs)
+        try:
+            await manager.start()
+            for status in manager.status():
+                if status.state is ServerState.RUNNING:
+                    checks.append(Check("ok", f"MCP {status.line()}"))
+                elif status.state is ServerState.DISABLED:
+                    checks.append(Check("info", f"MCP {status.line()}"))
+                else:
+                    checks.append(
+                        Check(
+                            "fail",
+                            f"MCP {status.line()}",
+                            f"check the command of [[mcp.servers]] {status.name!r} and run it "
+                            "by hand to see its error",
+                        )
+                    )
+        finally:
+            await manager.aclose()
+    return checks

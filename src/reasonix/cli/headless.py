@@ -1,0 +1,132 @@
+"""``reasonix run``: one task without a terminal UI.
+
+Output formats:
+
+- ``text``: the final answer on stdout; errors and refusals on stderr.
+- ``json``: one result object on stdout (see :func:`result_object`).
+- ``stream-json``: every event as one JSON line (``event.to_dict()``), then the result object.
+
+Exit codes: 0 success; 1 failure (model/provider error such as 402, stalled, step limit);
+2 usage/config error; 3 refused work (a permission denial stopped part of the task, or a plan
+was declined).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from reasonix.app.runtime import Runtime, TurnOutcome
+from reasonix.cli.commands import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_REFUSED,
+    UsageError,
+    load,
+    open_store,
+    require_credentials,
+)
+from reasonix.control.plan import Plan
+from reasonix.errors import ReasonixError
+from reasonix.events import JsonLinesSink, NullSink, Sink
+from reasonix.safety.permissions import ApprovalAnswer, ApprovalRequest
+
+
+class YesApprover:
+    """``--yes``: allow once whatever would ask (deny rules and plan mode still refuse)."""
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
+        return ApprovalAnswer.allow_once()
+
+
+def approve_all_plans(plan: Plan) -> bool:
+    return True
+
+
+def exit_code(outcome: TurnOutcome) -> int:
+    """0 success, 1 failure, 3 refused work (see the module docstring)."""
+    if outcome.is_error:
+        return EXIT_FAILURE
+    if outcome.refused:
+        return EXIT_REFUSED
+    return EXIT_OK if outcome.result.ok else EXIT_FAILURE
+
+
+def result_object(runtime: Runtime, outcome: TurnOutcome) -> dict[str, Any]:
+    """The ``{"type": "result", ...}`` object of ``--output-format json|stream-json``."""
+    result = outcome.result
+    usage = {role: cost.to_dict() for role, cost in result.cost_by_role.items()}
+    cost = {role: round(c.cost, 8) for role, c in result.cost_by_role.items()}
+    cost["total"] = round(sum(c.cost for c in result.cost_by_role.values()), 8)
+    return {
+        "type": "result",
+        "result": result.text,
+        "session_id": runtime.session_id,
+        "turns": outcome.requests,
+        "duration_ms": outcome.duration_ms,
+        "stop_reason": result.stop_reason,
+        "route": str(result.route),
+        "usage": usage,
+        "cost_usd": cost,
+        "is_error": outcome.is_error,
+        "refused": outcome.refused,
+        "permission_denials": [
+            {"tool": d.tool, "subject": d.subject, "reason": d.reason} for d in outcome.denials
+        ],
+        "exit_code": exit_code(outcome),
+    }
+
+
+def read_task(task: str) -> str:
+    text = sys.stdin.read() if task == "-" else task
+    if not text.strip():
+        raise UsageError("the task is empty")
+    return text
+
+
+def run_headless(args: argparse.Namespace) -> int:
+    task = read_task(args.task)
+    config = load(args)
+    require_credentials(config)
+    store = open_store()
+    try:
+        return asyncio.run(_run(args, task, config, store))
+    finally:
+        store.close()
+
+
+async def _run(args: argparse.Namespace, task: str, config: Any, store: Any) -> int:
+    fmt = args.output_format
+    sink: Sink = JsonLinesSink(sys.stdout) if fmt == "stream-json" else NullSink()
+    try:
+        runtime = await Runtime.from_config(
+            config,
+            Path.cwd(),
+            store=store,
+            approver=YesApprover() if args.yes else None,
+            sink=sink,
+            resume_id=args.resume,
+            continue_last=args.continue_last,
+            plan_approver=approve_all_plans if args.yes else None,
+        )
+    except ReasonixError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        outcome = await runtime.run_turn(task, plan=True if args.plan else None)
+        code = exit_code(outcome)
+        if fmt == "text":
+            if outcome.is_error:
+                print(f"reasonix: {outcome.result.text}", file=sys.stderr)
+            else:
+                print(outcome.result.text)
+                for d in outcome.denials:
+                    print(f"reasonix: refused {d.tool} ({d.subject}): {d.reason}", file=sys.stderr)
+        else:
+            print(json.dumps(result_object(runtime, outcome), ensure_ascii=False), flush=True)
+        return code
+    finally:
+        await runtime.aclose()

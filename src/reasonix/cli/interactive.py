@@ -1,0 +1,391 @@
+"""The interactive terminal app: a prompt_toolkit prompt, Rich rendering of events, slash
+commands, approval prompts, and Ctrl-C that interrupts a running turn without losing the session.
+
+Behaviour lives in :class:`~reasonix.app.runtime.Runtime`; this module parses input and draws.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.formatted_text import HTML, FormattedText
+from prompt_toolkit.history import FileHistory, InMemoryHistory
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from rich.console import Console
+from rich.markup import escape
+
+from reasonix.app.runtime import Runtime, TurnOutcome
+from reasonix.cli.commands import EXIT_OK, UsageError, load, open_store, require_credentials
+from reasonix.cli.render import TerminalRenderer
+from reasonix.cli.sessions import session_line
+from reasonix.config import Config
+from reasonix.control.plan import Plan
+from reasonix.errors import ReasonixError
+from reasonix.safety.permissions import ApprovalAnswer, ApprovalRequest
+from reasonix.store import SessionStore, default_store_path
+
+HELP = """\
+Type a task and press Enter. New line: Esc then Enter, or end the line with a backslash (\\).
+Ctrl-C interrupts a running turn (the session is kept); Ctrl-C twice at an empty prompt, Ctrl-D
+or /exit quits.
+
+/help                  this help
+/plan <task>           plan first (the planner model), then execute
+/mode [MODE]           show or set the permission mode: ask | auto-edit | plan | yolo
+/model                 the models of each role
+/cost                  tokens, cache hits and cost per role
+/todo                  the executor's todo list
+/rewind [TURN]         undo the last turn (or TURN and after): files and conversation
+/turns                 the turns of this session (for /rewind)
+/compact               summarise the executor's history to free context
+/clear                 start a new session (the old one stays stored)
+/sessions              sessions of this folder
+/resume <ID>           switch to a stored session
+/config                the effective configuration and where each value came from
+/reasoning             the last reasoning in full
+/remember <note>       save a note to REASONIX.md for this project
+/mcp [restart NAME]    MCP server status, or restart one
+/exit                  quit"""
+
+
+def run_interactive(args: argparse.Namespace) -> int:
+    config = load(args)
+    require_credentials(config)
+    store = open_store()
+    try:
+        app = App(config, store, args)
+        return asyncio.run(app.main())
+    finally:
+        store.close()
+
+
+class PromptApprover:
+    """Asks the user about a tool call: allow once, allow for the session, or deny (a reason
+    typed after ``n`` goes back to the model)."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
+        app = self.app
+        app.renderer.finish()
+        app.console.print(
+            f"[bold yellow]approval needed[/bold yellow] {escape(request.reason)}\n"
+            f"  {escape(request.tool)}: {escape(request.subject[:400])}"
+        )
+        rules = ", ".join(request.session_rules)
+        question = (
+            f"Allow? [y] once  [a] for this session ({rules})  [n] deny (n <reason> tells the "
+            "model why): "
+        )
+        while True:
+            answer = await app.ask(question)
+            if answer is None:  # Ctrl-C / Ctrl-D at the question: stop the turn too
+                app.interrupt_turn()
+                return ApprovalAnswer.deny("the user interrupted the turn")
+            word, _, rest = answer.strip().partition(" ")
+            word = word.lower()
+            if word in ("y", "yes", "once"):
+                return ApprovalAnswer.allow_once()
+            if word in ("a", "s", "always", "session"):
+                return ApprovalAnswer.allow_session()
+            if word in ("n", "no", "deny"):
+                return ApprovalAnswer.deny(rest.strip())
+            app.console.print("Answer y, a or n.")
+
+
+class App:
+    """One interactive session; see the module docstring."""
+
+    def __init__(self, config: Config, store: SessionStore, args: argparse.Namespace) -> None:
+        self.config = config
+        self.store = store
+        self.args = args
+        self.console = Console(highlight=False)
+        self.renderer = TerminalRenderer(self.console)
+        self.runtime: Runtime | None = None
+        self._turn: asyncio.Task[TurnOutcome] | None = None
+        self._active_role = "idle"
+        self._quit_armed = False
+        self.session: PromptSession[str] = PromptSession(
+            history=_history(),
+            key_bindings=self._bindings(),
+            bottom_toolbar=self.toolbar,
+            enable_history_search=True,
+        )
+
+    # -- prompt ------------------------------------------------------------------------------------
+
+    def _bindings(self) -> KeyBindings:
+        kb = KeyBindings()
+
+        @kb.add("escape", "enter")
+        def _newline(event: KeyPressEvent) -> None:
+            event.current_buffer.insert_text("\n")
+
+        @kb.add("enter")
+        def _submit(event: KeyPressEvent) -> None:
+            buf = event.current_buffer
+            if buf.text.endswith("\\") and buf.cursor_position == len(buf.text):
+                buf.delete_before_cursor(1)
+                buf.insert_text("\n")
+                return
+            buf.validate_and_handle()
+
+        @kb.add("c-c")
+        def _interrupt(event: KeyPressEvent) -> None:
+            buf = event.current_buffer
+            if buf.text:
+                buf.reset()
+                return
+            event.app.exit(exception=KeyboardInterrupt())
+
+        return kb
+
+    def toolbar(self) -> FormattedText | HTML:
+        """The status line: active role, then per role model, context use, cache hits, cost."""
+        rt = self.runtime
+        if rt is None:
+            return HTML("starting…")
+        cost = rt.cost_by_role()
+        parts = [f" {self._active_role} │ mode {rt.mode}"]
+        for use in rt.context_use():
+            c = cost.get(use.role)
+            hit = f"{c.hit_ratio * 100:.0f}%" if c and c.requests else "–"
+            spent = f"${c.cost:.4f}" if c else "$0"
+            parts.append(f"{use.role} {use.model} ctx {use.fraction * 100:.1f}% hit {hit} {spent}")
+        return FormattedText([("", " │ ".join(parts) + " ")])
+
+    async def ask(self, question: str) -> str | None:
+        """A one-line answer from the user during a turn; None on Ctrl-C/Ctrl-D."""
+        try:
+            answer = await PromptSession[str]().prompt_async(question)
+        except (KeyboardInterrupt, EOFError):
+            answer = None
+        finally:
+            # prompt_toolkit removes the loop's SIGINT handler when its prompt ends.
+            self._arm_interrupt()
+        return answer
+
+    # -- main loop ---------------------------------------------------------------------------------
+
+    async def main(self) -> int:
+        try:
+            self.runtime = await Runtime.from_config(
+                self.config,
+                Path.cwd(),
+                store=self.store,
+                approver=PromptApprover(self),
+                sink=self,
+                resume_id=self.args.resume,
+                continue_last=self.args.continue_last,
+                plan_approver=self.approve_plan,
+            )
+        except ReasonixError as exc:
+            raise UsageError(str(exc)) from None
+        self.renderer.set_models(
+            {r: m for r in ("executor", "planner") if (m := self.runtime.model_of(r))}
+        )
+        self._banner()
+        try:
+            while True:
+                try:
+                    text = await self.session.prompt_async("› ")
+                except KeyboardInterrupt:
+                    if self._quit_armed:
+                        break
+                    self._quit_armed = True
+                    self.console.print("[dim](Ctrl-C again or /exit to quit)[/dim]")
+                    continue
+                except EOFError:
+                    break
+                self._quit_armed = False
+                text = text.strip()
+                if not text:
+                    continue
+                if text.startswith("/"):
+                    if await self.command(text) == "exit":
+                        break
+                    continue
+                await self.run_turn(_start_turn(text))
+        finally:
+            await self.runtime.aclose()
+            self.console.print(f"[dim]Session {self.runtime.session_id} saved.[/dim]")
+        return EXIT_OK
+
+    def _banner(self) -> None:
+        rt = self.runtime
+        assert rt is not None
+        models = ", ".join(f"{r} {m}" for r in ("executor", "planner") if (m := rt.model_of(r)))
+        resumed = len(rt.controller.executor.session) > 0
+        what = "resumed" if resumed else "new"
+        self.console.print(
+            f"[bold]reasonix[/bold] · {models} · mode {rt.mode} · {what} session "
+            f"{rt.session_id}\n[dim]/help for commands; Esc+Enter for a new line[/dim]"
+        )
+
+    # -- turns -------------------------------------------------------------------------------------
+
+    def emit(self, event: Any) -> None:
+        role = getattr(event, "role", "")
+        if role in ("executor", "planner"):
+            self._active_role = role
+        self.renderer.emit(event)
+
+    def _arm_interrupt(self) -> None:
+        if self._turn is None or self._turn.done():
+            return
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signal.SIGINT, self.interrupt_turn)
+
+    def interrupt_turn(self) -> None:
+        if self._turn is not None and not self._turn.done():
+            self._turn.cancel()
+
+    async def run_turn(self, start: Callable[[Runtime], Awaitable[TurnOutcome]]) -> None:
+        rt = self.runtime
+        assert rt is not None
+
+        async def go() -> TurnOutcome:
+            return await start(rt)
+
+        self._turn = asyncio.create_task(go())
+        self._arm_interrupt()
+        try:
+            outcome = await self._turn
+        except asyncio.CancelledError:
+            if asyncio.current_task() is not None and asyncio.current_task().cancelling():  # type: ignore[union-attr]
+                raise
+            self.renderer.finish()
+            self.console.print(
+                "[yellow]Interrupted.[/yellow] The session is kept; type to continue."
+            )
+            return
+        except ReasonixError as exc:
+            self.renderer.finish()
+            self.console.print(f"[red]{escape(str(exc))}[/red]")
+            return
+        finally:
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
+            self._turn = None
+            self._active_role = "idle"
+        self.renderer.finish()
+        result = outcome.result
+        spent = sum(c.cost for c in result.cost_by_role.values())
+        tail = f"{result.stop_reason} · {outcome.requests} requests · ${spent:.4f}"
+        if result.route != "executor_only":
+            tail = f"{result.route} · " + tail
+        self.console.print(f"[dim]── {tail}[/dim]")
+
+    async def approve_plan(self, plan: Plan) -> bool:
+        self.renderer.finish()
+        answer = await self.ask("Run this plan? [y/n]: ")
+        return answer is not None and answer.strip().lower() in ("y", "yes")
+
+    # -- slash commands ----------------------------------------------------------------------------
+
+    async def command(self, line: str) -> str | None:
+        rt = self.runtime
+        assert rt is not None
+        name, _, arg = line[1:].partition(" ")
+        name, arg = name.lower(), arg.strip()
+        out = self.console.print
+        try:
+            if name in ("exit", "quit", "q"):
+                return "exit"
+            if name == "help":
+                out(HELP, markup=False)
+            elif name == "plan":
+                if not arg:
+                    out("Usage: /plan <task>")
+                else:
+                    await self.run_turn(_start_turn(arg, plan=True))
+            elif name == "mode":
+                out(rt.set_mode(arg or None))
+            elif name == "model":
+                for role in ("executor", "planner"):
+                    model = rt.model_of(role)
+                    out(f"{role}: {model or 'disabled'}")
+                out(
+                    "[dim]Models stay fixed within a session (switching would void the prompt "
+                    "cache); start with --model / --planner-model to change them.[/dim]"
+                )
+            elif name == "cost":
+                out(rt.cost_table(), markup=False)
+            elif name == "todo":
+                out(rt.todo(), markup=False)
+            elif name == "turns":
+                marks = rt.marks
+                if not marks:
+                    out("No turns yet.")
+                for m in marks:
+                    out(f"{m.turn:>3}  {m.text[:70]}", markup=False)
+            elif name == "rewind":
+                turn = int(arg) if arg else None
+                out(rt.rewind(turn), markup=False)
+            elif name == "compact":
+                out(await rt.compact(), markup=False)
+            elif name == "clear":
+                out(await rt.clear(), markup=False)
+            elif name == "sessions":
+                infos = rt.sessions()
+                for info in infos:
+                    mark = "*" if info.id == rt.session_id else " "
+                    out(f"{mark} {session_line(info)}", markup=False)
+            elif name == "resume":
+                if not arg:
+                    out("Usage: /resume <ID> (see /sessions)")
+                else:
+                    out(await rt.resume(arg), markup=False)
+            elif name == "config":
+                from reasonix.config import render_config
+
+                out("\n".join(render_config(rt.config)), markup=False)
+            elif name == "reasoning":
+                out(self.renderer.last_reasoning(), style="dim", markup=False)
+            elif name == "remember":
+                if not arg:
+                    out("Usage: /remember <note>")
+                else:
+                    path = rt.controller.remember(arg)
+                    out(f"Remembered in {path}.", markup=False)
+            elif name == "mcp":
+                words = arg.split()
+                if words[:1] == ["restart"] and len(words) == 2:
+                    out(await rt.mcp_restart(words[1]), markup=False)
+                else:
+                    for status_line in rt.mcp_status():
+                        out(status_line, markup=False)
+            else:
+                out(f"Unknown command /{name}; /help lists them.", markup=False)
+        except (ReasonixError, ValueError, OSError) as exc:
+            out(f"[red]{escape(str(exc))}[/red]")
+        return None
+
+
+def _start_turn(
+    text: str, *, plan: bool | None = None
+) -> Callable[[Runtime], Awaitable[TurnOutcome]]:
+    def start(rt: Runtime) -> Awaitable[TurnOutcome]:
+        return rt.run_turn(text, plan=plan)
+
+    return start
+
+
+def _history() -> FileHistory | InMemoryHistory:
+    path = default_store_path().parent / "history"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch(exist_ok=True)
+    except OSError:
+        return InMemoryHistory()
+    return FileHistory(str(path))

@@ -1,0 +1,289 @@
+"""Terminal rendering of events with Rich, incrementally.
+
+Text deltas are written as they arrive (never a redraw of the screen per token). Reasoning is
+shown as one dimmed status line updated in place while it streams, then collapsed to a short
+summary (``/reasoning`` prints the whole of the last one). Tool calls are one line each with a
+short result line; diffs in tool results are coloured; plans are rendered as markdown once.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.panel import Panel
+from rich.text import Text
+
+from reasonix.events import (
+    CacheMissExplained,
+    ErrorEvent,
+    Event,
+    GateDecided,
+    NoticeEvent,
+    PlanApproval,
+    PlanFailed,
+    PlanProduced,
+    ReasoningDeltaEvent,
+    ReplanTriggered,
+    RetryEvent,
+    StepCompleted,
+    TextDeltaEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnEnded,
+    TurnStarted,
+)
+
+#: argument shown in a tool call's one-line summary, by preference
+_KEY_ARGS = ("path", "command", "pattern", "query", "url", "step", "objective")
+_DIFF_LINES = 40
+
+
+def summarize_call(name: str, arguments: str, width: int = 80) -> str:
+    """``name(key argument)`` on one line."""
+    try:
+        args = json.loads(arguments) if arguments.strip() else {}
+    except ValueError:
+        args = {}
+    shown = ""
+    if isinstance(args, dict):
+        for key in _KEY_ARGS:
+            if isinstance(args.get(key), str):
+                shown = args[key]
+                break
+        else:
+            shown = ", ".join(f"{k}={v!r}" for k, v in list(args.items())[:2])
+    shown = " ".join(shown.split())
+    if len(shown) > width:
+        shown = shown[: width - 1] + "…"
+    return f"{name}({shown})"
+
+
+def _is_diff(lines: list[str]) -> bool:
+    return any(line.startswith("@@") for line in lines) and any(
+        line.startswith(("+", "-")) for line in lines
+    )
+
+
+class TerminalRenderer:
+    """A :class:`~reasonix.events.Sink` that draws events on a Rich console."""
+
+    def __init__(self, console: Console | None = None, *, show_role_headers: bool = True) -> None:
+        self.console = console or Console(highlight=False)
+        self.show_role_headers = show_role_headers
+        self.reasoning_blocks: list[tuple[str, str]] = []  # (role, text)
+        self._reasoning: list[str] = []
+        self._reasoning_role = ""
+        self._reasoning_started = 0.0
+        self._at_line_start = True
+        self._role = ""
+        self._models: dict[str, str] = {}
+
+    def set_models(self, models: dict[str, str]) -> None:
+        self._models = dict(models)
+
+    # -- low-level output --------------------------------------------------------------------------
+
+    def _write(self, text: str) -> None:
+        """Raw text, streamed as it comes (no markup, no re-rendering)."""
+        if not text:
+            return
+        self.console.file.write(text)
+        self.console.file.flush()
+        self._at_line_start = text.endswith("\n")
+
+    def _newline(self) -> None:
+        if not self._at_line_start:
+            self._write("\n")
+
+    def line(self, text: str | Text, style: str = "") -> None:
+        """A whole line (after finishing any partial one)."""
+        self._end_reasoning()
+        self._newline()
+        self.console.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
+        self._at_line_start = True
+
+    # -- reasoning ---------------------------------------------------------------------------------
+
+    def _reasoning_delta(self, role: str, text: str) -> None:
+        if not self._reasoning:
+            self._newline()
+            self._reasoning_role = role
+            self._reasoning_started = time.monotonic()
+        self._reasoning.append(text)
+        if self.console.is_terminal:
+            total = "".join(self._reasoning)
+            tail = " ".join(total[-200:].split())
+            width = max(self.console.width - 24, 20)
+            status = f"thinking ({len(total)} chars) {tail[-width:]}"
+            # One line rewritten in place: cheap and flicker-free.
+            self.console.file.write("\r\x1b[2K" + f"\x1b[2m{status}\x1b[0m")
+            self.console.file.flush()
+
+    def _end_reasoning(self) -> None:
+        if not self._reasoning:
+            return
+        text = "".join(self._reasoning)
+        self._reasoning = []
+        self.reasoning_blocks.append((self._reasoning_role, text))
+        if self.console.is_terminal:
+            self.console.file.write("\r\x1b[2K")
+        seconds = time.monotonic() - self._reasoning_started
+        first = " ".join(text.split())
+        width = max(self.console.width - 40, 20)
+        if len(first) > width:
+            first = first[: width - 1] + "…"
+        summary = f"▸ thought {seconds:.1f}s: {first}  (/reasoning to expand)"
+        self.console.print(summary, style="dim", markup=False, highlight=False)
+        self._at_line_start = True
+
+    def last_reasoning(self) -> str:
+        """The most recent reasoning block in full (for ``/reasoning``)."""
+        if not self.reasoning_blocks:
+            return "No reasoning has been shown yet."
+        role, text = self.reasoning_blocks[-1]
+        return f"[{role} reasoning]\n{text}"
+
+    # -- events ------------------------------------------------------------------------------------
+
+    def emit(self, event: Event) -> None:
+        if isinstance(event, ReasoningDeltaEvent):
+            self._reasoning_delta(event.role, event.text)
+            return
+        if isinstance(event, TextDeltaEvent):
+            self._end_reasoning()
+            self._role_header(event.role)
+            self._write(event.text)
+            return
+        handler = getattr(self, f"_on_{event.kind}", None)
+        if handler is not None:
+            self._end_reasoning()
+            handler(event)
+
+    def _role_header(self, role: str) -> None:
+        if role == self._role or role == "controller":
+            return
+        self._role = role
+        if self.show_role_headers:
+            model = self._models.get(role, "")
+            label = f"── {role}" + (f" · {model}" if model else "") + " "
+            self.line(Text(label, style="bold cyan" if role == "planner" else "bold green"))
+
+    def _on_turn_started(self, event: Any) -> None:
+        assert isinstance(event, TurnStarted)
+        self._role_header(event.role)
+
+    def _on_gate_decided(self, event: Any) -> None:
+        assert isinstance(event, GateDecided)
+        if event.route != "executor_only":
+            self.line(f"planner gate: {event.route} ({event.reason})", "dim")
+
+    def _on_tool_call(self, event: Any) -> None:
+        assert isinstance(event, ToolCallEvent)
+        self._role_header(event.role)
+        text = Text("● ", style="yellow")
+        text.append(summarize_call(event.call.name, event.call.arguments), style="bold")
+        self.line(text)
+
+    def _on_tool_result(self, event: Any) -> None:
+        assert isinstance(event, ToolResultEvent)
+        lines = event.content.splitlines() or [""]
+        if event.is_error:
+            self.line(Text(f"  ⎿ {lines[0][:200]}", style="red"))
+            return
+        if _is_diff(lines):
+            self._diff(lines)
+            return
+        text = [line.strip() for line in lines if line.strip()] or ["(no output)"]
+        # A command's outcome is its last line ("[exit code 0]"); anything else leads with it.
+        head = text[-1] if event.name == "bash" else text[0]
+        more = f" ({len(lines)} lines)" if len(lines) > 1 else ""
+        self.line(Text(f"  ⎿ {head[:160]}{more}", style="dim"))
+
+    def _diff(self, lines: list[str]) -> None:
+        shown = lines[:_DIFF_LINES]
+        out = Text()
+        for raw in shown:
+            style = ""
+            if raw.startswith("+") and not raw.startswith("+++"):
+                style = "green"
+            elif raw.startswith("-") and not raw.startswith("---"):
+                style = "red"
+            elif raw.startswith("@@"):
+                style = "cyan"
+            out.append("    " + raw + "\n", style=style or "dim")
+        if len(lines) > _DIFF_LINES:
+            out.append(f"    … {len(lines) - _DIFF_LINES} more lines\n", style="dim")
+        out.rstrip()
+        self.line(out)
+
+    def _on_plan_produced(self, event: Any) -> None:
+        assert isinstance(event, PlanProduced)
+        title = "plan" if event.round == 1 else f"revised plan (round {event.round})"
+        self._newline()
+        # Plan markdown puts its bold headings on single lines; give them paragraphs.
+        markdown = event.markdown.replace("\n**", "\n\n**")
+        self.console.print(Panel(Markdown(markdown), title=title, border_style="cyan"))
+        self._at_line_start = True
+
+    def _on_plan_failed(self, event: Any) -> None:
+        assert isinstance(event, PlanFailed)
+        self.line(f"planning failed: {event.reason}", "yellow")
+
+    def _on_plan_approval(self, event: Any) -> None:
+        assert isinstance(event, PlanApproval)
+        self.line(f"plan {'approved' if event.approved else 'not approved'}: {event.reason}", "dim")
+
+    def _on_replan_triggered(self, event: Any) -> None:
+        assert isinstance(event, ReplanTriggered)
+        self.line(f"re-planning (round {event.round}): {event.reason}", "yellow")
+
+    def _on_step_completed(self, event: Any) -> None:
+        assert isinstance(event, StepCompleted)
+        if event.accepted:
+            self.line(Text(f"✓ step {event.step} completed", style="green"))
+        else:
+            self.line(Text(f"✗ step {event.step} not accepted: {event.reason[:160]}", "yellow"))
+
+    def _on_notice(self, event: Any) -> None:
+        assert isinstance(event, NoticeEvent)
+        self.line(f"note: {event.message}", "yellow")
+
+    def _on_error(self, event: Any) -> None:
+        assert isinstance(event, ErrorEvent)
+        self.line(f"error ({event.error_type}): {event.message}", "bold red")
+
+    def _on_retry(self, event: Any) -> None:
+        assert isinstance(event, RetryEvent)
+        self.line(
+            f"retrying (attempt {event.attempt}) in {event.delay:.1f}s: {event.reason}", "dim"
+        )
+
+    def _on_cache_miss_explained(self, event: Any) -> None:
+        assert isinstance(event, CacheMissExplained)
+        what = ", ".join(event.changed)
+        self.line(f"cache miss ({event.role}): {what}. {event.detail}".strip(), "dim")
+
+    def _on_compaction(self, event: Any) -> None:
+        accepted = getattr(event, "accepted", False)
+        before, after = getattr(event, "messages_before", 0), getattr(event, "messages_after", 0)
+        reason = getattr(event, "reason", "")
+        if accepted:
+            self.line(f"compacted {event.role} history: {before} -> {after} messages", "yellow")
+        else:
+            self.line(f"compaction skipped: {reason}", "dim")
+
+    def _on_turn_ended(self, event: Any) -> None:
+        assert isinstance(event, TurnEnded)
+        self._newline()
+        if event.reason == "cancelled":
+            self.line("interrupted", "yellow")
+
+    def finish(self) -> None:
+        """End any partial line (after a turn, before the prompt comes back)."""
+        self._end_reasoning()
+        self._newline()
+        self._role = ""

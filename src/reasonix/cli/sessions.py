@@ -1,0 +1,75 @@
+"""``reasonix sessions list|show ID|export ID``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from reasonix.cli.commands import EXIT_FAILURE, EXIT_OK, open_store
+from reasonix.errors import SessionStoreError
+from reasonix.store import SessionInfo, SessionStore
+
+
+def session_line(info: SessionInfo) -> str:
+    """One line per session: id, when, message counts, title."""
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.updated_at))
+    counts = info.message_counts
+    msgs = f"{counts.get('executor', 0)}+{counts.get('planner', 0)} msgs"
+    title = info.title or "(untitled)"
+    return f"{info.id}  {when}  {msgs:>12}  {info.status:<6}  {title}"
+
+
+def run_sessions(args: argparse.Namespace) -> int:
+    store = open_store()
+    try:
+        return _run(args, store)
+    except SessionStoreError as exc:
+        print(f"reasonix: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    finally:
+        store.close()
+
+
+def _run(args: argparse.Namespace, store: SessionStore) -> int:
+    if args.action == "list":
+        workspace = None if args.all else Path.cwd().resolve()
+        infos = store.list_sessions(workspace, limit=args.limit)
+        if not infos:
+            where = "" if args.all else " in this folder (try --all)"
+            print(f"No sessions{where}.")
+        for item in infos:
+            line = session_line(item)
+            print(f"{line}  [{item.workspace}]" if args.all else line)
+        return EXIT_OK
+    info = store.get_session(args.id)
+    if info is None:
+        print(
+            f"reasonix: no session {args.id!r}; list them with `reasonix sessions list --all`",
+            file=sys.stderr,
+        )
+        return EXIT_FAILURE
+    if args.action == "show":
+        print(session_line(info))
+        print(f"workspace: {info.workspace}")
+        usage = store.usage_summary(info.id)
+        for source, total in usage.items():
+            u = total.usage
+            print(
+                f"{source}: {total.requests} requests, {u.prompt_tokens} prompt tokens "
+                f"({u.cache_hit_tokens} cached), {u.completion_tokens} output, ${total.cost:.6f}"
+            )
+        print()
+        print(store.export_markdown(info.id))
+        return EXIT_OK
+    if args.format == "json":
+        text = json.dumps(store.export_json(info.id), ensure_ascii=False, indent=2) + "\n"
+    else:
+        text = store.export_markdown(info.id)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK

@@ -1,0 +1,175 @@
+"""``reasonix run``: output formats, exit codes, refusals, provider errors and config errors,
+through the real ``python -m reasonix`` process against fake servers on loopback."""
+
+from __future__ import annotations
+
+from reasonix.testing import Fault, Reply
+from tests.test_cli_support import KEY_ENV, Project, json_lines, project
+
+__all__ = ["project"]
+
+RESULT_KEYS = {
+    "type",
+    "result",
+    "session_id",
+    "turns",
+    "duration_ms",
+    "stop_reason",
+    "route",
+    "usage",
+    "cost_usd",
+    "is_error",
+}
+
+
+def test_json_result_schema(project: Project) -> None:
+    project.ex.push(Reply.text("Hello from the executor."))
+    proc = project.run("run", "--output-format", "json", "say hello")
+    assert proc.returncode == 0, proc.stderr
+    (result,) = json_lines(proc.stdout)
+    assert set(result) >= RESULT_KEYS
+    assert result["type"] == "result"
+    assert result["result"] == "Hello from the executor."
+    assert result["stop_reason"] == "done"
+    assert result["route"] == "executor_only"
+    assert result["is_error"] is False
+    assert result["turns"] == 1
+    assert isinstance(result["duration_ms"], int)
+    assert set(result["usage"]) == {"executor"}
+    assert result["usage"]["executor"]["requests"] == 1
+    assert result["usage"]["executor"]["prompt_tokens"] > 0
+    assert set(result["cost_usd"]) == {"executor", "total"}
+    assert result["cost_usd"]["total"] == result["cost_usd"]["executor"]
+    project.ex.assert_exhausted()
+    assert project.pl.requests == []
+
+
+def test_stream_json_events_then_result_and_task_from_stdin(project: Project) -> None:
+    project.ex.push(Reply.text("streamed answer", reasoning="thinking about it"))
+    proc = project.run("run", "--output-format", "stream-json", "-", stdin="what is 2+2?\n")
+    assert proc.returncode == 0, proc.stderr
+    lines = json_lines(proc.stdout)
+    *events, result = lines
+    kinds = [e["kind"] for e in events]
+    assert kinds[0] == "gate_decided"
+    for kind in ("turn_started", "reasoning_delta", "text_delta", "usage", "turn_ended"):
+        assert kind in kinds
+    assert all("role" in e for e in events)
+    assert result["type"] == "result"
+    assert result["result"] == "streamed answer"
+    assert project.ex.requests[0].messages[-1]["content"] == "what is 2+2?\n"
+
+
+def test_text_output_prints_the_answer(project: Project) -> None:
+    project.ex.push(Reply.text("plain answer"))
+    proc = project.run("run", "say it")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "plain answer"
+
+
+def test_refused_edit_in_headless_ask_mode_exits_3(project: Project) -> None:
+    project.ex.push(
+        Reply.call("write_file", {"path": "new.txt", "content": "hi\n"}),
+        Reply.text("I could not write new.txt: permission was denied."),
+    )
+    proc = project.run("run", "--output-format", "json", "create new.txt")
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    (result,) = json_lines(proc.stdout)
+    assert result["is_error"] is False
+    assert result["stop_reason"] == "done"
+    (denial,) = result["permission_denials"]
+    assert denial["tool"] == "write_file"
+    assert "allow" in denial["reason"]
+    assert not (project.root / "new.txt").exists()
+    # The model was told why, so it could tell the user.
+    tool_msg = project.ex.requests[1].messages[-1]
+    assert tool_msg["role"] == "tool"
+    assert "Permission denied" in tool_msg["content"]
+
+
+def test_yes_allows_what_would_ask(project: Project) -> None:
+    project.ex.push(
+        Reply.call("write_file", {"path": "new.txt", "content": "hi\n"}),
+        Reply.text("Created new.txt."),
+    )
+    proc = project.run("run", "--yes", "--output-format", "json", "create new.txt")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (project.root / "new.txt").read_text() == "hi\n"
+    assert json_lines(proc.stdout)[0]["permission_denials"] == []
+
+
+def test_insufficient_balance_exits_1_and_says_top_up(project: Project) -> None:
+    project.ex.push(Reply.failing(Fault(status=402)))
+    proc = project.run("run", "--output-format", "json", "hello")
+    assert proc.returncode == 1
+    (result,) = json_lines(proc.stdout)
+    assert result["is_error"] is True
+    assert result["stop_reason"] == "error"
+    assert "top up" in result["result"]
+
+    project.ex.push(Reply.failing(Fault(status=402)))
+    proc = project.run("run", "hello")
+    assert proc.returncode == 1
+    assert "top up" in proc.stderr
+
+
+def test_declined_plan_exits_3(project: Project) -> None:
+    project.pl.push(
+        Reply.call(
+            "submit_plan",
+            {
+                "objective": "Delete the old module",
+                "steps": [{"title": "Remove old.py", "verify": "true"}],
+                "requires_approval": True,
+            },
+        )
+    )
+    proc = project.run("run", "--plan", "--output-format", "json", "remove the old module")
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    (result,) = json_lines(proc.stdout)
+    assert result["stop_reason"] == "plan_declined"
+    assert result["route"] == "plan_and_execute"
+    assert "planner" in result["usage"]
+    assert project.ex.requests == []
+
+
+def test_config_error_names_file_line_and_key(project: Project) -> None:
+    toml = project.root / "reasonix.toml"
+    toml.write_text(toml.read_text() + '\n[permissions]\nmode = "sometimes"\n')
+    proc = project.run("run", "hello")
+    assert proc.returncode == 2
+    line_no = toml.read_text().splitlines().index('mode = "sometimes"') + 1
+    assert f"reasonix.toml:{line_no} [permissions.mode]" in proc.stderr
+    assert "auto-edit" in proc.stderr
+    assert project.ex.requests == []
+
+    proc = project.run("config")
+    assert proc.returncode == 2
+    assert "[permissions.mode]" in proc.stderr
+
+
+def test_bad_flag_value_and_missing_key_exit_2(project: Project) -> None:
+    proc = project.run("run", "--mode", "wild", "hello")
+    assert proc.returncode == 2
+    assert "permissions.mode" in proc.stderr
+
+    env = project.env()
+    del env[KEY_ENV]
+    proc = project.run("run", "hello", env=env)
+    assert proc.returncode == 2
+    assert KEY_ENV in proc.stderr
+    assert "sk-test" not in proc.stderr + proc.stdout
+
+
+def test_config_command_shows_sources(project: Project) -> None:
+    proc = project.run("config", "--model", "deepseek-v4-pro")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    model_line = next(line for line in lines if line.startswith("executor.model"))
+    assert '"deepseek-v4-pro"' in model_line
+    assert model_line.endswith("# flag")
+    base = next(line for line in lines if line.startswith("providers.fake-ex.base_url"))
+    assert "project:" in base
+    key = next(line for line in lines if line.startswith("providers.fake-ex.api_key ="))
+    assert "(set)" in key
+    assert "sk-test" not in proc.stdout

@@ -1,0 +1,146 @@
+"""The interactive app end to end in a pseudo-terminal (pexpect), against fake servers: stream a
+turn, approve an edit at the approval prompt, interrupt a stalled turn with Ctrl-C and carry
+on, plan with /plan, /cost with both roles, /exit."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import pexpect
+import pytest
+
+from reasonix.store import SessionStore
+from reasonix.testing import Fault, Reply
+from tests.conftest import wire_prefix_violations
+from tests.test_cli_support import Project, project
+
+__all__ = ["project"]
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")
+
+
+def spawn(project: Project, *args: str) -> pexpect.spawn:
+    env = project.env(PROMPT_TOOLKIT_NO_CPR="1", TERM="xterm-256color", COLUMNS="120")
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "reasonix", *args],
+        cwd=str(project.root),
+        env=env,
+        encoding="utf-8",
+        timeout=20,
+        dimensions=(40, 120),
+    )
+    return child
+
+
+def wait_for(predicate: object, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if callable(predicate) and predicate():
+            return
+        time.sleep(0.02)
+    raise AssertionError("condition not reached")
+
+
+def test_interactive_session_end_to_end(project: Project) -> None:
+    ex, pl = project.ex, project.pl
+    ex.push(
+        Reply.text("Sure: hello there, streamed.", reasoning="The user greets me."),
+        Reply.call("write_file", {"path": "hello.txt", "content": "hello\n"}),
+        Reply.text("Created hello.txt."),
+        Reply.failing(Fault(stall_seconds=30)),
+        Reply.text("Back on track after the interruption."),
+        Reply.text("Checked the notes; nothing else to change."),
+    )
+    pl.push(
+        Reply.call(
+            "submit_plan",
+            {
+                "objective": "Review the notes",
+                "steps": [{"title": "Read hello.txt and confirm it greets", "verify": ""}],
+            },
+        )
+    )
+    child = spawn(project)
+    try:
+        child.expect("/help for commands")
+        child.expect("›")
+
+        child.sendline("say hello")
+        child.expect("thought")
+        child.expect("hello there, streamed.")
+        child.expect("›")
+
+        child.sendline("create hello.txt")
+        child.expect("approval needed")
+        child.expect("write_file")
+        child.expect(r"Allow\?")
+        child.sendline("y")
+        child.expect("Created hello.txt.")
+        child.expect("›")
+        assert (project.root / "hello.txt").read_text() == "hello\n"
+
+        n = len(ex.requests)
+        child.sendline("now wait for a long answer")
+        wait_for(lambda: len(ex.requests) > n)
+        time.sleep(0.3)  # let the stalled stream be read by the app
+        child.sendintr()
+        child.expect("Interrupted")
+        child.expect("›")
+
+        child.sendline("continue please")
+        child.expect("Back on track after the interruption.")
+        child.expect("›")
+
+        child.sendline("/plan review the notes")
+        child.expect("Review the notes")
+        child.expect("nothing else to change")
+        child.expect("›")
+
+        child.sendline("/cost")
+        child.expect(r"executor\s+\d+")
+        child.expect(r"planner\s+\d+")
+        child.expect(r"total\s+\d+")
+        child.expect("›")
+
+        child.sendline("/todo")
+        child.expect("Read hello.txt and confirm it greets")
+        child.expect("›")
+
+        child.sendline("/exit")
+        child.expect("saved")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0, child.before
+    ex.assert_exhausted()
+    pl.assert_exhausted()
+    # Every executor request (the interrupted one included) extends the previous one.
+    answered = [r for r in ex.requests if r.status == 200]
+    assert wire_prefix_violations(answered) == []
+    # The interrupted turn left a valid session: the next request carried a closing answer.
+    after = ex.requests[4].messages
+    assert after[-1] == {"role": "user", "content": "continue please"}
+    assert after[-2]["role"] == "assistant"
+
+    with SessionStore(project.data / "sessions.db") as store:
+        (info,) = store.list_sessions()
+        assert info.title == "say hello"
+        stored = store.load_messages(info.id, "executor")
+        assert len(stored) == len(ex.requests[-1].messages) + 1
+        assert store.load_messages(info.id, "planner")
+
+
+def test_ctrl_c_twice_at_empty_prompt_quits(project: Project) -> None:
+    child = spawn(project)
+    try:
+        child.expect("›")
+        child.sendintr()
+        child.expect("Ctrl-C again")
+        child.sendintr()
+        child.expect("saved")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0

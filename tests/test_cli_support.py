@@ -1,0 +1,108 @@
+"""Shared set-up for the CLI tests: a project folder whose ``reasonix.toml`` points both roles at
+FakeDeepSeekServers on loopback, private config/data folders, and a runner for the real
+``python -m reasonix`` process. (No tests here.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reasonix.testing import FakeDeepSeekServer
+
+KEY_ENV = "REASONIX_FAKE_KEY"
+
+
+def project_toml(ex: FakeDeepSeekServer, pl: FakeDeepSeekServer, extra: str = "") -> str:
+    return f"""\
+[executor]
+provider = "fake-ex"
+model = "deepseek-v4-flash"
+max_steps = 12
+
+[planner]
+provider = "fake-pl"
+model = "deepseek-v4-pro"
+
+[[providers]]
+name = "fake-ex"
+base_url = "{ex.base_url}"
+api_key_env = "{KEY_ENV}"
+
+[[providers]]
+name = "fake-pl"
+base_url = "{pl.base_url}"
+api_key_env = "{KEY_ENV}"
+{extra}"""
+
+
+@dataclass
+class Project:
+    """A temp project wired to two fake servers."""
+
+    root: Path
+    data: Path
+    config_dir: Path
+    ex: FakeDeepSeekServer
+    pl: FakeDeepSeekServer
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("REASONIX_", "DEEPSEEK_")) and k != "PYTEST_CURRENT_TEST"
+        }
+        env.update(
+            {
+                KEY_ENV: "sk-test",
+                "REASONIX_DATA_DIR": str(self.data),
+                "REASONIX_CONFIG_DIR": str(self.config_dir),
+                "PYTHONUNBUFFERED": "1",
+                "NO_COLOR": "1",
+            }
+        )
+        env.update(extra)
+        return env
+
+    def run(
+        self,
+        *args: str,
+        stdin: str | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float = 60,
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "reasonix", *args],
+            cwd=self.root,
+            env=dict(env or self.env()),
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
+    def write_toml(self, extra: str = "") -> None:
+        (self.root / "reasonix.toml").write_text(project_toml(self.ex, self.pl, extra))
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Iterator[Project]:
+    root = tmp_path / "proj"
+    root.mkdir()
+    with FakeDeepSeekServer() as ex, FakeDeepSeekServer() as pl:
+        p = Project(root, tmp_path / "data", tmp_path / "cfg", ex, pl)
+        p.config_dir.mkdir()
+        p.write_toml()
+        yield p
+
+
+def json_lines(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
