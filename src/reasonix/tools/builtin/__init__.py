@@ -1,12 +1,61 @@
-"""Built-in coding tools (files, search, shell). Filled in by the tools issue."""
+"""Built-in coding tools: files, search and shell, all confined to a workspace sandbox.
+
+==============  ========  =========================================================
+tool            category  notes
+==============  ========  =========================================================
+``read_file``   read      numbered lines, size caps, binary files described
+``ls``          read      one folder
+``glob``        read      file names by pattern, respects .gitignore
+``grep``        read      regex search (ripgrep when installed), respects .gitignore
+``write_file``  edit      creates parent folders; reports a diff
+``edit_file``   edit      exact, then whitespace-tolerant unique match
+``multi_edit``  edit      several edits to one file, all or none
+``delete_file`` edit      destructive; checkpointed, so a rewind restores the file
+``bash``        bash      destructive; timeout, capped output, secrets removed
+==============  ========  =========================================================
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from reasonix.safety.checkpoints import CheckpointManager
+from reasonix.safety.sandbox import Sandbox
+from reasonix.tools.builtin.files import FileTools, file_tools
+from reasonix.tools.builtin.search import SearchTools, search_tools
+from reasonix.tools.builtin.shell import ShellOptions, ShellTool
 from reasonix.tools.registry import Tool
 
+__all__ = [
+    "FileTools",
+    "SearchTools",
+    "ShellOptions",
+    "ShellTool",
+    "default_tools",
+    "file_tools",
+    "search_tools",
+]
 
-def default_tools(workdir: Path) -> list[Tool]:
-    """The built-in tools confined to ``workdir``."""
-    return []
+
+def default_tools(
+    workdir: str | Path,
+    *,
+    sandbox: Sandbox | None = None,
+    checkpoints: CheckpointManager | None = None,
+    shell_options: ShellOptions | None = None,
+    use_rg: bool | None = None,
+) -> list[Tool]:
+    """The built-in tools confined to ``workdir`` (or to ``sandbox``'s roots when given).
+
+    ``checkpoints`` is used by the writers and ``bash`` when ``ctx.state["checkpoints"]`` does
+    not name a manager; with neither, nothing is checkpointed.
+    """
+    box = sandbox or Sandbox([Path(workdir)])
+    shell = ShellTool(
+        box.workspace, roots=box.roots, options=shell_options, checkpoints=checkpoints
+    )
+    return [
+        *FileTools(box, checkpoints).tools(),
+        *SearchTools(box, use_rg=use_rg).tools(),
+        shell.tool(),
+    ]

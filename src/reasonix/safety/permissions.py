@@ -1,0 +1,443 @@
+"""Permission rules, approval modes and the approval callback.
+
+:class:`PermissionEngine` implements :class:`reasonix.tools.registry.PermissionPolicy`. For each
+call it decides, in this order:
+
+1. a matching **deny** rule refuses the call (in every mode);
+2. ``plan`` mode refuses every tool that is not read-only;
+3. a matching **ask** rule asks (except in ``yolo``);
+4. a matching **allow** rule, or a rule the user allowed for the session, allows;
+5. otherwise the mode decides from the tool's annotations:
+
+   ============  =============  ==================================  ==========
+   mode          read-only      edit category (not destructive)     the rest
+   ============  =============  ==================================  ==========
+   ``ask``       allow          ask                                 ask
+   ``auto-edit`` allow          allow                               ask
+   ``plan``      allow          deny                                deny
+   ``yolo``      allow          allow                               allow
+   ============  =============  ==================================  ==========
+
+"Ask" goes to the :class:`Approver`; without one (a headless run) it becomes a denial that says
+which rule would allow the call, so the model can tell the user.
+
+Rules are written ``name`` or ``name(pattern)``. ``name`` is a tool's ``category`` (``read``,
+``edit``, ``bash``) or a tool's own name. The pattern is matched against the call's subject:
+
+- ``bash(...)``: the command, ``*`` matching anything (``bash(git status*)``). A command made of
+  several parts (``a && b``, ``a; b``, ``a | b``) is allowed by rules only if every part is, and
+  denied if any part is; a command with ``$(...)``, backticks or process substitution is never
+  allowed by a rule (it would hide what runs), so it asks.
+- ``read(...)`` / ``edit(...)``: the ``path`` argument resolved and made relative to the
+  workspace, with gitignore-style patterns (``edit(docs/**)``, ``read(*.md)``).
+- any other tool: the arguments as canonical JSON, so ``name`` alone or ``name(*)`` is the usual
+  form.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from reasonix.errors import ConfigError
+from reasonix.messages import canonical_json
+from reasonix.safety.patterns import PathPattern, command_pattern, normalize_command
+from reasonix.tools.registry import Permission, PermissionDecision, Tool, ToolContext
+
+PATH_CATEGORIES = frozenset({"read", "edit"})
+
+
+class Mode(enum.StrEnum):
+    """Approval modes; see the module docstring for what each allows."""
+
+    ASK = "ask"
+    AUTO_EDIT = "auto-edit"
+    PLAN = "plan"
+    YOLO = "yolo"
+
+
+Action = Literal["allow", "ask", "deny"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One permission rule such as ``bash(git status*)`` with its action."""
+
+    text: str
+    action: Action
+    name: str = field(init=False)
+    pattern: str | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        text = self.text.strip()
+        name, sep, rest = text.partition("(")
+        if sep and not rest.endswith(")"):
+            raise ConfigError(
+                f"Permission rule {self.text!r} is missing its closing ')'. "
+                "Write it as name or name(pattern), e.g. bash(git status*)."
+            )
+        name = name.strip()
+        if not name:
+            raise ConfigError(f"Permission rule {self.text!r} has no tool or category name.")
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "pattern", rest[:-1].strip() if sep else None)
+
+    def applies_to(self, tool: Tool) -> bool:
+        return self.name in (tool.name, tool.category)
+
+    def matches(self, tool: Tool, subject: Subject) -> bool:
+        """Whether this rule covers the call (``subject`` is what the call acts on)."""
+        if not self.applies_to(tool):
+            return False
+        if self.pattern is None or self.pattern in ("*", "**"):
+            return True
+        if subject.kind == "command":
+            regex = command_pattern(self.pattern)
+            return any(regex.match(part) for part in subject.values)
+        if subject.kind == "path":
+            pattern = PathPattern(self.pattern)
+            return any(pattern.match(v) for v in subject.values)
+        return command_pattern(self.pattern).match(subject.values[0]) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Subject:
+    """What a call acts on, in the form rules match: command parts, paths, or JSON arguments.
+
+    ``opaque`` marks a command whose parts cannot all be seen (command substitution)."""
+
+    kind: Literal["command", "path", "args"]
+    values: tuple[str, ...]
+    opaque: bool = False
+    whole: str = ""
+
+    def describe(self) -> str:
+        return " ; ".join(self.values)
+
+
+def split_command(command: str) -> tuple[list[str], bool]:
+    """Split a shell command into its simple commands at ``;``, ``&``, ``&&``, ``||``, ``|`` and
+    newlines outside quotes. The flag is True when parts are hidden inside ``$(...)``, backticks
+    or ``<(...)``/``>(...)``, which rules cannot see into."""
+    parts: list[str] = []
+    current: list[str] = []
+    opaque = False
+    quote: str | None = None
+    i = 0
+    n = len(command)
+    while i < n:
+        c = command[i]
+        if quote:
+            current.append(c)
+            if c == "\\" and quote == '"' and i + 1 < n:
+                current.append(command[i + 1])
+                i += 1
+            elif c == quote:
+                quote = None
+            elif quote == '"' and (c == "`" or command.startswith("$(", i)):
+                opaque = True
+        elif c == "\\" and i + 1 < n:
+            current.append(command[i : i + 2])
+            i += 1
+        elif c in "'\"":
+            quote = c
+            current.append(c)
+        elif c == "`" or command.startswith(("$(", "<(", ">("), i):
+            opaque = True
+            current.append(c)
+        elif c in ";&|\n":
+            parts.append("".join(current))
+            current = []
+            while i + 1 < n and command[i + 1] in "&|":
+                i += 1
+        else:
+            current.append(c)
+        i += 1
+    parts.append("".join(current))
+    cleaned = [normalize_command(p) for p in parts]
+    return [p for p in cleaned if p], opaque
+
+
+def call_subject(tool: Tool, arguments: Mapping[str, Any], workspace: Path) -> Subject:
+    """The subject permission rules match for this call."""
+    if tool.category == "bash" and isinstance(arguments.get("command"), str):
+        command = arguments["command"]
+        parts, opaque = split_command(command)
+        whole = normalize_command(command)
+        return Subject("command", tuple(parts) or (whole,), opaque, whole)
+    if tool.category in PATH_CATEGORIES:
+        raw = arguments.get("path", ".")
+        if isinstance(raw, str):
+            return Subject("path", (_rule_path(raw, workspace),))
+    return Subject("args", (canonical_json(dict(arguments)),))
+
+
+def _rule_path(raw: str, workspace: Path) -> str:
+    """``raw`` resolved like the sandbox does, relative to the workspace when inside it."""
+    try:
+        expanded = os.path.expanduser(raw) if raw.startswith("~") else raw
+        real = Path(os.path.realpath(os.path.join(workspace, expanded)))
+        base = Path(os.path.realpath(workspace))
+    except (OSError, ValueError):
+        return raw
+    if real == base:
+        return "."
+    if real.is_relative_to(base):
+        return real.relative_to(base).as_posix()
+    return real.as_posix()
+
+
+# ---------------------------------------------------------------------------------------------
+# Approvals
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """What the approver is asked about. ``session_rules`` are the rules "allow for the
+    session" adds unless the answer names others (one per part of a compound command)."""
+
+    tool: str
+    category: str
+    arguments: Mapping[str, Any]
+    subject: str
+    reason: str
+    session_rules: tuple[str, ...]
+    mode: Mode
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalAnswer:
+    """The user's answer: ``once``, ``session`` (remember ``rules``, or the request's
+    ``session_rules``, until the engine is discarded) or ``deny`` (``reason`` goes back to the
+    model)."""
+
+    kind: Literal["once", "session", "deny"]
+    reason: str = ""
+    rules: tuple[str, ...] | None = None
+
+    @classmethod
+    def allow_once(cls) -> ApprovalAnswer:
+        return cls("once")
+
+    @classmethod
+    def allow_session(cls, *rules: str) -> ApprovalAnswer:
+        return cls("session", rules=rules or None)
+
+    @classmethod
+    def deny(cls, reason: str = "") -> ApprovalAnswer:
+        return cls("deny", reason)
+
+
+class Approver(Protocol):
+    """Asks the user about a call; frontends implement this."""
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalAnswer: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionRecord:
+    """One decision, for the host to show or log. ``via``: ``rule``, ``mode``, ``session``,
+    ``approver`` or ``headless``."""
+
+    tool: str
+    subject: str
+    allowed: bool
+    via: str
+    mode: Mode
+    rule: str | None = None
+    reason: str = ""
+
+
+# ---------------------------------------------------------------------------------------------
+# Engine
+
+
+class PermissionEngine:
+    """Rules + mode + approver; a :class:`~reasonix.tools.registry.PermissionPolicy`.
+
+    ``mode`` can be changed at any time (``engine.mode = "plan"``). Session approvals are kept
+    on the engine, never written to configuration.
+    """
+
+    def __init__(
+        self,
+        *,
+        mode: Mode | str = Mode.ASK,
+        allow: Iterable[str] = (),
+        ask: Iterable[str] = (),
+        deny: Iterable[str] = (),
+        approver: Approver | None = None,
+        on_decision: Callable[[PermissionRecord], None] | None = None,
+    ) -> None:
+        self._mode = _parse_mode(mode)
+        self.allow = [Rule(r, "allow") for r in allow]
+        self.ask = [Rule(r, "ask") for r in ask]
+        self.deny = [Rule(r, "deny") for r in deny]
+        self.session_allow: list[Rule] = []
+        # Exact calls approved for the session, for commands no rule can describe.
+        self._session_calls: set[str] = set()
+        self.approver = approver
+        self.on_decision = on_decision
+        # One question at a time; a second identical call waits and reuses a session answer.
+        self._approval_lock = asyncio.Lock()
+
+    @property
+    def mode(self) -> Mode:
+        return self._mode
+
+    @mode.setter
+    def mode(self, value: Mode | str) -> None:
+        self._mode = _parse_mode(value)
+
+    async def check(
+        self, tool: Tool, arguments: Mapping[str, Any], ctx: ToolContext
+    ) -> PermissionDecision:
+        """Decide one call; see the module docstring for the order."""
+        subject = call_subject(tool, arguments, ctx.workspace)
+        outcome = self._decide(tool, subject)
+        if outcome is not None:
+            return outcome
+        call_key = f"{tool.name}:{canonical_json(dict(arguments))}"
+        if call_key in self._session_calls:
+            return self._emit(tool, subject, True, "session", reason="approved earlier")
+        reason = self._ask_reason(tool, subject)
+        suggested = session_rules_for(tool, subject)
+        if self.approver is None:
+            if subject.opaque:
+                fix = "run it in yolo mode or split it into plain commands"
+            else:
+                fix = "add " + ", ".join(repr(r) for r in suggested) + " to [permissions] allow"
+            why = (
+                f"{reason}, and no one can approve it in this non-interactive run. "
+                f"To permit it, {fix}."
+            )
+            return self._emit(tool, subject, False, "headless", reason=why)
+        async with self._approval_lock:
+            if call_key in self._session_calls:
+                return self._emit(tool, subject, True, "session", reason="approved earlier")
+            again = self._match_allow(self.session_allow, tool, subject)
+            if again is not None:
+                return self._emit(tool, subject, True, "session", again.text)
+            request = ApprovalRequest(
+                tool=tool.name,
+                category=tool.category,
+                arguments=dict(arguments),
+                subject=subject.describe(),
+                reason=reason,
+                session_rules=suggested,
+                mode=self._mode,
+            )
+            answer = await self.approver.approve(request)
+        if answer.kind == "deny":
+            why = "the user declined" + (f": {answer.reason}" if answer.reason else "")
+            return self._emit(tool, subject, False, "approver", reason=why)
+        if answer.kind == "session":
+            rules = [Rule(text, "allow") for text in (answer.rules or request.session_rules)]
+            self.session_allow.extend(rules)
+            self._session_calls.add(call_key)
+            shown = ", ".join(r.text for r in rules)
+            return self._emit(tool, subject, True, "approver", shown, "allowed for the session")
+        return self._emit(tool, subject, True, "approver", reason="allowed once")
+
+    def _decide(self, tool: Tool, subject: Subject) -> PermissionDecision | None:
+        """The decision rules and mode make on their own; None means ask."""
+        denied = self._match_deny(tool, subject)
+        if denied is not None:
+            why = f"blocked by the deny rule {denied.text!r}"
+            return self._emit(tool, subject, False, "rule", denied.text, why)
+        mode = self._mode
+        if mode is Mode.PLAN and not tool.read_only:
+            why = "plan mode is read-only; present the plan instead of changing files"
+            return self._emit(tool, subject, False, "mode", reason=why)
+        if mode is Mode.YOLO:
+            return self._emit(tool, subject, True, "mode")
+        asked = self._match(self.ask, tool, subject)
+        if asked is not None:
+            return None
+        allowed = self._match_allow(self.allow, tool, subject)
+        if allowed is not None:
+            return self._emit(tool, subject, True, "rule", allowed.text)
+        session = self._match_allow(self.session_allow, tool, subject)
+        if session is not None:
+            return self._emit(tool, subject, True, "session", session.text)
+        if tool.read_only:
+            return self._emit(tool, subject, True, "mode")
+        if mode is Mode.AUTO_EDIT and tool.category == "edit" and not tool.destructive:
+            return self._emit(tool, subject, True, "mode")
+        return None
+
+    def _ask_reason(self, tool: Tool, subject: Subject) -> str:
+        asked = self._match(self.ask, tool, subject)
+        if asked is not None:
+            return f"{tool.name} needs approval (rule {asked.text!r})"
+        if subject.opaque:
+            return f"{tool.name} needs approval (the command hides parts in $(...) or backticks)"
+        return f"{tool.name} needs approval in {self._mode.value} mode"
+
+    @staticmethod
+    def _match(rules: list[Rule], tool: Tool, subject: Subject) -> Rule | None:
+        return next((r for r in rules if r.matches(tool, subject)), None)
+
+    def _match_deny(self, tool: Tool, subject: Subject) -> Rule | None:
+        # A command is denied if any of its parts is; also try the whole line, so a pattern
+        # written with operators in it (``bash(curl * | sh)``) still works.
+        hit = self._match(self.deny, tool, subject)
+        if hit is None and subject.kind == "command" and subject.whole:
+            hit = self._match(self.deny, tool, Subject("command", (subject.whole,)))
+        return hit
+
+    @staticmethod
+    def _match_allow(rules: list[Rule], tool: Tool, subject: Subject) -> Rule | None:
+        """An allow rule must cover every part of a command; opaque commands never match."""
+        if subject.kind != "command":
+            return next((r for r in rules if r.matches(tool, subject)), None)
+        if subject.opaque:
+            return None
+        first: Rule | None = None
+        for part in subject.values:
+            one = Subject("command", (part,))
+            hit = next((r for r in rules if r.matches(tool, one)), None)
+            if hit is None:
+                return None
+            first = first or hit
+        return first
+
+    def _emit(
+        self,
+        tool: Tool,
+        subject: Subject,
+        allowed: bool,
+        via: str,
+        rule: str | None = None,
+        reason: str = "",
+    ) -> PermissionDecision:
+        if self.on_decision is not None:
+            record = PermissionRecord(
+                tool.name, subject.describe(), allowed, via, self._mode, rule, reason
+            )
+            self.on_decision(record)
+        permission = Permission.ALLOW if allowed else Permission.DENY
+        return PermissionDecision(permission, reason)
+
+
+def session_rules_for(tool: Tool, subject: Subject) -> tuple[str, ...]:
+    """The rules "allow for the session" adds by default: each exact command part, the file's
+    path, or the tool's name. (A ``*`` inside a command still acts as a wildcard.)"""
+    if subject.kind == "command":
+        return tuple(f"{tool.category}({part})" for part in subject.values)
+    if subject.kind == "path":
+        return (f"{tool.category}({subject.values[0]})",)
+    return (tool.name,)
+
+
+def _parse_mode(value: Mode | str) -> Mode:
+    try:
+        return Mode(value)
+    except ValueError:
+        valid = ", ".join(m.value for m in Mode)
+        raise ConfigError(f"Unknown permission mode {value!r}; use one of {valid}.") from None

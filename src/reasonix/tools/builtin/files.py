@@ -1,0 +1,386 @@
+"""File tools: ``read_file``, ``write_file``, ``edit_file``, ``multi_edit``, ``delete_file``.
+
+Every path goes through the :class:`~reasonix.safety.sandbox.Sandbox` first. Writers save the
+file's previous state in the turn's checkpoint (from ``ctx.state["checkpoints"]``, else the
+manager given to :func:`file_tools`) before they change it, and write atomically (a temporary
+file renamed over the target, keeping its permission bits).
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import hashlib
+import inspect
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, ParamSpec
+
+from reasonix.errors import SandboxError
+from reasonix.safety.checkpoints import CheckpointManager
+from reasonix.safety.sandbox import Sandbox
+from reasonix.tools.builtin.editing import (
+    EditError,
+    TextFile,
+    apply_edit,
+    decode_text,
+    describe_binary,
+    unified_diff,
+)
+from reasonix.tools.registry import Effect, Tool, ToolContext, ToolResult
+
+#: read_file limits: lines per call, characters per line, characters per result.
+READ_LINE_LIMIT = 2000
+READ_LINE_CHARS = 2000
+READ_TOTAL_CHARS = 30_000
+#: Files larger than this are not read whole.
+READ_MAX_BYTES = 20 * 1024 * 1024
+
+P = ParamSpec("P")
+
+
+def digest(data: bytes) -> str:
+    """The short content digest used in effects."""
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def _error_result(exc: Exception) -> ToolResult:
+    if isinstance(exc, SandboxError | EditError):
+        return ToolResult.error(str(exc))
+    if isinstance(exc, FileNotFoundError):
+        return ToolResult.error(f"No such file or folder: {exc.filename}")
+    if isinstance(exc, IsADirectoryError):
+        return ToolResult.error(f"{exc.filename} is a folder, not a file.")
+    if isinstance(exc, NotADirectoryError):
+        return ToolResult.error(f"A part of {exc.filename} is a file, not a folder.")
+    if isinstance(exc, PermissionError):
+        return ToolResult.error(f"The operating system refused access to {exc.filename}.")
+    if isinstance(exc, OSError):
+        return ToolResult.error(f"{exc.strerror or exc}: {exc.filename or ''}".strip(": "))
+    raise exc
+
+
+_EXPECTED = (SandboxError, EditError, OSError)
+
+
+def tool_errors(func: Callable[P, ToolResult]) -> Callable[P, ToolResult]:
+    """Turn the refusals a tool expects (sandbox, edit, OS errors) into error results with a
+    plain message for the model."""
+
+    @functools.wraps(func)
+    def run(*args: P.args, **kwargs: P.kwargs) -> ToolResult:
+        try:
+            return func(*args, **kwargs)
+        except _EXPECTED as exc:
+            return _error_result(exc)
+
+    return run
+
+
+def async_tool_errors(
+    func: Callable[P, Awaitable[ToolResult]],
+) -> Callable[P, Awaitable[ToolResult]]:
+    """:func:`tool_errors` for coroutine tools."""
+
+    @functools.wraps(func)
+    async def run(*args: P.args, **kwargs: P.kwargs) -> ToolResult:
+        try:
+            return await func(*args, **kwargs)
+        except _EXPECTED as exc:
+            return _error_result(exc)
+
+    return run
+
+
+def builtin_tool(func: Callable[..., Any], *, name: str, **flags: Any) -> Tool:
+    """``Tool.from_function`` with the docstring folded onto one line (the schema is paid for
+    on every request, wrapped lines included)."""
+    description = " ".join((inspect.getdoc(func) or "").split())
+    return Tool.from_function(func, name=name, description=description, **flags)
+
+
+@dataclass
+class EditSpec:
+    """One replacement inside ``multi_edit``."""
+
+    old_string: str
+    new_string: str
+    replace_all: bool = False
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write via a temporary file in the same folder renamed over ``path``, so a crash never
+    leaves a half-written file; an existing file keeps its permission bits."""
+    mode = path.stat().st_mode & 0o7777 if path.exists() else None
+    tmp = path.with_name(f".{path.name}.reasonix-{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(data)
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def keep_final_newline(before: str, after: str) -> str:
+    """Give ``after`` the same final-newline state as ``before`` (edits must not flip it)."""
+    if not before or not after:
+        return after
+    if before.endswith("\n") and not after.endswith("\n"):
+        return after + ("\r\n" if before.endswith("\r\n") else "\n")
+    if not before.endswith("\n") and after.endswith("\n"):
+        return after.removesuffix("\n").removesuffix("\r")
+    return after
+
+
+class FileTools:
+    """The file tools bound to one sandbox; :meth:`tools` lists them."""
+
+    def __init__(self, sandbox: Sandbox, checkpoints: CheckpointManager | None = None) -> None:
+        self.sandbox = sandbox
+        self.checkpoints = checkpoints
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _checkpoint(self, ctx: ToolContext, real: Path) -> None:
+        manager = ctx.state.get("checkpoints")
+        if not isinstance(manager, CheckpointManager):
+            manager = self.checkpoints
+        if manager is not None:
+            manager.record(ctx.turn, real)
+
+    def _missing(self, real: Path, shown: str) -> ToolResult:
+        hint = ""
+        if real.parent.is_dir():
+            names = [p.name for p in real.parent.iterdir()]
+            close = difflib.get_close_matches(real.name, names, n=3, cutoff=0.6)
+            if close:
+                hint = " Similar names there: " + ", ".join(close) + "."
+        return ToolResult.error(f"File not found: {shown}.{hint}")
+
+    def _load_text(self, real: Path, shown: str) -> tuple[bytes, TextFile]:
+        data = real.read_bytes()
+        text = decode_text(data)
+        if text is None:
+            raise EditError(
+                f"{shown} is a binary file ({describe_binary(data)}); it cannot be edited."
+            )
+        return data, text
+
+    def _write(self, ctx: ToolContext, real: Path, data: bytes) -> None:
+        self._checkpoint(ctx, real)
+        real.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(real, data)
+
+    # -- tools ---------------------------------------------------------------------------------
+
+    def read_file(
+        self,
+        ctx: ToolContext,
+        path: Annotated[str, "file path, relative to the workspace"],
+        offset: Annotated[int, "first line to show (1-based)"] = 1,
+        limit: Annotated[int, "max lines to show"] = READ_LINE_LIMIT,
+    ) -> ToolResult:
+        """Read a text file; lines come back numbered. Use offset/limit for long files."""
+        real = self.sandbox.resolve(path)
+        shown = self.sandbox.display(real)
+        if real.is_dir():
+            return ToolResult.error(f"{shown} is a folder; use ls to list it.")
+        if not real.exists():
+            return self._missing(real, shown)
+        size = real.stat().st_size
+        if size > READ_MAX_BYTES:
+            return ToolResult.error(
+                f"{shown} is {size:,} bytes, too large to read whole; use grep, or bash with "
+                "head/sed to read a part."
+            )
+        data = real.read_bytes()
+        effect = Effect("read", shown, digest(data))
+        text = decode_text(data)
+        if text is None:
+            return ToolResult(
+                f"{shown}: binary file ({describe_binary(data)}, {len(data):,} bytes, "
+                f"sha256 {hashlib.sha256(data).hexdigest()[:16]}); contents not shown.",
+                effects=(effect,),
+            )
+        if not text.text:
+            return ToolResult(f"{shown}: empty file.", effects=(effect,))
+        lines = text.text.split("\n")
+        if text.text.endswith("\n"):
+            lines.pop()
+        total = len(lines)
+        start = max(offset, 1)
+        if start > total:
+            return ToolResult.error(f"{shown} has {total} lines; offset {offset} is past the end.")
+        limit = max(1, min(limit, READ_LINE_LIMIT))
+        out: list[str] = []
+        used = 0
+        last = start - 1
+        long_lines = 0
+        for number in range(start, min(total, start + limit - 1) + 1):
+            line = lines[number - 1].removesuffix("\r")
+            if len(line) > READ_LINE_CHARS:
+                line = line[:READ_LINE_CHARS] + f" [... {len(line) - READ_LINE_CHARS} chars cut]"
+                long_lines += 1
+            entry = f"{number:>6}\t{line}"
+            if out and used + len(entry) + 1 > READ_TOTAL_CHARS:
+                break
+            out.append(entry)
+            used += len(entry) + 1
+            last = number
+        notes: list[str] = []
+        if last < total:
+            notes.append(
+                f"[showing lines {start}-{last} of {total}; call read_file with offset={last + 1} "
+                "to continue]"
+            )
+        if long_lines:
+            notes.append(f"[{long_lines} long line(s) were cut at {READ_LINE_CHARS} characters]")
+        if text.encoding != "utf-8" or text.bom:
+            notes.append(f"[file encoding: {text.encoding}{' with BOM' if text.bom else ''}]")
+        body = "\n".join(out + notes)
+        return ToolResult(body, effects=(effect,))
+
+    def write_file(
+        self,
+        ctx: ToolContext,
+        path: Annotated[str, "file path, relative to the workspace"],
+        content: Annotated[str, "the complete new file content"],
+    ) -> ToolResult:
+        """Create or overwrite a file (parent folders are created). Prefer edit_file for
+        changes to an existing file."""
+        real = self.sandbox.resolve(path, write=True)
+        shown = self.sandbox.display(real)
+        if real.is_dir():
+            return ToolResult.error(f"{shown} is a folder; give a file path.")
+        before: bytes | None = real.read_bytes() if real.exists() else None
+        style = decode_text(before) if before is not None else None
+        if style is not None:
+            # Keep the existing file's encoding and line endings.
+            data = style.encode(content.replace("\r\n", "\n"))
+        else:
+            data = content.encode("utf-8")
+        effect = Effect("write", shown, digest(data))
+        if before == data:
+            return ToolResult(f"{shown} already has this content; nothing changed.")
+        self._write(ctx, real, data)
+        lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
+        if before is None:
+            return ToolResult(
+                f"Created {shown} ({lines} lines, {len(data):,} bytes).", effects=(effect,)
+            )
+        if style is None:
+            return ToolResult(
+                f"Overwrote {shown} (was binary; now {lines} lines, {len(data):,} bytes).",
+                effects=(effect,),
+            )
+        diff = unified_diff(style.text, content.replace("\r\n", "\n"), shown, max_lines=40)
+        added = sum(1 for d in diff.splitlines() if d.startswith("+") and not d.startswith("+++"))
+        removed = sum(1 for d in diff.splitlines() if d.startswith("-") and not d.startswith("---"))
+        return ToolResult(
+            f"Updated {shown} (+{added} -{removed} lines).\n{diff}".rstrip(), effects=(effect,)
+        )
+
+    def _edit(self, ctx: ToolContext, path: str, edits: list[EditSpec]) -> ToolResult:
+        real = self.sandbox.resolve(path, write=True)
+        shown = self.sandbox.display(real)
+        if real.is_dir():
+            return ToolResult.error(f"{shown} is a folder; give a file path.")
+        if not real.exists():
+            if len(edits) == 1 and edits[0].old_string == "":
+                return self.write_file(ctx, path, edits[0].new_string)
+            return self._missing(real, shown)
+        before, text = self._load_text(real, shown)
+        current = text.text
+        notes: list[str] = []
+        for index, edit in enumerate(edits, 1):
+            try:
+                outcome = apply_edit(
+                    current, edit.old_string, edit.new_string, replace_all=edit.replace_all
+                )
+            except EditError as exc:
+                if len(edits) == 1:
+                    raise
+                raise EditError(
+                    f"Edit {index} of {len(edits)} failed, so none were applied: {exc}"
+                ) from exc
+            current = outcome.text
+            count = f"{outcome.count} replacements" if outcome.count > 1 else "1 replacement"
+            tolerant = outcome.how == "whitespace-tolerant"
+            note = f"{count} at line {outcome.first_line}"
+            notes.append(note + (" (whitespace-tolerant match)" if tolerant else ""))
+        current = keep_final_newline(text.text, current)
+        data = text.encode(current)
+        if data == before:
+            return ToolResult.error(f"The edit leaves {shown} unchanged.")
+        self._write(ctx, real, data)
+        summary = "; ".join(notes) if len(notes) <= 3 else f"{len(notes)} edits"
+        diff = unified_diff(text.text, current, shown)
+        return ToolResult(
+            f"Edited {shown}: {summary}.\n{diff}".rstrip(),
+            effects=(Effect("write", shown, digest(data)),),
+        )
+
+    def edit_file(
+        self,
+        ctx: ToolContext,
+        path: Annotated[str, "file path, relative to the workspace"],
+        old_string: Annotated[str, "exact text to replace, unique in the file"],
+        new_string: Annotated[str, "replacement text"],
+        replace_all: Annotated[bool, "replace every occurrence"] = False,
+    ) -> ToolResult:
+        """Replace text in a file. old_string must match one place; include a few surrounding
+        lines to make it unique. Indentation/trailing-space differences are tolerated when
+        the match stays unique."""
+        return self._edit(ctx, path, [EditSpec(old_string, new_string, replace_all)])
+
+    def multi_edit(
+        self,
+        ctx: ToolContext,
+        path: Annotated[str, "file path, relative to the workspace"],
+        edits: Annotated[list[EditSpec], "applied in order; each sees the previous result"],
+    ) -> ToolResult:
+        """Several edit_file replacements in one file, all or none."""
+        if not edits:
+            return ToolResult.error("edits is empty; give at least one replacement.")
+        return self._edit(ctx, path, list(edits))
+
+    def delete_file(
+        self,
+        ctx: ToolContext,
+        path: Annotated[str, "file path, relative to the workspace"],
+    ) -> ToolResult:
+        """Delete a file (recorded in the checkpoint, so a rewind restores it)."""
+        real = self.sandbox.resolve(path, write=True)
+        shown = self.sandbox.display(real)
+        if real.is_dir():
+            return ToolResult.error(f"{shown} is a folder; delete_file removes files only.")
+        if not real.exists():
+            return self._missing(real, shown)
+        self._checkpoint(ctx, real)
+        real.unlink()
+        return ToolResult(f"Deleted {shown}.", effects=(Effect("write", shown, "deleted"),))
+
+    def tools(self) -> list[Tool]:
+        """The five file tools as registry tools."""
+        return [
+            builtin_tool(
+                tool_errors(self.read_file), name="read_file", read_only=True, category="read"
+            ),
+            builtin_tool(tool_errors(self.write_file), name="write_file", category="edit"),
+            builtin_tool(tool_errors(self.edit_file), name="edit_file", category="edit"),
+            builtin_tool(tool_errors(self.multi_edit), name="multi_edit", category="edit"),
+            builtin_tool(
+                tool_errors(self.delete_file),
+                name="delete_file",
+                category="edit",
+                destructive=True,
+            ),
+        ]
+
+
+def file_tools(sandbox: Sandbox, checkpoints: CheckpointManager | None = None) -> list[Tool]:
+    """``read_file``, ``write_file``, ``edit_file``, ``multi_edit`` and ``delete_file``."""
+    return FileTools(sandbox, checkpoints).tools()

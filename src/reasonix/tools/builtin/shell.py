@@ -1,0 +1,275 @@
+"""The ``bash`` tool: a shell command in the workspace, with a timeout and capped output.
+
+- Each call starts a fresh ``bash -c`` in the workspace root (``cd`` does not carry over), with
+  stdin closed, in its own process group. On timeout the whole group is stopped (SIGTERM, then
+  SIGKILL), so children and grandchildren go too; processes a command leaves running in the
+  background are stopped when it ends.
+- Output (stdout and stderr together) keeps its head and tail within ``output_limit``.
+- The environment is ours minus secrets: configured names (``secret_env``) and every name
+  matching ``*API_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*_SECRET_*``, ``*PASSWORD*`` or
+  ``*_CREDENTIALS``. Pagers and git prompts are switched off so nothing waits for a terminal.
+- ``isolation="bwrap"`` runs the command under bubblewrap: the file system read-only except the
+  workspace roots and a private ``/tmp``, no network, its own PID namespace. It needs ``bwrap``
+  on ``PATH``; without it the tool refuses to run rather than run unconfined.
+- In a git workspace, the first command of each turn is preceded by a git snapshot (see
+  :meth:`reasonix.safety.checkpoints.CheckpointManager.before_command`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fnmatch
+import hashlib
+import os
+import re
+import shutil
+import signal
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Literal
+
+from reasonix.safety.checkpoints import CheckpointManager
+from reasonix.tools.builtin.files import builtin_tool
+from reasonix.tools.registry import Effect, Tool, ToolContext, ToolResult
+
+SECRET_ENV_PATTERNS: tuple[str, ...] = (
+    "*API_KEY",
+    "*_TOKEN",
+    "*_SECRET",
+    "*_SECRET_*",
+    "*PASSWORD*",
+    "*_CREDENTIALS",
+)
+
+# Quiet defaults so a command never stops to wait for a pager or a password prompt.
+_QUIET_ENV = {
+    "PAGER": "cat",
+    "GIT_PAGER": "cat",
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_EDITOR": "true",
+    "NO_COLOR": "1",
+}
+_ANSI = re.compile(rb"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
+_READ_CHUNK = 65536
+
+
+@dataclass(frozen=True)
+class ShellOptions:
+    """How ``bash`` runs commands. ``timeout`` is the default per call, ``max_timeout`` the most
+    a call may ask for; ``output_limit`` is in characters."""
+
+    timeout: float = 120.0
+    max_timeout: float = 600.0
+    output_limit: int = 30_000
+    secret_env: Sequence[str] = ()
+    isolation: Literal["none", "bwrap"] = "none"
+    shell: str = "bash"
+    env: Mapping[str, str] = field(default_factory=dict)
+    #: how long to wait after SIGTERM before SIGKILL
+    kill_grace: float = 2.0
+
+
+def is_secret_env(name: str, extra: Sequence[str] = ()) -> bool:
+    """Whether an environment variable must not reach commands the model runs."""
+    upper = name.upper()
+    if upper in {e.upper() for e in extra}:
+        return True
+    return any(fnmatch.fnmatchcase(upper, p) for p in SECRET_ENV_PATTERNS)
+
+
+def command_env(options: ShellOptions, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment a command runs with."""
+    source = os.environ if base is None else base
+    env = {k: v for k, v in source.items() if not is_secret_env(k, options.secret_env)}
+    env.update(_QUIET_ENV)
+    env.update(options.env)
+    return env
+
+
+def bwrap_argv(roots: Sequence[Path], workdir: Path, inner: Sequence[str]) -> list[str]:
+    """The bubblewrap command line: everything read-only, the roots writable, no network."""
+    argv = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    argv += ["--tmpfs", "/tmp"]
+    for root in roots:
+        argv += ["--bind", str(root), str(root)]
+    argv += ["--unshare-net", "--unshare-pid", "--die-with-parent", "--chdir", str(workdir)]
+    return [*argv, "--", *inner]
+
+
+class _CappedOutput:
+    """Keeps the first and last ``limit // 2`` bytes of a stream and counts the rest."""
+
+    def __init__(self, limit: int) -> None:
+        self.half = max(limit // 2, 1)
+        self.head = bytearray()
+        self.tail: deque[bytes] = deque()
+        self.tail_size = 0
+        self.total = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if not chunk:
+            return
+        self.tail.append(chunk)
+        self.tail_size += len(chunk)
+        while self.tail and self.tail_size - len(self.tail[0]) >= self.half:
+            self.tail_size -= len(self.tail.popleft())
+
+    def text(self) -> str:
+        tail = b"".join(self.tail)
+        if len(tail) > self.half:
+            tail = tail[len(tail) - self.half :]
+        cut = self.total - len(self.head) - len(tail)
+        head_text = _clean(bytes(self.head))
+        if cut <= 0:
+            return head_text + _clean(tail)
+        note = f"\n[... output capped: {cut:,} bytes cut from the middle ...]\n"
+        return head_text + note + _clean(tail)
+
+
+def _clean(data: bytes) -> str:
+    return _ANSI.sub(b"", data).decode("utf-8", "replace")
+
+
+class ShellTool:
+    """``bash`` bound to a workspace (and its extra roots, for bubblewrap)."""
+
+    def __init__(
+        self,
+        workspace: Path,
+        *,
+        roots: Sequence[Path] = (),
+        options: ShellOptions | None = None,
+        checkpoints: CheckpointManager | None = None,
+    ) -> None:
+        self.workspace = Path(os.path.realpath(workspace))
+        self.roots = tuple(roots) or (self.workspace,)
+        self.options = options or ShellOptions()
+        self.checkpoints = checkpoints
+
+    def _argv(self, command: str) -> list[str] | str:
+        shell = shutil.which(self.options.shell) or shutil.which("sh") or "/bin/sh"
+        inner = [shell, "-c", command]
+        if self.options.isolation == "bwrap":
+            if shutil.which("bwrap") is None:
+                return (
+                    "isolation is set to bwrap but bubblewrap (bwrap) is not installed; install "
+                    "it (e.g. apt install bubblewrap) or set the shell isolation to none."
+                )
+            return bwrap_argv(self.roots, self.workspace, inner)
+        return inner
+
+    async def bash(
+        self,
+        ctx: ToolContext,
+        command: Annotated[str, "shell command"],
+        timeout: Annotated[float | None, "seconds (default 120, max 600)"] = None,
+    ) -> ToolResult:
+        """Run a bash command in the workspace root; returns combined output and exit code.
+        Each call is a fresh shell; background processes are stopped when it ends."""
+        opts = self.options
+        limit = min(timeout or opts.timeout, opts.max_timeout)
+        argv = self._argv(command)
+        if isinstance(argv, str):
+            return ToolResult.error(argv)
+        manager = ctx.state.get("checkpoints")
+        if not isinstance(manager, CheckpointManager):
+            manager = self.checkpoints
+        if manager is not None:
+            await asyncio.to_thread(manager.before_command, ctx.turn)
+        output = _CappedOutput(opts.output_limit)
+        # Our own pipe rather than asyncio's: asyncio's wait() also waits for its pipes to close,
+        # which a background process holding stdout would delay until the timeout.
+        read_fd, write_fd = os.pipe()
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                cwd=self.workspace,
+                env=command_env(opts),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=write_fd,
+                stderr=write_fd,
+                start_new_session=True,
+            )
+        except BaseException:
+            os.close(read_fd)
+            raise
+        finally:
+            os.close(write_fd)
+        reader = asyncio.create_task(_pump(read_fd, output))
+        timed_out = False
+        try:
+            try:
+                await asyncio.wait_for(proc.wait(), limit)
+            except TimeoutError:
+                timed_out = True
+                await _stop_group(proc, opts.kill_grace)
+        finally:
+            # Whatever happened (done, timed out, cancelled), nothing of this command outlives it.
+            if proc.returncode is None:
+                await _stop_group(proc, opts.kill_grace)
+            _signal_group(proc.pid, signal.SIGKILL)
+            try:
+                await asyncio.wait_for(asyncio.shield(reader), 2.0)
+            except TimeoutError:  # a process that left our group still holds the pipe
+                reader.cancel()
+        text = output.text().rstrip("\n")
+        code = proc.returncode
+        shown = text if text else "(no output)"
+        if timed_out:
+            shown += f"\n[timed out after {limit:g} s; the command and its children were killed]"
+            outcome = f"timeout\n{text}"
+        else:
+            shown += f"\n[exit code {code}]"
+            outcome = f"{code}\n{text}"
+        effect = Effect(
+            "command",
+            command,
+            hashlib.sha256(outcome.encode()).hexdigest()[:16],
+            ok=not timed_out and code == 0,
+        )
+        return ToolResult(shown, is_error=timed_out, effects=(effect,))
+
+    def tool(self) -> Tool:
+        """``bash`` as a registry tool; its own timeout governs, so the registry's is above it."""
+        return builtin_tool(
+            self.bash,
+            name="bash",
+            destructive=True,
+            category="bash",
+            timeout=self.options.max_timeout + 30,
+        )
+
+
+async def _pump(read_fd: int, output: _CappedOutput) -> None:
+    loop = asyncio.get_running_loop()
+    stream = asyncio.StreamReader()
+    pipe = os.fdopen(read_fd, "rb", buffering=0)
+    transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stream), pipe)
+    try:
+        while chunk := await stream.read(_READ_CHUNK):
+            output.feed(chunk)
+    finally:
+        transport.close()
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+async def _stop_group(proc: asyncio.subprocess.Process, grace: float) -> None:
+    _signal_group(proc.pid, signal.SIGTERM)
+    try:
+        await asyncio.wait_for(proc.wait(), grace)
+    except TimeoutError:
+        pass
+    _signal_group(proc.pid, signal.SIGKILL)
+    await proc.wait()
