@@ -14,6 +14,7 @@ spaces and slashes included, and the whole command must match.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -143,6 +144,13 @@ def normalize_command(command: str) -> str:
     return _WS_RE.sub(" ", command).strip()
 
 
+@functools.lru_cache(maxsize=1024)
+def cached_path_pattern(pattern: str) -> PathPattern:
+    """A compiled gitignore-style pattern, reused across calls (rules match on every call)."""
+    return PathPattern(pattern)
+
+
+@functools.lru_cache(maxsize=1024)
 def command_pattern(pattern: str) -> re.Pattern[str]:
     """Compile a command pattern: ``*`` matches anything, the rest is literal."""
     parts = [re.escape(p) for p in normalize_command(pattern).split("*")]

@@ -46,7 +46,7 @@ from typing import Any, Literal, Protocol
 
 from reasonix.errors import ConfigError
 from reasonix.messages import canonical_json
-from reasonix.safety.patterns import PathPattern, command_pattern, normalize_command
+from reasonix.safety.patterns import cached_path_pattern, command_pattern, normalize_command
 from reasonix.tools.registry import Permission, PermissionDecision, Tool, ToolContext
 
 PATH_CATEGORIES = frozenset({"read", "edit"})
@@ -100,7 +100,7 @@ class Rule:
             regex = command_pattern(self.pattern)
             return any(regex.match(part) for part in subject.values)
         if subject.kind == "path":
-            pattern = PathPattern(self.pattern)
+            pattern = cached_path_pattern(self.pattern)
             return any(pattern.match(v) for v in subject.values)
         return command_pattern(self.pattern).match(subject.values[0]) is not None
 
