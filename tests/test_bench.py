@@ -1,0 +1,40 @@
+"""``python -m bench --quick`` runs every section and writes its JSON. Figures are printed,
+never asserted: timings depend on the machine."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SECTIONS = ("cache", "cost", "overhead", "startup", "memory", "edits", "prefix")
+
+
+def test_quick_bench_writes_every_section(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--json", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    data = json.loads(out.read_text())
+    assert data["meta"]["quick"] is True
+    for name in SECTIONS:
+        assert name in data, name
+        assert "error" not in data[name], data[name]
+    # behaviour, not timing: the scripted session had the shape the cache figure claims
+    cache = data["cache"]
+    assert cache["executor_steps"] >= 40
+    assert cache["planning_rounds"] >= 3
+    assert cache["replans"] >= 1
+    assert cache["compactions"] == 1
+    assert cache["problems"] == []
+    assert set(cache["roles"]) == {"executor", "planner"}
+    assert data["edits"]["cases"] > 0
+    assert data["prefix"]["executor"]["tokens"] > 0
