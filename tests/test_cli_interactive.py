@@ -138,6 +138,7 @@ def test_ctrl_c_twice_at_empty_prompt_quits(project: Project) -> None:
         child.expect("›")
         child.sendintr()
         child.expect("Ctrl-C again")
+        child.expect("›")
         child.sendintr()
         child.expect("saved")
         child.expect(pexpect.EOF)

@@ -114,6 +114,7 @@ class App:
         self._turn: asyncio.Task[TurnOutcome] | None = None
         self._active_role = "idle"
         self._quit_armed = False
+        self._quit_now = False
         self.session: PromptSession[str] = PromptSession(
             history=_history(),
             key_bindings=self._bindings(),
@@ -195,7 +196,8 @@ class App:
         )
         self._banner()
         try:
-            while True:
+            while not self._quit_now:
+                self._arm_interrupt()
                 try:
                     text = await self.session.prompt_async("› ")
                 except KeyboardInterrupt:
@@ -216,6 +218,8 @@ class App:
                     continue
                 await self.run_turn(_start_turn(text))
         finally:
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
             await self.runtime.aclose()
             self.console.print(f"[dim]Session {self.runtime.session_id} saved.[/dim]")
         return EXIT_OK
@@ -240,11 +244,24 @@ class App:
         self.renderer.emit(event)
 
     def _arm_interrupt(self) -> None:
-        if self._turn is None or self._turn.done():
-            return
+        """Route SIGINT (Ctrl-C while no prompt owns the terminal) to the running turn, or,
+        between prompts, treat it like Ctrl-C at an empty prompt."""
+        idle = self._turn is None or self._turn.done()
         loop = asyncio.get_running_loop()
         with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(signal.SIGINT, self.interrupt_turn)
+            loop.add_signal_handler(
+                signal.SIGINT, self._idle_interrupt if idle else self.interrupt_turn
+            )
+
+    def _idle_interrupt(self) -> None:
+        if self._quit_armed:
+            self._quit_now = True
+            app = self.session.app
+            if app.is_running:
+                app.exit(exception=KeyboardInterrupt())
+            return
+        self._quit_armed = True
+        self.console.print("[dim](Ctrl-C again or /exit to quit)[/dim]")
 
     def interrupt_turn(self) -> None:
         if self._turn is not None and not self._turn.done():
@@ -274,10 +291,9 @@ class App:
             self.console.print(f"[red]{escape(str(exc))}[/red]")
             return
         finally:
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
             self._turn = None
             self._active_role = "idle"
+            self._arm_interrupt()
         self.renderer.finish()
         result = outcome.result
         spent = sum(c.cost for c in result.cost_by_role.values())

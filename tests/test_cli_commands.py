@@ -1,0 +1,107 @@
+"""``reasonix --help`` and every documented subcommand, ``doctor`` and ``demo``."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from reasonix.cli.main import COMMANDS, USAGE, main
+from tests.test_cli_support import KEY_ENV, Project, project
+
+__all__ = ["project"]
+
+
+def test_help_lists_every_command_and_each_has_help(project: Project) -> None:
+    documented = re.findall(r"^(?:usage:|\s{6}) reasonix (\w+)", USAGE, re.MULTILINE)
+    assert sorted(documented) == sorted(COMMANDS)
+    proc = project.run("--help")
+    assert proc.returncode == 0
+    assert proc.stdout == USAGE
+    for command in COMMANDS:
+        proc = project.run(command, "--help")
+        assert proc.returncode == 0, (command, proc.stderr)
+        assert f"usage: reasonix {command}" in proc.stdout
+    for action in ("list", "show", "export"):
+        proc = project.run("sessions", action, "--help")
+        assert proc.returncode == 0, proc.stderr
+    # Every flag the usage text documents is a real option of the parser.
+    run_help = project.run("run", "--help").stdout
+    flags = re.findall(r"^\s+(?:-\w, )?(--[\w-]+)", USAGE, re.MULTILINE)
+    assert len(flags) >= 8
+    for flag in flags:
+        if flag != "--version":
+            assert flag in run_help, flag
+
+
+def test_version_and_unknown_command(project: Project) -> None:
+    assert main(["--version"]) == 0
+    proc = project.run("frobnicate")
+    assert proc.returncode == 2
+    assert "invalid choice" in proc.stderr
+    proc = project.run("sessions")
+    assert proc.returncode == 2
+
+
+def test_doctor_reports_and_exit_codes(project: Project, tmp_path: Path) -> None:
+    proc = project.run("doctor")
+    out = proc.stdout
+    assert "configuration is valid" in out
+    assert f"{KEY_ENV} is set" in out
+    assert "cannot verify" in out  # the fake server has no model list (404)
+    assert "data folder" in out and "writable" in out
+    for tool in ("rg", "git"):
+        assert re.search(rf"\b{tool}\b", out)
+    assert "sk-test" not in out
+    assert proc.returncode == 0, out
+
+    env = project.env()
+    del env[KEY_ENV]
+    proc = project.run("doctor", env=env)
+    assert proc.returncode == 1
+    assert "API key missing" in proc.stdout
+    assert "fix:" in proc.stdout
+    assert f"export {KEY_ENV}=" in proc.stdout
+
+    # An endpoint nobody listens on.
+    toml = project.root / "reasonix.toml"
+    toml.write_text(toml.read_text().replace(project.pl.base_url, "http://127.0.0.1:9"))
+    proc = project.run("doctor")
+    assert proc.returncode == 1
+    assert "unreachable" in proc.stdout
+    assert "providers.fake-pl.base_url" in proc.stdout
+
+    toml.write_text("[executor\n")
+    proc = project.run("doctor")
+    assert proc.returncode == 1
+    assert "reasonix.toml:1" in proc.stdout
+
+
+def test_demo_runs_offline(tmp_path: Path) -> None:
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "REASONIX_DATA_DIR": str(tmp_path / "data"),
+        "REASONIX_CONFIG_DIR": str(tmp_path / "cfg"),
+        "HOME": str(tmp_path),
+        "NO_COLOR": "1",
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "reasonix", "demo"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "scripted demo" in out
+    assert "submit_plan" in out
+    assert "edit_file(calc.py)" in out
+    assert "+    return a + b" in out
+    assert "step 1 completed" in out
+    assert re.search(r"executor\s+4\s", out)
+    assert re.search(r"planner\s+2\s", out)
+    assert "Demo finished" in out
