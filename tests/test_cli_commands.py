@@ -105,3 +105,12 @@ def test_demo_runs_offline(tmp_path: Path) -> None:
     assert re.search(r"executor\s+4\s", out)
     assert re.search(r"planner\s+2\s", out)
     assert "Demo finished" in out
+
+
+def test_doctor_reports_a_failing_mcp_server(project: Project) -> None:
+    project.write_toml('\n[[mcp.servers]]\nname = "broken"\ncommand = "/nonexistent/mcp-server"\n')
+    proc = project.run("doctor")
+    assert proc.returncode == 1
+    assert "MCP broken" in proc.stdout
+    assert "failed" in proc.stdout
+    assert "fix:" in proc.stdout

@@ -173,3 +173,12 @@ def test_config_command_shows_sources(project: Project) -> None:
     key = next(line for line in lines if line.startswith("providers.fake-ex.api_key ="))
     assert "(set)" in key
     assert "sk-test" not in proc.stdout
+
+
+def test_no_planner_runs_executor_only(project: Project) -> None:
+    project.ex.push(Reply.text("alone"))
+    proc = project.run("run", "--no-planner", "--plan", "--output-format", "json", "1. a 2. b")
+    assert proc.returncode == 0, proc.stderr
+    (result,) = json_lines(proc.stdout)
+    assert result["route"] == "executor_only"
+    assert project.pl.requests == []

@@ -747,18 +747,33 @@ def _make_provider(config: Config, role: RoleConfig, environ: Mapping[str, str] 
     )
 
 
+def mcp_entries(config: Config) -> list[dict[str, Any]]:
+    """``[[mcp.servers]]`` from the config as the plain TOML-shaped tables the MCP layer parses
+    (the config freezes them into tuples and read-only mappings)."""
+
+    def thaw(value: Any) -> Any:
+        if isinstance(value, Mapping):
+            return {str(k): thaw(v) for k, v in value.items()}
+        if isinstance(value, tuple | list):
+            return [thaw(v) for v in value]
+        return value
+
+    entries = []
+    for server in config.mcp.servers:
+        entry = thaw(server)
+        # The config schema calls the start-up bound ``timeout``; the MCP layer ``startup_timeout``.
+        if "timeout" in entry:
+            entry["startup_timeout"] = entry.pop("timeout")
+        entries.append(entry)
+    return entries
+
+
 async def _start_mcp(
     config: Config, data_dir: Path, sink: Sink, environ: Mapping[str, str] | None
 ) -> Any:
     from reasonix.mcp import McpManager, servers_from_toml
 
-    entries = []
-    for server in config.mcp.servers:
-        entry = dict(server)
-        # The config schema calls the start-up bound ``timeout``; the MCP layer ``startup_timeout``.
-        if "timeout" in entry:
-            entry["startup_timeout"] = entry.pop("timeout")
-        entries.append(entry)
+    entries = mcp_entries(config)
     configs = servers_from_toml(entries, "reasonix.toml", environ=environ)
     manager = McpManager(configs, data_dir / "mcp-logs", sink)
     await manager.start()

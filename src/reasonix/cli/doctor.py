@@ -201,15 +201,11 @@ def _mcp(config: Config) -> list[Check]:
 
 
 async def _mcp_status(config: Config) -> list[Check]:
+    from reasonix.app.runtime import mcp_entries
     from reasonix.errors import ConfigError
     from reasonix.mcp import McpManager, ServerState, servers_from_toml
 
-    entries = []
-    for server in config.mcp.servers:
-        entry = dict(server)
-        if "timeout" in entry:
-            entry["startup_timeout"] = entry.pop("timeout")
-        entries.append(entry)
+    entries = mcp_entries(config)
     try:
         configs = servers_from_toml(entries)
     except ConfigError as exc:

@@ -75,7 +75,7 @@ class PromptApprover:
 
     async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
         app = self.app
-        app.renderer.finish()
+        app.renderer.end_line()
         app.console.print(
             f"[bold yellow]approval needed[/bold yellow] {escape(request.reason)}\n"
             f"  {escape(request.tool)}: {escape(request.subject[:400])}"
@@ -303,7 +303,7 @@ class App:
         self.console.print(f"[dim]── {tail}[/dim]")
 
     async def approve_plan(self, plan: Plan) -> bool:
-        self.renderer.finish()
+        self.renderer.end_line()
         answer = await self.ask("Run this plan? [y/n]: ")
         return answer is not None and answer.strip().lower() in ("y", "yes")
 

@@ -13,8 +13,6 @@ import time
 from typing import Any
 
 from rich.console import Console
-from rich.markdown import Markdown
-from rich.panel import Panel
 from rich.text import Text
 
 from reasonix.events import (
@@ -222,6 +220,10 @@ class TerminalRenderer:
 
     def _on_plan_produced(self, event: Any) -> None:
         assert isinstance(event, PlanProduced)
+        # Loaded on first plan: markdown parsing costs ~50 ms of start-up otherwise.
+        from rich.markdown import Markdown
+        from rich.panel import Panel
+
         title = "plan" if event.round == 1 else f"revised plan (round {event.round})"
         self._newline()
         # Plan markdown puts its bold headings on single lines; give them paragraphs.
@@ -281,6 +283,11 @@ class TerminalRenderer:
         self._newline()
         if event.reason == "cancelled":
             self.line("interrupted", "yellow")
+
+    def end_line(self) -> None:
+        """End any partial line (before a question is asked mid-turn)."""
+        self._end_reasoning()
+        self._newline()
 
     def finish(self) -> None:
         """End any partial line (after a turn, before the prompt comes back)."""
