@@ -59,3 +59,19 @@ async def servers() -> AsyncIterator[tuple[FakeDeepSeekServer, FakeDeepSeekServe
     """(executor server, planner server)."""
     async with FakeDeepSeekServer() as ex, FakeDeepSeekServer() as pl:
         yield ex, pl
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The fault-injection suite's tally: tests/test_faults_*.py record ("faults", (injected,
+    survived)) in their user_properties; add them up at the end of the run."""
+    injected = survived = 0
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if getattr(report, "when", None) != "call":
+                continue
+            for name, value in getattr(report, "user_properties", ()):
+                if name == "faults":
+                    injected += value[0]
+                    survived += value[1]
+    if injected:
+        terminalreporter.write_line(f"faults injected: {injected}, survived: {survived}")

@@ -442,6 +442,7 @@ class OpenAICompatProvider:
         decoder = SSEDecoder()
         assembler = StreamAssembler()
         chunks = response.aiter_bytes()
+        cut_after_finish = False
         try:
             ended = False
             while not ended:
@@ -459,6 +460,12 @@ class OpenAICompatProvider:
                         f"after {assembler.chunks} chunk(s)"
                     ) from exc
                 except httpx.HTTPError as exc:
+                    if assembler.finish_reason is not None and assembler.usage is not None:
+                        # The answer and its usage arrived whole; only the [DONE] line went
+                        # with the connection. Discarding a complete answer would turn a
+                        # harmless cut into a failed turn (its output was already shown).
+                        cut_after_finish = True
+                        break
                     raise StreamCutError(
                         f"the stream from {self._url} broke after {assembler.chunks} chunk(s): "
                         f"{type(exc).__name__}: {exc}"
@@ -470,7 +477,7 @@ class OpenAICompatProvider:
                         # Stop at [DONE]: the server may keep the connection open after it.
                         break
                 ended = assembler.done
-            if not assembler.done:
+            if not assembler.done and not cut_after_finish:
                 for sse in decoder.close():
                     for event in assembler.feed(sse):
                         yield event
