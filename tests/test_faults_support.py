@@ -15,6 +15,7 @@ import pytest
 
 from reasonix.events import Event, UsageEvent
 from reasonix.messages import AssistantMessage, Message, ToolMessage, Usage, UserMessage
+from reasonix.testing import Fault
 from reasonix.testing.fake_server import RecordedRequest
 
 
@@ -81,14 +82,22 @@ def usage_sum(usages: Iterable[Usage | None]) -> Usage:
     return total
 
 
+def succeeded(request: RecordedRequest) -> bool:
+    """The server answered in full: status 200 and no injected fault beyond keep-alives
+    (a stalled or capacity-failed answer is a failed attempt, whatever its status line)."""
+    fault = request.reply.fault if request.reply is not None else None
+    harmless = fault is None or fault == Fault(keepalive_lines=fault.keepalive_lines)
+    return request.status == 200 and harmless
+
+
 def accounting_problems(
     events: Iterable[Event],
     requests: Iterable[RecordedRequest],
     also_reported: Iterable[Usage] = (),
 ) -> str:
     """Cost accounting is exact when the usage events add up to the usage the servers reported
-    for the requests that completed (faulted and rejected requests report none; a test adds
+    for the requests that succeeded (see :func:`succeeded`; a test adds
     ``also_reported`` for a faulted request whose usage chunk it knows got through)."""
     charged = usage_sum(e.usage for e in events if isinstance(e, UsageEvent))
-    reported = usage_sum([*(r.usage for r in requests if r.status == 200), *also_reported])
+    reported = usage_sum([*(r.usage for r in requests if succeeded(r)), *also_reported])
     return "" if charged == reported else f"charged {charged} but servers reported {reported}"
