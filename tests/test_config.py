@@ -478,3 +478,18 @@ def test_locator_handles_quotes_arrays_and_multiline_values() -> None:
     assert locate(text, ("permissions", "mode")) == 16
     assert locate(text, ("permissions", "deny")) == 12  # falls back to the table header
     assert locate(text, ("nothing",)) is None
+
+
+def test_mcp_server_timeouts_flow_from_toml_to_the_mcp_layer(tmp_path: Path) -> None:
+    from reasonix.app.runtime import mcp_entries
+    from reasonix.mcp import servers_from_toml
+
+    (tmp_path / "reasonix.toml").write_text(
+        '[[mcp.servers]]\nname = "time"\ncommand = "mcp-server-time"\n'
+        'args = ["--local-timezone", "UTC"]\nstartup_timeout = 3.5\ncall_timeout = 7\n'
+    )
+    config = load_config(tmp_path, environ={}, user_config=tmp_path / "none.toml")
+    (server,) = servers_from_toml(mcp_entries(config), "reasonix.toml", environ={})
+    assert server.startup_timeout == 3.5
+    assert server.call_timeout == 7
+    assert list(server.args) == ["--local-timezone", "UTC"]

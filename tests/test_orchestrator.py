@@ -520,3 +520,21 @@ def test_gate_modes_flags_and_thresholds() -> None:
     assert decide(long_task, GateOptions(threshold=99)).route is Route.EXECUTOR_ONLY
     assert decide(long_task, GateOptions(), planner_available=False).reason == "no_planner"
     assert decide(long_task, GateOptions(approve_plans=True)).route is Route.PLAN_FOR_APPROVAL
+
+
+def test_controller_uses_the_sessions_it_is_given_even_when_empty() -> None:
+    from reasonix.agent import Session
+    from reasonix.testing import ScriptedProvider
+
+    ex_session, pl_session = Session("executor"), Session("planner")
+    ctrl = Controller(
+        Options(
+            executor_provider=ScriptedProvider([]),
+            planner_provider=ScriptedProvider([]),
+            executor_session=ex_session,
+            planner_session=pl_session,
+        )
+    )
+    assert ctrl.executor.session is ex_session
+    assert ctrl.planner is not None
+    assert ctrl.planner.session is pl_session

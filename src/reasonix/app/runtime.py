@@ -758,14 +758,7 @@ def mcp_entries(config: Config) -> list[dict[str, Any]]:
             return [thaw(v) for v in value]
         return value
 
-    entries = []
-    for server in config.mcp.servers:
-        entry = thaw(server)
-        # The config schema calls the start-up bound ``timeout``; the MCP layer ``startup_timeout``.
-        if "timeout" in entry:
-            entry["startup_timeout"] = entry.pop("timeout")
-        entries.append(entry)
-    return entries
+    return [thaw(server) for server in config.mcp.servers]
 
 
 async def _start_mcp(

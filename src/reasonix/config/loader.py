@@ -203,7 +203,8 @@ SCHEMA = _Table(
                             "url": _STR,
                             "headers": _FreeTable(strings=True),
                             "enabled": _BOOL,
-                            "timeout": _Scalar("float", minimum=0),
+                            "startup_timeout": _Scalar("float", minimum=0),
+                            "call_timeout": _Scalar("float", minimum=0),
                         },
                         required=("name",),
                     )

@@ -63,7 +63,9 @@ class Controller:
         self.executor = Agent(
             options.executor_provider,
             registry.with_tools(executor_plan_tools()),
-            options.executor_session or Session("executor"),
+            options.executor_session
+            if options.executor_session is not None
+            else Session("executor"),
             exec_opts,
             self.sink,
         )
@@ -78,7 +80,9 @@ class Controller:
             self.planner = Agent(
                 options.planner_provider,
                 registry.read_only().with_tools([submit_plan_tool()]),
-                options.planner_session or Session("planner"),
+                options.planner_session
+                if options.planner_session is not None
+                else Session("planner"),
                 plan_opts,
                 self.sink,
             )
