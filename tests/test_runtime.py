@@ -194,3 +194,37 @@ async def test_demo_scenario_runs_one_dual_model_turn(tmp_path: Path, store: Ses
     accepted = [e for e in sink.events if e.kind == "step_completed"]
     assert [getattr(e, "accepted", None) for e in accepted] == [True]
     assert not outcome.denials
+
+
+async def test_compaction_keeps_the_full_transcript_in_the_store(
+    tmp_path: Path, servers: tuple[FakeDeepSeekServer, FakeDeepSeekServer], store: SessionStore
+) -> None:
+    from reasonix.agent.compaction import SUMMARY_HEADER, SUMMARY_INSTRUCTION
+
+    ex, _ = servers
+
+    def answer(request: object) -> Reply:
+        last = request.messages[-1]  # type: ignore[attr-defined]
+        if last.get("content") == SUMMARY_INSTRUCTION:
+            return Reply.text("Summary: five questions were answered.")
+        return Reply.text("answer " + "words " * 40)
+
+    ex.handler = answer
+    rt = await open_runtime(tmp_path, servers, store, {"planner.enabled": False})
+    try:
+        for i in range(6):
+            await rt.run_turn(f"question number {i} " + "padding " * 40)
+        before = store.load_messages(rt.session_id, "executor")
+        assert (await rt.compact()).startswith("Compacted")
+        live = store.load_messages(rt.session_id, "executor")
+        archived_rows = store.load_archived(rt.session_id, "executor")
+        archived = [m for _, m in archived_rows]
+    finally:
+        await rt.aclose()
+    assert live == list(rt.controller.executor.session.snapshot())
+    assert isinstance(live[1], UserMessage)
+    assert live[1].content.startswith(SUMMARY_HEADER)
+    # every message that left the live session is still in the store, in order
+    assert {reason for reason, _ in archived_rows} == {"compaction"}
+    removed = before[1 : len(before) - (len(live) - 3)]
+    assert archived[: len(removed)] == removed

@@ -102,6 +102,10 @@ def test_truncate_for_rewind(store: SessionStore, tmp_path: Path) -> None:
     store.append_message(sid, "planner", 0, UserMessage("p"))
     assert store.truncate_messages(sid, "executor", 2) == 4
     assert store.load_messages(sid, "executor") == [UserMessage("m0"), UserMessage("m1")]
+    # the removed messages leave the live session but stay in the store
+    archived = store.load_archived(sid, "executor")
+    assert archived == [("rewind", UserMessage(f"m{i}")) for i in range(2, 6)]
+    assert store.export_json(sid)["archived_messages"]["executor"][0]["content"] == "m2"
     store.append_message(sid, "executor", 2, UserMessage("new"))  # history may be rewritten now
     assert store.load_messages(sid, "executor")[-1] == UserMessage("new")
     assert store.load_messages(sid, "planner") == [UserMessage("p")]

@@ -172,16 +172,16 @@ class _SessionMirror:
         self.stored.append(message)
 
     def on_rewrite(self, session: Session, reason: str) -> None:
-        self.sync(session.snapshot())
+        self.sync(session.snapshot(), reason)
 
-    def sync(self, messages: tuple[Message, ...]) -> None:
+    def sync(self, messages: tuple[Message, ...], reason: str = "resync") -> None:
         keep = 0
         for old, new in zip(self.stored, messages, strict=False):
             if old != new:
                 break
             keep += 1
         try:
-            self.store.truncate_messages(self.session_id, self.agent, keep)
+            self.store.truncate_messages(self.session_id, self.agent, keep, reason=reason)
             del self.stored[keep:]
             for i in range(keep, len(messages)):
                 self.store.append_message(self.session_id, self.agent, i, messages[i])

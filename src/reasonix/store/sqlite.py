@@ -44,7 +44,7 @@ from reasonix.messages import (
 
 DATA_DIR_ENV = "REASONIX_DATA_DIR"
 DB_FILE = "sessions.db"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 AGENTS = ("executor", "planner")
 
 _SCHEMA = """
@@ -70,6 +70,18 @@ CREATE TABLE IF NOT EXISTS messages (
     created_at REAL NOT NULL,
     PRIMARY KEY (session_id, agent, seq)
 ) WITHOUT ROWID;
+-- Messages a rewrite (compaction, rewind, planner rollback) removed from the live session: the
+-- full transcript stays in the store. (Added in schema 2.)
+CREATE TABLE IF NOT EXISTS archived_messages (
+    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    agent TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    archived_at REAL NOT NULL,
+    reason TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS archived_by_session ON archived_messages (session_id, agent);
 CREATE TABLE IF NOT EXISTS events (
     session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
     seq INTEGER NOT NULL,
@@ -424,15 +436,27 @@ class SessionStore:
             ).fetchone()
         return int(row[0])
 
-    def truncate_messages(self, session_id: str, agent: str, keep: int) -> int:
-        """Keep the first ``keep`` messages of ``agent`` (by seq), delete the rest (rewind).
+    def truncate_messages(
+        self, session_id: str, agent: str, keep: int, *, reason: str = "rewind"
+    ) -> int:
+        """Keep the first ``keep`` messages of ``agent`` (by seq); the rest leave the live
+        session but are kept in ``archived_messages`` with ``reason``, so the full transcript
+        survives compaction and rewind.
 
-        Returns how many were deleted.
+        Returns how many were removed from the live session.
         """
         if keep < 0:
             raise ValueError("keep must be >= 0")
         with self._op("truncate messages") as conn:
             conn.execute("BEGIN IMMEDIATE")
+            conn.execute(
+                "INSERT INTO archived_messages "
+                "SELECT session_id, agent, seq, data, created_at, ?, ? FROM messages "
+                "WHERE session_id = ? AND agent = ? AND seq NOT IN ("
+                "SELECT seq FROM messages WHERE session_id = ? AND agent = ? "
+                "ORDER BY seq LIMIT ?)",
+                (time.time(), reason, session_id, agent, session_id, agent, keep),
+            )
             cur = conn.execute(
                 "DELETE FROM messages WHERE session_id = ? AND agent = ? AND seq NOT IN ("
                 "SELECT seq FROM messages WHERE session_id = ? AND agent = ? "
@@ -443,6 +467,17 @@ class SessionStore:
             self._touch(conn, session_id)
             conn.execute("COMMIT")
         return deleted
+
+    def load_archived(self, session_id: str, agent: str) -> list[tuple[str, Message]]:
+        """Messages rewrites removed from ``agent``'s live session, oldest first, each with the
+        reason it was archived."""
+        with self._op("load archived messages") as conn:
+            rows = conn.execute(
+                "SELECT reason, data FROM archived_messages WHERE session_id = ? AND agent = ? "
+                "ORDER BY archived_at, seq",
+                (session_id, agent),
+            ).fetchall()
+        return [(str(reason), message_from_dict(json.loads(data))) for reason, data in rows]
 
     # -- events and usage ----------
 
@@ -546,6 +581,13 @@ class SessionStore:
             "session": info.to_dict(),
             "messages": {
                 agent: [message_to_dict(m) for m in self.load_messages(session_id, agent)]
+                for agent in sorted(agents, key=_agent_order)
+            },
+            "archived_messages": {
+                agent: [
+                    {"reason": reason, **message_to_dict(m)}
+                    for reason, m in self.load_archived(session_id, agent)
+                ]
                 for agent in sorted(agents, key=_agent_order)
             },
             "events": self.load_events(session_id),
