@@ -50,8 +50,23 @@ def test_providers_package_does_not_import_httpx() -> None:
     assert "httpcore" not in loaded
 
 
-def test_provider_module_is_where_httpx_loads() -> None:
-    loaded = loaded_after("import reasonix.providers.openai_compat")
+def test_httpx_loads_with_the_first_request_not_with_the_provider() -> None:
+    loaded = loaded_after(
+        "import asyncio\n"
+        "from reasonix.providers.openai_compat import OpenAICompatProvider\n"
+        "from reasonix.messages import ModelRequest, UserMessage\n"
+        "p = OpenAICompatProvider(base_url='http://127.0.0.1:9', model='m', api_key='k',"
+        " max_retries=0)\n"
+        "assert 'httpx' not in sys.modules, 'building a provider imported httpx'\n"
+        "async def go():\n"
+        "    try:\n"
+        "        async for _ in p.stream(ModelRequest(messages=(UserMessage('hi'),))):\n"
+        "            pass\n"
+        "    except Exception:\n"
+        "        pass\n"
+        "    await p.aclose()\n"
+        "asyncio.run(go())\n"
+    )
     assert "httpx" in loaded
 
 
@@ -63,4 +78,5 @@ def test_provider_class_is_exported_lazily() -> None:
         "from reasonix.providers.openai_compat import OpenAICompatProvider as Direct\n"
         "assert OpenAICompatProvider is Direct"
     )
-    assert "httpx" in loaded
+    assert "reasonix.providers.openai_compat" in loaded
+    assert "httpx" not in loaded
