@@ -66,6 +66,18 @@ def run_interactive(args: argparse.Namespace) -> int:
         store.close()
 
 
+def _warm_up_imports() -> None:
+    """Load the HTTP client in the background while the user types the first task, so the
+    prompt appears without waiting for it and the first request does not pay for it either."""
+    import threading
+
+    def load() -> None:
+        with contextlib.suppress(Exception):
+            import httpx  # noqa: F401
+
+    threading.Thread(target=load, name="reasonix-warm-up", daemon=True).start()
+
+
 class PromptApprover:
     """Asks the user about a tool call: allow once, allow for the session, or deny (a reason
     typed after ``n`` goes back to the model)."""
@@ -195,6 +207,7 @@ class App:
             {r: m for r in ("executor", "planner") if (m := self.runtime.model_of(r))}
         )
         self._banner()
+        _warm_up_imports()
         try:
             while not self._quit_now:
                 self._arm_interrupt()
