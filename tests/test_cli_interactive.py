@@ -145,3 +145,47 @@ def test_ctrl_c_twice_at_empty_prompt_quits(project: Project) -> None:
     finally:
         child.close(force=True)
     assert child.exitstatus == 0
+
+
+def test_declined_plan_waits_and_approve_runs_it(project: Project) -> None:
+    ex, pl = project.ex, project.pl
+    pl.push(
+        Reply.call(
+            "submit_plan",
+            {
+                "objective": "Remove the old notes",
+                "steps": [{"title": "Delete notes.txt", "verify": ""}],
+                "requires_approval": True,
+            },
+        )
+    )
+    ex.push(Reply.text("Deleted nothing yet: approved plan received, starting."))
+    child = spawn(project)
+    try:
+        child.expect("›")
+        child.sendline("/plan remove the old notes")
+        child.expect("Remove the old notes")
+        child.expect(r"Run this plan\?")
+        child.sendline("n")
+        child.expect("not approved")
+        child.expect("›")
+        assert ex.requests == []
+
+        child.sendline("/todo")
+        child.expect("waiting for approval")
+        child.expect("›")
+
+        child.sendline("/approve")
+        child.expect("approved plan received")
+        child.expect("›")
+
+        child.sendline("/approve")
+        child.expect("No plan is waiting")
+        child.sendline("/exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+    ex.assert_exhausted()
+    pl.assert_exhausted()
+    assert "Delete notes.txt" in ex.requests[0].messages[-1]["content"]

@@ -38,6 +38,7 @@ or /exit quits.
 
 /help                  this help
 /plan <task>           plan first (the planner model), then execute
+/approve               carry out the plan that is waiting (declined or plan-only)
 /mode [MODE]           show or set the permission mode: ask | auto-edit | plan | yolo
 /model                 the models of each role
 /cost                  tokens, cache hits and cost per role
@@ -338,6 +339,11 @@ class App:
                     out("Usage: /plan <task>")
                 else:
                     await self.run_turn(_start_turn(arg, plan=True))
+            elif name == "approve":
+                if rt.controller.pending_plan is None:
+                    out("No plan is waiting; /plan <task> makes one.")
+                else:
+                    await self.run_turn(lambda runtime: runtime.execute_pending_plan())
             elif name == "mode":
                 out(rt.set_mode(arg or None))
             elif name == "model":
