@@ -1,6 +1,8 @@
 """Terminal rendering of events with Rich, incrementally.
 
-Text deltas are written as they arrive (never a redraw of the screen per token). Reasoning is
+Text deltas are written as they arrive (never a redraw of the screen per token). On a terminal,
+each line is re-drawn once, as markdown, when it is complete: only that line's rows are
+rewritten, so long answers never flicker (see :class:`MarkdownLines`). Reasoning is
 shown as one dimmed status line updated in place while it streams, then collapsed to a short
 summary (``/reasoning`` prints the whole of the last one). Tool calls are one line each with a
 short result line; diffs in tool results are coloured; plans are rendered as markdown once.
@@ -12,6 +14,7 @@ import json
 import time
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
@@ -66,6 +69,72 @@ def _is_diff(lines: list[str]) -> bool:
     )
 
 
+class MarkdownLines:
+    """Incremental markdown for a streamed answer, one completed line at a time.
+
+    The partial line is shown raw as it streams; when its newline arrives, the raw rows are
+    erased and the line is printed rendered (headings, lists, emphasis, inline code; fenced code
+    blocks are tracked across lines and shown highlighted as code). Only the current line is
+    ever rewritten. Constructs that span lines (tables) stay as their raw text.
+    """
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.partial = ""
+        self.fence: str | None = None  # the language of the open ``` block, "" if none given
+
+    def feed(self, text: str) -> None:
+        *complete, rest = (self.partial + text).split("\n")
+        shown = self.partial
+        for line in complete:
+            self._erase(shown)
+            self._render(line)
+            shown = ""
+        self.partial = rest
+        tail = rest[len(shown) :] if rest.startswith(shown) else rest
+        if tail:
+            self.console.file.write(tail)
+            self.console.file.flush()
+
+    def flush(self) -> None:
+        """Render what is left of the last line (the answer ended without a newline)."""
+        if self.partial:
+            self._erase(self.partial)
+            self._render(self.partial)
+            self.partial = ""
+        self.fence = None
+
+    def _erase(self, raw: str) -> None:
+        if not raw:
+            return
+        rows = max(1, -(-cell_len(raw) // max(self.console.width, 1)))
+        up = f"\x1b[{rows - 1}A" if rows > 1 else ""
+        self.console.file.write("\r" + up + "\x1b[J")
+
+    def _render(self, line: str) -> None:
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            self.fence = None if self.fence is not None else stripped[3:].strip()
+            self.console.print(line, style="dim", markup=False, highlight=False)
+        elif self.fence is not None:
+            from rich.syntax import Syntax
+
+            code = Syntax(line, self.fence or "text", theme="ansi_dark", background_color="default")
+            self.console.print(code)
+        elif not stripped:
+            self.console.print()
+        else:
+            from rich.markdown import Markdown
+
+            # Rich sets lists and headings apart with blank lines; one line of an answer
+            # should stay one line, so render aside and drop the padding.
+            with self.console.capture() as captured:
+                self.console.print(Markdown(line))
+            rendered = captured.get().strip("\n")
+            self.console.file.write(rendered + "\n")
+        self.console.file.flush()
+
+
 class TerminalRenderer:
     """A :class:`~reasonix.events.Sink` that draws events on a Rich console."""
 
@@ -79,6 +148,8 @@ class TerminalRenderer:
         self._at_line_start = True
         self._role = ""
         self._models: dict[str, str] = {}
+        # Markdown needs cursor control: only on a terminal; pipes and logs get the raw text.
+        self._md = MarkdownLines(self.console) if self.console.is_terminal else None
 
     def set_models(self, models: dict[str, str]) -> None:
         self._models = dict(models)
@@ -94,6 +165,11 @@ class TerminalRenderer:
         self._at_line_start = text.endswith("\n")
 
     def _newline(self) -> None:
+        if self._md is not None:
+            had_partial = bool(self._md.partial)
+            self._md.flush()
+            if had_partial:
+                self._at_line_start = True
         if not self._at_line_start:
             self._write("\n")
 
@@ -154,7 +230,11 @@ class TerminalRenderer:
         if isinstance(event, TextDeltaEvent):
             self._end_reasoning()
             self._role_header(event.role)
-            self._write(event.text)
+            if self._md is not None:
+                self._md.feed(event.text)
+                self._at_line_start = not self._md.partial
+            else:
+                self._write(event.text)
             return
         handler = getattr(self, f"_on_{event.kind}", None)
         if handler is not None:

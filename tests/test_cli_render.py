@@ -1,0 +1,72 @@
+"""Incremental markdown in the terminal renderer: each completed line is redrawn once, as
+markdown, rewriting only its own rows; pipes get the raw text."""
+
+from __future__ import annotations
+
+import io
+import re
+
+from rich.console import Console
+
+from reasonix.cli.render import MarkdownLines, TerminalRenderer
+from reasonix.events import TextDeltaEvent
+
+ANSWER = (
+    "# Result\nThe fix is **small** and uses `pathlib`.\n\n- first point\n- second point\n"
+    "```python\ndef f():\n    return 1\n```\nAll done."
+)
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def stream(console: Console, text: str, size: int = 3) -> str:
+    renderer = TerminalRenderer(console, show_role_headers=False)
+    for i in range(0, len(text), size):
+        renderer.emit(TextDeltaEvent("executor", text[i : i + size]))
+    renderer.finish()
+    out = console.file.getvalue()  # type: ignore[attr-defined]
+    assert isinstance(out, str)
+    return out
+
+
+def terminal(width: int = 80) -> Console:
+    return Console(file=io.StringIO(), force_terminal=True, width=width, color_system="standard")
+
+
+def test_terminal_output_is_rendered_markdown_line_by_line() -> None:
+    out = stream(terminal(), ANSWER)
+    assert "\x1b[2J" not in out  # never a whole-screen clear
+    assert "\x1b[1msmall\x1b[0m" in out
+    assert " • \x1b[0mfirst point" in out
+    plain = ANSI.sub("", out)
+    # every completed line appears rendered: markers gone, text kept
+    assert "**small**" not in plain.split("\r")[-1]
+    assert "• second point" in plain
+    assert "def f():" in plain.replace("\x1b[49m", "")
+    assert plain.rstrip().endswith("All done.")
+    # only the line being finished is erased: one erase per line that was shown raw
+    shown_raw = [line for line in ANSWER.split("\n") if line]
+    assert out.count("\x1b[J") == len(shown_raw)
+
+
+def test_pipes_get_the_raw_text_unchanged() -> None:
+    console = Console(file=io.StringIO(), force_terminal=False, width=80)
+    out = stream(console, ANSWER)
+    assert out.rstrip("\n") == ANSWER
+
+
+def test_a_wrapped_line_is_erased_over_all_its_rows() -> None:
+    console = terminal(width=20)
+    md = MarkdownLines(console)
+    md.feed("x" * 45)  # three rows at width 20
+    md.feed(" end\n")
+    out = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "\r\x1b[2A\x1b[J" in out
+
+
+def test_wide_characters_count_as_two_cells() -> None:
+    console = terminal(width=10)
+    md = MarkdownLines(console)
+    md.feed("漢字漢字漢字")  # 12 cells: two rows
+    md.feed("\n")
+    out = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "\r\x1b[1A\x1b[J" in out
