@@ -189,3 +189,31 @@ def test_declined_plan_waits_and_approve_runs_it(project: Project) -> None:
     ex.assert_exhausted()
     pl.assert_exhausted()
     assert "Delete notes.txt" in ex.requests[0].messages[-1]["content"]
+
+
+def test_escape_interrupts_a_running_turn(project: Project) -> None:
+    ex = project.ex
+    ex.push(
+        Reply(
+            reasoning="Thinking for a long time " * 40,
+            fault=Fault(stall_seconds=30, stall_after_bytes=1500),
+        ),
+        Reply.text("Fresh answer after Esc."),
+    )
+    child = spawn(project)
+    try:
+        child.expect("›")
+        child.sendline("think hard")
+        child.expect("thinking")  # the reasoning is streaming when Esc arrives
+        child.send("\x1b")
+        child.expect("Interrupted")
+        child.expect("›")
+        child.sendline("again")
+        child.expect("Fresh answer after Esc.")
+        child.expect("›")
+        child.sendline("/exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+    ex.assert_exhausted()

@@ -33,8 +33,8 @@ from reasonix.store import SessionStore, default_store_path
 
 HELP = """\
 Type a task and press Enter. New line: Esc then Enter, or end the line with a backslash (\\).
-Ctrl-C interrupts a running turn (the session is kept); Ctrl-C twice at an empty prompt, Ctrl-D
-or /exit quits.
+Esc or Ctrl-C interrupts a running turn (the session is kept); Ctrl-C twice at an empty
+prompt, Ctrl-D or /exit quits.
 
 /help                  this help
 /plan <task>           plan first (the planner model), then execute
@@ -77,6 +77,54 @@ def _warm_up_imports() -> None:
             import httpx  # noqa: F401
 
     threading.Thread(target=load, name="reasonix-warm-up", daemon=True).start()
+
+
+class EscapeWatcher:
+    """While a turn runs no prompt owns the terminal: read it in cbreak mode so a lone Esc
+    interrupts the turn (even while the model is still reasoning). Key sequences that merely
+    start with Esc (arrows, function keys) are ignored; Ctrl-C still arrives as SIGINT."""
+
+    def __init__(self, on_escape: Callable[[], None]) -> None:
+        self.on_escape = on_escape
+        self._saved: list[Any] | None = None
+        self._fd = -1
+
+    def start(self) -> None:
+        import sys
+
+        if self._saved is not None or not sys.stdin.isatty():
+            return
+        import termios
+        import tty
+
+        self._fd = sys.stdin.fileno()
+        try:
+            self._saved = termios.tcgetattr(self._fd)
+            tty.setcbreak(self._fd)
+            asyncio.get_running_loop().add_reader(self._fd, self._read)
+        except (OSError, termios.error, NotImplementedError, RuntimeError):
+            self.stop()
+
+    def _read(self) -> None:
+        import os
+
+        try:
+            data = os.read(self._fd, 64)
+        except OSError:
+            return
+        if data == b"\x1b":
+            self.on_escape()
+
+    def stop(self) -> None:
+        if self._saved is None:
+            return
+        import termios
+
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            asyncio.get_running_loop().remove_reader(self._fd)
+        with contextlib.suppress(OSError, termios.error):
+            termios.tcsetattr(self._fd, termios.TCSADRAIN, self._saved)
+        self._saved = None
 
 
 class PromptApprover:
@@ -128,6 +176,7 @@ class App:
         self._active_role = "idle"
         self._quit_armed = False
         self._quit_now = False
+        self._escape = EscapeWatcher(self.interrupt_turn)
         self.session: PromptSession[str] = PromptSession(
             history=_history(),
             key_bindings=self._bindings(),
@@ -179,6 +228,8 @@ class App:
 
     async def ask(self, question: str) -> str | None:
         """A one-line answer from the user during a turn; None on Ctrl-C/Ctrl-D."""
+        watching = self._turn is not None and not self._turn.done()
+        self._escape.stop()  # the prompt needs the keys
         try:
             answer = await PromptSession[str]().prompt_async(question)
         except (KeyboardInterrupt, EOFError):
@@ -186,6 +237,8 @@ class App:
         finally:
             # prompt_toolkit removes the loop's SIGINT handler when its prompt ends.
             self._arm_interrupt()
+            if watching:
+                self._escape.start()
         return answer
 
     # -- main loop ---------------------------------------------------------------------------------
@@ -290,6 +343,7 @@ class App:
 
         self._turn = asyncio.create_task(go())
         self._arm_interrupt()
+        self._escape.start()
         try:
             outcome = await self._turn
         except asyncio.CancelledError:
@@ -305,6 +359,7 @@ class App:
             self.console.print(f"[red]{escape(str(exc))}[/red]")
             return
         finally:
+            self._escape.stop()
             self._turn = None
             self._active_role = "idle"
             self._arm_interrupt()
