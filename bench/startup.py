@@ -20,6 +20,7 @@ from typing import Any
 from bench.common import Stat, print_table, repeat, verdict, wall_ms
 from reasonix.testing import FakeDeepSeekServer, Reply
 from reasonix.testing.fake_server import RecordedRequest
+from reasonix.testing.project import fake_project_toml
 
 BIN = Path(sys.executable).parent
 REASONIX = str(BIN / "reasonix")
@@ -57,27 +58,8 @@ def project(ex: FakeDeepSeekServer, pl: FakeDeepSeekServer) -> Iterator[Project]
         root = Path(tmp) / "proj"
         root.mkdir()
         (Path(tmp) / "cfg").mkdir()
-        (root / "reasonix.toml").write_text(
-            f"""\
-[executor]
-provider = "fake-ex"
-model = "deepseek-v4-flash"
-
-[planner]
-provider = "fake-pl"
-model = "deepseek-v4-pro"
-
-[[providers]]
-name = "fake-ex"
-base_url = "{ex.base_url}"
-api_key_env = "{KEY_ENV}"
-
-[[providers]]
-name = "fake-pl"
-base_url = "{pl.base_url}"
-api_key_env = "{KEY_ENV}"
-"""
-        )
+        toml = fake_project_toml(ex.base_url, pl.base_url, key_env=KEY_ENV)
+        (root / "reasonix.toml").write_text(toml)
         env = {
             k: v
             for k, v in os.environ.items()

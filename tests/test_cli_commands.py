@@ -70,7 +70,7 @@ def test_doctor_reports_and_exit_codes(project: Project, tmp_path: Path) -> None
     proc = project.run("doctor")
     assert proc.returncode == 1
     assert "unreachable" in proc.stdout
-    assert "providers.fake-pl.base_url" in proc.stdout
+    assert "providers.fake-planner.base_url" in proc.stdout
 
     toml.write_text("[executor\n")
     proc = project.run("doctor")

@@ -168,9 +168,9 @@ def test_config_command_shows_sources(project: Project) -> None:
     model_line = next(line for line in lines if line.startswith("executor.model"))
     assert '"deepseek-v4-pro"' in model_line
     assert model_line.endswith("# flag")
-    base = next(line for line in lines if line.startswith("providers.fake-ex.base_url"))
+    base = next(line for line in lines if line.startswith("providers.fake-executor.base_url"))
     assert "project:" in base
-    key = next(line for line in lines if line.startswith("providers.fake-ex.api_key ="))
+    key = next(line for line in lines if line.startswith("providers.fake-executor.api_key ="))
     assert "(set)" in key
     assert "sk-test" not in proc.stdout
 

@@ -16,31 +16,13 @@ from typing import Any
 import pytest
 
 from reasonix.testing import FakeDeepSeekServer
+from reasonix.testing.project import fake_project_toml
 
 KEY_ENV = "REASONIX_FAKE_KEY"
 
 
 def project_toml(ex: FakeDeepSeekServer, pl: FakeDeepSeekServer, extra: str = "") -> str:
-    return f"""\
-[executor]
-provider = "fake-ex"
-model = "deepseek-v4-flash"
-max_steps = 12
-
-[planner]
-provider = "fake-pl"
-model = "deepseek-v4-pro"
-
-[[providers]]
-name = "fake-ex"
-base_url = "{ex.base_url}"
-api_key_env = "{KEY_ENV}"
-
-[[providers]]
-name = "fake-pl"
-base_url = "{pl.base_url}"
-api_key_env = "{KEY_ENV}"
-{extra}"""
+    return fake_project_toml(ex.base_url, pl.base_url, key_env=KEY_ENV, max_steps=12, extra=extra)
 
 
 @dataclass

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from reasonix.agent.compaction import CompactionResult, compact_session
+from reasonix.agent.compaction import compact_session
 from reasonix.agent.prefix import PrefixShape, PrefixTracker
 from reasonix.agent.progress import ProgressLedger
 from reasonix.agent.session import Session
@@ -28,6 +28,7 @@ from reasonix.agent.todo import TodoItem, TodoState
 from reasonix.errors import ProviderError, StreamCutError
 from reasonix.events import (
     CacheMissExplained,
+    CompactionEvent,
     ErrorEvent,
     NoticeEvent,
     NullSink,
@@ -190,7 +191,7 @@ class Agent:
     def context_window(self) -> int:
         return self.options.context_window or self.provider.info.context_window
 
-    async def compact(self, reason: str = "manual") -> CompactionResult:
+    async def compact(self, reason: str = "manual") -> CompactionEvent:
         """Compact the session now (``/compact``)."""
         return await compact_session(
             self, keep_recent_turns=self.options.compaction_keep_turns, reason=reason

@@ -12,7 +12,6 @@ event says what happened; afterwards requests are prefix extensions again.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from reasonix.events import CompactionEvent, UsageSource
@@ -39,16 +38,6 @@ SUMMARY_HEADER = "[Summary of the earlier conversation, written when it was comp
 SUMMARY_ACK = "Understood. I will continue from this summary."
 CONTINUE_NOTE = "The latest steps follow verbatim; continue the current task."
 PLAN_STATE_KEY = "plan_markdown"
-
-
-@dataclass(frozen=True, slots=True)
-class CompactionResult:
-    accepted: bool
-    reason: str
-    messages_before: int
-    messages_after: int
-    chars_replaced: int = 0
-    chars_summary: int = 0
 
 
 def _chars(messages: tuple[Message, ...] | list[Message]) -> int:
@@ -84,8 +73,9 @@ async def compact_session(
     keep_recent_messages: int = 8,
     max_ratio: float = 0.5,
     reason: str = "manual",
-) -> CompactionResult:
-    """Compact ``agent``'s session in place (see the module docstring)."""
+) -> CompactionEvent:
+    """Compact ``agent``'s session in place (see the module docstring). The returned event
+    (also emitted on the agent's sink) says whether it happened and why."""
     messages = agent.session.snapshot()
     before = len(messages)
     system = messages[0] if messages and isinstance(messages[0], SystemMessage) else None
@@ -94,9 +84,7 @@ async def compact_session(
     # Recent turns must start at a user message; never split a tool call from its results.
     middle = messages[start:cut]
     if len(middle) < 2:
-        result = CompactionResult(False, "nothing old enough to compact", before, before)
-        agent.sink.emit(_event(agent, result))
-        return result
+        return _report(agent, False, "nothing old enough to compact", before, before)
 
     request = ModelRequest(
         messages=(*messages[:cut], UserMessage(SUMMARY_INSTRUCTION)),
@@ -114,9 +102,7 @@ async def compact_session(
         if isinstance(event, StreamFinished):
             finished = event
     if finished is None:
-        result = CompactionResult(False, "the summary request did not finish", before, before)
-        agent.sink.emit(_event(agent, result))
-        return result
+        return _report(agent, False, "the summary request did not finish", before, before)
     model = request.model or agent.provider.model
     agent.account_usage(model, finished.usage, UsageSource.COMPACTION)
 
@@ -130,7 +116,8 @@ async def compact_session(
     block = "\n\n".join(parts)
     replaced = _chars(middle)
     if not summary or len(block) > max_ratio * replaced:
-        result = CompactionResult(
+        return _report(
+            agent,
             False,
             f"summary too large ({len(block)} chars for {replaced} replaced); history kept",
             before,
@@ -138,8 +125,6 @@ async def compact_session(
             replaced,
             len(block),
         )
-        agent.sink.emit(_event(agent, result))
-        return result
 
     new_messages: list[Message] = [system] if system else []
     if isinstance(messages[cut], UserMessage):
@@ -149,18 +134,21 @@ async def compact_session(
         new_messages.append(UserMessage(block + "\n\n" + CONTINUE_NOTE))
     new_messages += messages[cut:]
     agent.session.rewrite(new_messages, reason="compaction")
-    result = CompactionResult(True, reason, before, len(new_messages), replaced, len(block))
-    agent.sink.emit(_event(agent, result))
-    return result
+    return _report(agent, True, reason, before, len(new_messages), replaced, len(block))
 
 
-def _event(agent: Agent, result: CompactionResult) -> CompactionEvent:
-    return CompactionEvent(
-        agent.role,
-        result.accepted,
-        result.reason,
-        result.messages_before,
-        result.messages_after,
-        result.chars_replaced,
-        result.chars_summary,
+def _report(
+    agent: Agent,
+    accepted: bool,
+    reason: str,
+    messages_before: int,
+    messages_after: int,
+    chars_replaced: int = 0,
+    chars_summary: int = 0,
+) -> CompactionEvent:
+    """Emit what happened on the agent's sink and return it."""
+    event = CompactionEvent(
+        agent.role, accepted, reason, messages_before, messages_after, chars_replaced, chars_summary
     )
+    agent.sink.emit(event)
+    return event

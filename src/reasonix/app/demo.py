@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from reasonix.testing.project import fake_project_toml
 from reasonix.testing.script import Reply
 
 if TYPE_CHECKING:
@@ -64,30 +65,13 @@ def write_project(root: Path) -> None:
 
 def project_toml(executor_url: str, planner_url: str) -> str:
     """A ``reasonix.toml`` pointing the executor and the planner at two fake servers."""
-    return f"""\
-# Written by `reasonix demo`: both models are scripted fake servers on loopback.
-[executor]
-provider = "demo-executor"
-model = "deepseek-v4-flash"
-
-[planner]
-provider = "demo-planner"
-model = "deepseek-v4-pro"
-
-[[providers]]
-name = "demo-executor"
-base_url = "{executor_url}"
-api_key_env = "{KEY_ENV}"
-
-[[providers]]
-name = "demo-planner"
-base_url = "{planner_url}"
-api_key_env = "{KEY_ENV}"
-
+    permissions = f"""
 [permissions]
 mode = "auto-edit"
 allow = [{_toml_str(f"bash({test_command()})")}]
 """
+    header = "# Written by `reasonix demo`: both models are scripted fake servers on loopback.\n"
+    return header + fake_project_toml(executor_url, planner_url, key_env=KEY_ENV, extra=permissions)
 
 
 def _toml_str(text: str) -> str:

@@ -27,7 +27,6 @@ The slash commands of the terminal app are methods here (:meth:`set_mode`, :meth
 
 from __future__ import annotations
 
-import inspect
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -690,21 +689,14 @@ class Runtime:
         )
 
     async def compact(self) -> str:
-        """Compact the executor's history if the agent core supports it."""
-        agent = self.controller.executor
-        compact = getattr(agent, "compact", None)
-        if compact is None:
-            return "Compaction is not available in this version of reasonix."
-        out = compact()
-        if inspect.isawaitable(out):
-            out = await out
-        accepted = getattr(out, "accepted", None)
-        if accepted is None:
-            return "Compacted the executor's history."
-        before, after = getattr(out, "messages_before", "?"), getattr(out, "messages_after", "?")
-        if accepted:
-            return f"Compacted the executor's history: {before} -> {after} messages."
-        return f"Not compacted: {getattr(out, 'reason', 'no reason given')}"
+        """``/compact``: summarise the executor's older history now."""
+        out = await self.controller.executor.compact()
+        if out.accepted:
+            return (
+                f"Compacted the executor's history: {out.messages_before} -> "
+                f"{out.messages_after} messages."
+            )
+        return f"Not compacted: {out.reason}"
 
     def mcp_status(self) -> list[str]:
         if self.mcp is None:
