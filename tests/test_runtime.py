@@ -228,3 +228,35 @@ async def test_compaction_keeps_the_full_transcript_in_the_store(
     assert {reason for reason, _ in archived_rows} == {"compaction"}
     removed = before[1 : len(before) - (len(live) - 3)]
     assert archived[: len(removed)] == removed
+
+
+async def test_project_mcp_json_servers_are_started_and_toml_wins_on_a_name(
+    tmp_path: Path, servers: tuple[FakeDeepSeekServer, FakeDeepSeekServer], store: SessionStore
+) -> None:
+    import json
+    import sys
+
+    from reasonix.app.runtime import mcp_server_configs
+
+    time_server = str(Path(sys.executable).parent / "mcp-server-time")
+    (tmp_path / ".mcp.json").write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "clock": {"command": time_server, "args": ["--local-timezone", "UTC"]},
+                    "dup": {"command": "from-json"},
+                }
+            }
+        )
+    )
+    extra = '\n[[mcp.servers]]\nname = "dup"\ncommand = "from-toml"\nenabled = false\n'
+    (tmp_path / "reasonix.toml").write_text(project_toml(*servers, extra=extra))
+    config = load_config(tmp_path, environ=ENV, user_config=tmp_path / "no-user.toml")
+    found = {s.name: s.command for s in mcp_server_configs(config, tmp_path, ENV)}
+    assert found == {"dup": "from-toml", "clock": time_server}
+    rt = await Runtime.from_config(config, tmp_path, store=store, environ=ENV)
+    try:
+        names = rt.controller.executor.tools.names
+    finally:
+        await rt.aclose()
+    assert "mcp__clock__get_current_time" in names

@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from reasonix.agent.agent import (
     DEFAULT_SYSTEM_PROMPT,
@@ -61,6 +61,9 @@ from reasonix.safety.checkpoints import CheckpointManager
 from reasonix.safety.permissions import Approver, PermissionEngine, PermissionRecord
 from reasonix.store import SessionInfo, SessionStore, StoreSink
 from reasonix.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from reasonix.mcp import McpServerConfig
 
 __all__ = ["ContextUse", "Runtime", "TurnMark", "TurnMarked", "TurnOutcome", "effort_options"]
 
@@ -334,8 +337,9 @@ class Runtime:
             on_decision=record,
         )
         mcp = None
-        if start_mcp and config.mcp.servers:
-            mcp = await _start_mcp(config, store.path.parent, user_sink, environ)
+        servers = mcp_server_configs(config, ws, environ) if start_mcp else []
+        if servers:
+            mcp = await _start_mcp(servers, store.path.parent, user_sink)
         runtime = cls(
             config,
             ws,
@@ -753,13 +757,25 @@ def mcp_entries(config: Config) -> list[dict[str, Any]]:
     return [thaw(server) for server in config.mcp.servers]
 
 
-async def _start_mcp(
-    config: Config, data_dir: Path, sink: Sink, environ: Mapping[str, str] | None
-) -> Any:
-    from reasonix.mcp import McpManager, servers_from_toml
+def mcp_server_configs(
+    config: Config, workspace: Path, environ: Mapping[str, str] | None = None
+) -> list[McpServerConfig]:
+    """Every configured MCP server: ``[[mcp.servers]]`` from the TOML config, then the entries
+    of the project's ``.mcp.json`` (the format other agents use). A name defined in both keeps
+    the TOML definition. Imports nothing of the MCP SDK."""
+    from reasonix.mcp import servers_from_mcp_json, servers_from_toml
 
-    entries = mcp_entries(config)
-    configs = servers_from_toml(entries, "reasonix.toml", environ=environ)
-    manager = McpManager(configs, data_dir / "mcp-logs", sink)
+    servers = servers_from_toml(mcp_entries(config), "reasonix.toml", environ=environ)
+    names = {s.name for s in servers}
+    for server in servers_from_mcp_json(workspace / ".mcp.json", environ=environ):
+        if server.name not in names:
+            servers.append(server)
+    return servers
+
+
+async def _start_mcp(servers: list[McpServerConfig], data_dir: Path, sink: Sink) -> Any:
+    from reasonix.mcp import McpManager
+
+    manager = McpManager(servers, data_dir / "mcp-logs", sink)
     await manager.start()
     return manager

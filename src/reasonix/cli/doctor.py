@@ -17,6 +17,7 @@ from reasonix.cli.commands import EXIT_FAILURE, EXIT_OK, overrides_from
 
 if TYPE_CHECKING:
     from reasonix.config import Config, RoleConfig
+    from reasonix.mcp import McpServerConfig
 
 Status = Literal["ok", "warn", "fail", "info"]
 _MARK = {"ok": "ok  ", "warn": "warn", "fail": "FAIL", "info": "info"}
@@ -195,21 +196,21 @@ def _optional_tools() -> list[Check]:
 
 
 def _mcp(config: Config) -> list[Check]:
-    if not config.mcp.servers:
-        return []
-    return asyncio.run(_mcp_status(config))
-
-
-async def _mcp_status(config: Config) -> list[Check]:
-    from reasonix.app.runtime import mcp_entries
+    from reasonix.app.runtime import mcp_server_configs
     from reasonix.errors import ConfigError
-    from reasonix.mcp import McpManager, ServerState, servers_from_toml
 
-    entries = mcp_entries(config)
     try:
-        configs = servers_from_toml(entries)
+        configs = mcp_server_configs(config, Path.cwd())
     except ConfigError as exc:
-        return [Check("fail", f"MCP configuration: {exc}", "correct [[mcp.servers]]")]
+        return [Check("fail", f"MCP configuration: {exc}", "correct [[mcp.servers]] or .mcp.json")]
+    if not configs:
+        return []
+    return asyncio.run(_mcp_status(configs))
+
+
+async def _mcp_status(configs: list[McpServerConfig]) -> list[Check]:
+    from reasonix.mcp import McpManager, ServerState
+
     checks = []
     with tempfile.TemporaryDirectory() as logs:
         manager = McpManager(configs, logs)
