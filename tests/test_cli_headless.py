@@ -158,6 +158,7 @@ def test_bad_flag_value_and_missing_key_exit_2(project: Project) -> None:
     proc = project.run("run", "hello", env=env)
     assert proc.returncode == 2
     assert KEY_ENV in proc.stderr
+    assert "reasonix demo" in proc.stderr
     assert "sk-test" not in proc.stderr + proc.stdout
 
 

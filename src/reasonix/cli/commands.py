@@ -172,7 +172,8 @@ def require_credentials(config: Config) -> None:
 
     problems = check_credentials(config)
     if problems:
-        raise UsageError("\n".join(problems))
+        hint = "(`reasonix demo` shows the whole machinery offline, with no key.)"
+        raise UsageError("\n".join([*problems, hint]))
 
 
 def open_store() -> SessionStore:
