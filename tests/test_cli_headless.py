@@ -183,3 +183,19 @@ def test_no_planner_runs_executor_only(project: Project) -> None:
     (result,) = json_lines(proc.stdout)
     assert result["route"] == "executor_only"
     assert project.pl.requests == []
+
+
+def test_max_cost_stops_the_run_with_exit_1(project: Project) -> None:
+    project.ex.push(
+        Reply.call("bash", {"command": "echo one"}),
+        Reply.call("bash", {"command": "echo two"}),
+    )
+    proc = project.run(
+        "run", "--yes", "--max-cost", "0.0000001", "--output-format", "json", "echo twice"
+    )
+    assert proc.returncode == 1, proc.stderr
+    (result,) = json_lines(proc.stdout)
+    assert result["stop_reason"] == "budget"
+    assert "budget" in result["result"]
+    assert "--max-cost" in result["result"]
+    assert len(project.ex.requests) == 1  # stopped right after the first priced request

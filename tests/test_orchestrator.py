@@ -25,7 +25,7 @@ from reasonix.events import (
     UsageEvent,
 )
 from reasonix.messages import Usage
-from reasonix.providers.models import Prices, price_usage
+from reasonix.providers.models import ModelInfo, Prices, price_usage
 from reasonix.testing import FakeDeepSeekServer, Reply
 from reasonix.tools.registry import Effect, ToolContext, ToolRegistry, ToolResult, tool
 from tests.conftest import wire_prefix_violations
@@ -538,3 +538,35 @@ def test_controller_uses_the_sessions_it_is_given_even_when_empty() -> None:
     assert ctrl.executor.session is ex_session
     assert ctrl.planner is not None
     assert ctrl.planner.session is pl_session
+
+
+async def test_session_budget_stops_a_turn_and_refuses_the_next(tmp_path: Path) -> None:
+    from reasonix.testing import ScriptedProvider
+
+    prices = Prices(hit=0.0, miss=1_000_000.0, output=0.0)  # $1 per prompt token: easy sums
+    usage = Usage(prompt_tokens=1, cache_hit_tokens=0, cache_miss_tokens=1)
+    calls = [Reply.call("bash", {"command": f"echo {i}"}) for i in range(5)]
+    executor = ScriptedProvider(
+        [Reply(tool_calls=c.tool_calls, usage=usage) for c in calls],
+        info=ModelInfo("m", prices=prices),
+    )
+    sink = CollectingSink()
+    ctrl = Controller(
+        Options(
+            executor_provider=executor,
+            tool_registry=workspace_tools(),
+            executor_options=AgentOptions(workspace=tmp_path),
+            sink=sink,
+            orchestration=OrchestratorOptions(max_cost_usd=3.0),
+        )
+    )
+    first = await ctrl.run_turn("echo things")
+    assert first.stop_reason == "budget"
+    assert "$3 budget" in first.text
+    assert len(executor.requests) == 3  # stopped once the third request reached $3
+    assert ctrl.cost_summary()["executor"].cost == pytest.approx(3.0)
+    second = await ctrl.run_turn("more please")
+    assert second.stop_reason == "budget"
+    assert second.text.startswith("Not started")
+    assert len(executor.requests) == 3  # nothing was sent
+    assert not second.ok

@@ -472,6 +472,7 @@ class Runtime:
             max_replans=cfg.planner.max_replans,
             stall_rounds=cfg.planner.stall_rounds,
             approver=self.plan_approver,
+            max_cost_usd=cfg.budget.max_session_usd or None,
         )
         sink = FanoutSink([self._store_sink, self.status, self.user_sink])
         controller = Controller(

@@ -55,6 +55,11 @@ def _config_flags(p: argparse.ArgumentParser) -> None:
         "--max-steps", metavar="N", help="executor model steps per turn (executor.max_steps)"
     )
     p.add_argument(
+        "--max-cost",
+        metavar="USD",
+        help="stop the session once it has spent this much (budget.max_session_usd)",
+    )
+    p.add_argument(
         "--no-planner",
         action="store_true",
         help="run the executor alone (planner.enabled = false)",
@@ -150,6 +155,7 @@ def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
         "executor.effort": getattr(args, "effort", None),
         "permissions.mode": getattr(args, "mode", None),
         "executor.max_steps": getattr(args, "max_steps", None),
+        "budget.max_session_usd": getattr(args, "max_cost", None),
     }
     if getattr(args, "no_planner", False):
         out["planner.enabled"] = False

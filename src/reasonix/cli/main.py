@@ -25,6 +25,7 @@ options (interactive and run):
   --effort LEVEL          executor thinking effort: low|medium|high|max|off (executor.effort)
   --mode MODE             permission mode: ask|auto-edit|plan|yolo (permissions.mode)
   --max-steps N           executor steps per turn (executor.max_steps)
+  --max-cost USD          stop the session once it has spent this much (budget.max_session_usd)
   --no-planner            run the executor alone (planner.enabled = false)
   --version               print the version and exit
   -h, --help              show this help and exit; `reasonix COMMAND --help` for a command

@@ -31,6 +31,7 @@ from reasonix.config.schema import (
     GATES,
     PERMISSION_MODES,
     PROVIDER_KINDS,
+    BudgetConfig,
     CompactionConfig,
     Config,
     ExecutorConfig,
@@ -190,6 +191,7 @@ SCHEMA = _Table(
                 "keep_recent_turns": _int(0),
             }
         ),
+        "budget": _Table({"max_session_usd": _Scalar("float", minimum=0)}),
         "mcp": _Table(
             {
                 "servers": _ArrayOf(
@@ -225,7 +227,7 @@ _MODEL_KEYS = (
 )
 
 #: Tables whose keys merge one by one and may be set by flags.
-_PLAIN_TABLES = ("executor", "planner", "permissions", "workspace", "compaction")
+_PLAIN_TABLES = ("executor", "planner", "permissions", "workspace", "compaction", "budget")
 
 # ---------------------------------------------------------------------------------------------
 # Layers
@@ -483,6 +485,7 @@ def _default_layer() -> _Layer:
         "permissions": _plain_defaults(PermissionsConfig()),
         "workspace": _plain_defaults(WorkspaceConfig()),
         "compaction": _plain_defaults(CompactionConfig()),
+        "budget": _plain_defaults(BudgetConfig()),
     }
     return _Layer("default", data)
 
@@ -688,6 +691,7 @@ def load_config(
         permissions=PermissionsConfig(**table("permissions")),
         workspace=WorkspaceConfig(**table("workspace")),
         compaction=CompactionConfig(**table("compaction")),
+        budget=BudgetConfig(**table("budget")),
         mcp=McpConfig(tuple(_freeze(s) for s in merged.servers.values())),
         provenance=MappingProxyType(provenance),
         sources=tuple(layer.label for layer in layers[1:]),
@@ -736,7 +740,7 @@ def _format_value(value: Any) -> str:
 
 def _effective_items(config: Config) -> list[tuple[str, Any]]:
     items: list[tuple[str, Any]] = []
-    for name in ("executor", "planner", "permissions", "workspace", "compaction"):
+    for name in _PLAIN_TABLES:
         section = getattr(config, name)
         for f in dataclasses.fields(section):
             items.append((f"{name}.{f.name}", getattr(section, f.name)))

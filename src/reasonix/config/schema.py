@@ -112,6 +112,14 @@ class CompactionConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class BudgetConfig:
+    """Stop a session once it has spent ``max_session_usd`` (all roles, USD); 0 means no
+    limit."""
+
+    max_session_usd: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class McpConfig:
     """MCP servers as validated plain mappings; the MCP layer interprets them."""
 
@@ -136,6 +144,7 @@ class Config:
     permissions: PermissionsConfig = field(default_factory=PermissionsConfig)
     workspace: WorkspaceConfig = field(default_factory=WorkspaceConfig)
     compaction: CompactionConfig = field(default_factory=CompactionConfig)
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
     mcp: McpConfig = field(default_factory=McpConfig)
     provenance: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
     sources: tuple[str, ...] = ()

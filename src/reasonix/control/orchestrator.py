@@ -53,6 +53,8 @@ CORRECTIVE = (
 
 PlanApprover = Callable[[Plan], "bool | Awaitable[bool]"]
 
+BUDGET_HINT = "Raise [budget] max_session_usd (or --max-cost) to continue."
+
 
 @dataclass
 class OrchestratorOptions:
@@ -61,6 +63,8 @@ class OrchestratorOptions:
     the planner's step budget and the approval callback (None = headless: stop and report)."""
 
     gate: GateOptions = field(default_factory=GateOptions)
+    #: stop once the session has spent this much (USD, all roles); None for no limit
+    max_cost_usd: float | None = None
     max_replans: int = 2
     stall_rounds: int = 4
     repeat_failures: int = 3
@@ -99,13 +103,22 @@ class TurnResult:
 
 
 class _StallWatch:
-    def __init__(self, agent: Agent, options: OrchestratorOptions) -> None:
+    def __init__(self, agent: Agent, options: OrchestratorOptions, cost: CostTracker) -> None:
         self.agent = agent
         self.options = options
+        self.cost = cost
         self.quiet_steps = 0
         self.reason = ""
+        self.over_budget = False
 
     def on_step(self, info: StepInfo) -> StepDecision:
+        limit = self.options.max_cost_usd
+        if limit is not None and self.cost.total.cost >= limit:
+            self.over_budget = True
+            self.reason = (
+                f"the session has spent ${self.cost.total.cost:.4f} of its ${limit:g} budget"
+            )
+            return "pause"
         self.quiet_steps = 0 if info.made_progress else self.quiet_steps + 1
         repeated = self.agent.ledger.repeated_failure(self.options.repeat_failures)
         if repeated:
@@ -163,9 +176,16 @@ class TurnOrchestrator:
                 text, decision.route, reason, decision, p, replans, self.cost.since(mark)
             )
 
+        spent, limit = self.cost.total.cost, self.options.max_cost_usd
+        if limit is not None and spent >= limit:
+            note = f"Not started: the session has spent ${spent:.4f} of its ${limit:g} budget. "
+            note += BUDGET_HINT
+            self.sink.emit(NoticeEvent("controller", "budget", note))
+            return result(note, "budget")
+
         if decision.route is Route.EXECUTOR_ONLY:
-            outcome, replans, note = await self._execute(text, task=text)
-            return result(note or outcome.text, _reason(outcome, note), None, replans)
+            outcome, replans, note, why = await self._execute(text, task=text)
+            return result(note or outcome.text, why or outcome.stop_reason, None, replans)
 
         new_plan = await self._plan(text, brief=self._brief(), reason="", round_no=1)
         if new_plan is None:
@@ -176,8 +196,8 @@ class TurnOrchestrator:
             )
             if decision.route is Route.PLAN_ONLY:
                 return result("The planner did not produce a plan.", "plan_failed")
-            outcome, replans, note = await self._execute(text, task=text)
-            return result(note or outcome.text, _reason(outcome, note), None, replans)
+            outcome, replans, note, why = await self._execute(text, task=text)
+            return result(note or outcome.text, why or outcome.stop_reason, None, replans)
 
         if decision.route is Route.PLAN_ONLY:
             self.pending_plan = new_plan
@@ -196,8 +216,8 @@ class TurnOrchestrator:
         self._seed(new_plan)
         self.executor.tool_state[STEP_BASELINE] = self.executor.ledger.count
         handoff = f"{text}\n\n{self._handoff(new_plan)}"
-        outcome, replans, note = await self._execute(handoff, task=text, plan=new_plan)
-        return result(note or outcome.text, _reason(outcome, note), new_plan, replans)
+        outcome, replans, note, why = await self._execute(handoff, task=text, plan=new_plan)
+        return result(note or outcome.text, why or outcome.stop_reason, new_plan, replans)
 
     async def execute_pending_plan(
         self, text: str = "The plan is approved: carry it out."
@@ -212,11 +232,11 @@ class TurnOrchestrator:
         self._seed(pending)
         self.executor.tool_state[STEP_BASELINE] = self.executor.ledger.count
         handoff = f"{text}\n\n{self._handoff(pending)}"
-        outcome, replans, note = await self._execute(handoff, task=text, plan=pending)
+        outcome, replans, note, why = await self._execute(handoff, task=text, plan=pending)
         return TurnResult(
             note or outcome.text,
             decision.route,
-            _reason(outcome, note),
+            why or outcome.stop_reason,
             decision,
             pending,
             replans,
@@ -227,22 +247,27 @@ class TurnOrchestrator:
 
     async def _execute(
         self, text: str, *, task: str, plan: Plan | None = None
-    ) -> tuple[AgentResult, int, str]:
+    ) -> tuple[AgentResult, int, str, str]:
         """Run the executor; on a stall, re-plan (bounded). Returns the last executor result,
-        the number of re-plans, and a closing note when the turn ended on the stall bound."""
+        the number of re-plans, and — when the orchestrator ended the turn (stall bound, budget)
+        — a closing note and the stop reason."""
         plans = [plan] if plan else []
         replans = 0
         tried: list[str] = []
         next_text: str | None = text
         continue_turn = False
         while True:
-            watch = _StallWatch(self.executor, self.options)
+            watch = _StallWatch(self.executor, self.options, self.cost)
             outcome = await self.executor.run(
                 next_text, on_step=watch.on_step, continue_turn=continue_turn
             )
             continue_turn = True
             if outcome.stop_reason != "paused":
-                return outcome, replans, ""
+                return outcome, replans, "", ""
+            if watch.over_budget:
+                note = f"Stopped: {watch.reason}. {BUDGET_HINT}"
+                self.sink.emit(NoticeEvent("controller", "budget", note))
+                return outcome, replans, note, "budget"
             tried.append(watch.reason)
             if self.planner is None or replans >= self.options.max_replans:
                 attempts = [f"plan {p.objective!r}" for p in plans] or ["the executor alone"]
@@ -252,7 +277,7 @@ class TurnOrchestrator:
                     f"Tried: {'; '.join(attempts)}. Problems seen: {'; '.join(tried)}."
                 )
                 self.sink.emit(NoticeEvent("controller", "stalled", note))
-                return outcome, replans, note
+                return outcome, replans, note, "stalled"
             replans += 1
             brief = self._brief()
             self.sink.emit(ReplanTriggered("controller", replans, watch.reason, brief))
@@ -263,7 +288,7 @@ class TurnOrchestrator:
                     "produce a revised plan."
                 )
                 self.sink.emit(NoticeEvent("controller", "stalled", note))
-                return outcome, replans, note
+                return outcome, replans, note, "stalled"
             plans.append(revised)
             self._seed(revised)
             self.executor.tool_state[STEP_BASELINE] = self.executor.ledger.count
@@ -362,7 +387,3 @@ class TurnOrchestrator:
         if mcp_tools:
             lines.append("MCP tools available: " + ", ".join(mcp_tools))
         return "\n".join(lines)
-
-
-def _reason(outcome: AgentResult, note: str) -> str:
-    return "stalled" if note else outcome.stop_reason
