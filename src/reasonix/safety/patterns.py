@@ -9,7 +9,7 @@ Path patterns follow ``.gitignore`` conventions, because that is the syntax user
   treat everything inside such a directory as matched.
 
 Command patterns (``bash(git status*)``) are simpler: ``*`` matches any run of characters,
-spaces and slashes included, and the whole command must match.
+spaces and slashes included (``\\*`` is a literal star), and the whole command must match.
 """
 
 from __future__ import annotations
@@ -70,6 +70,7 @@ class PathPattern:
 
     pattern: str
     anchored: bool | None = None
+    ignore_case: bool = False
     negated: bool = field(init=False)
     dir_only: bool = field(init=False)
     regex: re.Pattern[str] = field(init=False, repr=False)
@@ -92,7 +93,8 @@ class PathPattern:
             source = "(?:.*/)?" + source
         object.__setattr__(self, "negated", negated)
         object.__setattr__(self, "dir_only", dir_only)
-        object.__setattr__(self, "regex", re.compile(r"\A" + source + r"\Z", re.DOTALL))
+        flags = re.DOTALL | (re.IGNORECASE if self.ignore_case else 0)
+        object.__setattr__(self, "regex", re.compile(r"\A" + source + r"\Z", flags))
 
     def match(self, relpath: str, *, is_dir: bool = False) -> bool:
         """Whether ``relpath`` (posix, relative to the pattern's base) matches, ignoring
@@ -102,10 +104,13 @@ class PathPattern:
         return self.regex.match(relpath) is not None
 
 
-def compile_patterns(patterns: Iterable[str], *, anchored: bool | None = None) -> list[PathPattern]:
-    """Compile patterns, skipping blank lines and ``#`` comments."""
+def compile_patterns(
+    patterns: Iterable[str], *, anchored: bool | None = None, ignore_case: bool = False
+) -> list[PathPattern]:
+    """Compile patterns, skipping blank lines and ``#`` comments. ``ignore_case`` is for deny
+    lists: on a case-insensitive file system ``.ENV`` opens ``.env``."""
     return [
-        PathPattern(p, anchored)
+        PathPattern(p, anchored, ignore_case)
         for p in (p.strip() for p in patterns)
         if p and not p.startswith("#")
     ]
@@ -152,6 +157,29 @@ def cached_path_pattern(pattern: str) -> PathPattern:
 
 @functools.lru_cache(maxsize=1024)
 def command_pattern(pattern: str) -> re.Pattern[str]:
-    """Compile a command pattern: ``*`` matches anything, the rest is literal."""
-    parts = [re.escape(p) for p in normalize_command(pattern).split("*")]
-    return re.compile(r"\A" + ".*".join(parts) + r"\Z", re.DOTALL)
+    """Compile a command pattern: ``*`` matches anything, ``\\*`` is a literal ``*`` and
+    ``\\\\`` a literal backslash; the rest is literal."""
+    out: list[str] = []
+    text = normalize_command(pattern)
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\" and text[i + 1 : i + 2] in ("*", "\\"):
+            out.append(re.escape(text[i + 1]))
+            i += 2
+            continue
+        out.append(".*" if c == "*" else re.escape(c))
+        i += 1
+    return re.compile(r"\A" + "".join(out) + r"\Z", re.DOTALL)
+
+
+def escape_command_pattern(command: str) -> str:
+    """A command pattern matching exactly ``command`` (its ``*`` and ``\\`` escaped)."""
+    return command.replace("\\", "\\\\").replace("*", "\\*")
+
+
+def escape_path_pattern(path: str) -> str:
+    """A path pattern matching exactly ``path``, anchored to the base (glob characters
+    escaped, a leading ``/`` added so a top-level name does not match at every depth)."""
+    escaped = re.sub(r"([*?\[\]\\!#])", r"\\\1", path)
+    return escaped if "/" in escaped.rstrip("/") else "/" + escaped

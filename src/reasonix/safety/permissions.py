@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,7 +47,13 @@ from typing import Any, Literal, Protocol
 
 from reasonix.errors import ConfigError
 from reasonix.messages import canonical_json
-from reasonix.safety.patterns import cached_path_pattern, command_pattern, normalize_command
+from reasonix.safety.patterns import (
+    cached_path_pattern,
+    command_pattern,
+    escape_command_pattern,
+    escape_path_pattern,
+    normalize_command,
+)
 from reasonix.tools.registry import Permission, PermissionDecision, Tool, ToolContext
 
 PATH_CATEGORIES = frozenset({"read", "edit"})
@@ -109,40 +116,84 @@ class Rule:
 class Subject:
     """What a call acts on, in the form rules match: command parts, paths, or JSON arguments.
 
-    ``opaque`` marks a command whose parts cannot all be seen (command substitution)."""
+    ``opaque`` marks a command whose parts cannot all be seen (command substitution);
+    ``redirects`` one that writes a file through a redirection; ``folder`` a path subject that
+    is a folder."""
 
     kind: Literal["command", "path", "args"]
     values: tuple[str, ...]
     opaque: bool = False
     whole: str = ""
+    redirects: bool = False
+    folder: bool = False
 
     def describe(self) -> str:
-        return " ; ".join(self.values)
+        """The subject for a person to read; control and bidi characters are shown escaped so
+        a command cannot hide a part of itself from the one approving it."""
+        return _UNPRINTABLE.sub(_escape_char, " ; ".join(self.values))
+
+
+# C0/C1 controls (ESC sequences can conceal or rewrite text on a terminal) and the zero-width
+# and bidirectional-override characters that can reorder what is shown.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def split_command(command: str) -> tuple[list[str], bool]:
     """Split a shell command into its simple commands at ``;``, ``&``, ``&&``, ``||``, ``|`` and
     newlines outside quotes. The flag is True when parts are hidden inside ``$(...)``, backticks
     or ``<(...)``/``>(...)``, which rules cannot see into."""
+    scan = scan_command(command)
+    return scan.parts, scan.opaque
+
+
+@dataclass(frozen=True, slots=True)
+class CommandScan:
+    """What :func:`scan_command` found: the simple commands, whether some are hidden
+    (``opaque``), and whether the line writes a file through a redirection (``redirects``:
+    ``> file``, ``>> file``, ``&> file``, ``<> file``; ``/dev/null`` and ``2>&1`` do not count)."""
+
+    parts: list[str]
+    opaque: bool
+    redirects: bool
+
+
+_HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
+_WORD_END = frozenset(" \t\n;&|<>()")
+
+
+def scan_command(command: str) -> CommandScan:
+    """Scan a command line the way a POSIX shell tokenises it, far enough for rules: quotes
+    (``'...'``, ``"..."``, ``$'...'`` with its backslash escapes), separators, substitutions
+    and output redirections."""
     parts: list[str] = []
     current: list[str] = []
     opaque = False
-    quote: str | None = None
+    redirects = False
+    quote: str | None = None  # "'", '"', or "$'" (ANSI-C quoting, where \\' does not close)
     i = 0
     n = len(command)
     while i < n:
         c = command[i]
         if quote:
             current.append(c)
-            if c == "\\" and quote == '"' and i + 1 < n:
+            if c == "\\" and quote in ('"', "$'") and i + 1 < n:
                 current.append(command[i + 1])
                 i += 1
-            elif c == quote:
+            elif c == quote[-1]:
                 quote = None
             elif quote == '"' and (c == "`" or command.startswith("$(", i)):
                 opaque = True
         elif c == "\\" and i + 1 < n:
             current.append(command[i : i + 2])
+            i += 1
+        elif command.startswith("$'", i):
+            quote = "$'"
+            current.append("$'")
             i += 1
         elif c in "'\"":
             quote = c
@@ -150,6 +201,15 @@ def split_command(command: str) -> tuple[list[str], bool]:
         elif c == "`" or command.startswith(("$(", "<(", ">("), i):
             opaque = True
             current.append(c)
+        elif c == ">" or command.startswith(("&>", "<>"), i):
+            end, writes = _redirection(command, i)
+            redirects = redirects or writes
+            current.append(command[i:end])
+            i = end
+            continue
+        elif c == "<" and command.startswith("<&", i):
+            current.append("<&")
+            i += 1
         elif c in ";&|\n":
             parts.append("".join(current))
             current = []
@@ -160,20 +220,86 @@ def split_command(command: str) -> tuple[list[str], bool]:
         i += 1
     parts.append("".join(current))
     cleaned = [normalize_command(p) for p in parts]
-    return [p for p in cleaned if p], opaque
+    return CommandScan([p for p in cleaned if p], opaque, redirects)
+
+
+def _redirection(command: str, i: int) -> tuple[int, bool]:
+    """The end of the redirection operator starting at ``i`` (the target word is left to the
+    caller) and whether it writes to a file."""
+    n = len(command)
+    j = i + 1 if command[i] in "&<" else i  # "&>" and "<>" start one character early
+    j += 1  # the ">"
+    if j < n and command[j] in ">|":
+        j += 1  # ">>", ">|", "&>>"
+    if command[i] == ">" and j < n and command[j] == "&":
+        k = j + 1
+        while k < n and (command[k].isdigit() or command[k] == "-"):
+            k += 1
+        if k > j + 1 and (k == n or command[k] in _WORD_END):
+            return k, False  # ">&2", ">&-": duplicates a descriptor
+        j += 1  # ">&file" writes stdout and stderr to a file
+    k = j
+    while k < n and command[k] in " \t":
+        k += 1
+    end = k
+    while end < n and command[end] not in _WORD_END:
+        end += 1
+    return j, command[k:end] not in _HARMLESS_TARGETS
+
+
+# Words that run the command after them (or open a group), for matching deny rules.
+_PREFIX_WORDS = frozenset(
+    {"!", "if", "then", "elif", "else", "while", "until", "do", "time", "exec", "command",
+     "builtin", "nohup", "env", "sudo", "doas", "eval", "xargs"}
+)  # fmt: skip
+_ASSIGNMENT = re.compile(r"""[A-Za-z_][A-Za-z0-9_]*=(?:'[^']*'|"(?:[^"\\]|\\.)*"|[^\s'"])*\s+""")
+_SHELL_C = re.compile(r"""(?:\S*/)?(?:ba|da|z|k)?sh\s+-c\s+(['"])(.*)\1""", re.DOTALL)
+
+
+def command_forms(part: str) -> set[str]:
+    """The commands one part of a line may really run, for deny rules: the part itself, and
+    the part with environment assignments (``FOO=1 rm``), wrappers (``sudo``, ``env``,
+    ``nohup``), keywords (``then``), group openers and substitution or ``sh -c`` bodies
+    taken off. A best effort, not a shell parser: deny rules are a guard rail."""
+    forms: set[str] = set()
+    pending = [part]
+    while pending:
+        text = normalize_command(pending.pop())
+        if not text or text in forms or len(forms) > 64:
+            continue
+        forms.add(text)
+        for opener in ("$(", "`", "<(", ">("):
+            at = text.find(opener)
+            if at != -1:
+                pending.append(text[at + len(opener) :])
+        pending.append(text.rstrip(")`}'\" ;"))
+        pending.append(text.lstrip("({ "))
+        assignment = _ASSIGNMENT.match(text)
+        if assignment:
+            pending.append(text[assignment.end() :])
+        word, _, rest = text.partition(" ")
+        if word in _PREFIX_WORDS:
+            pending.append(rest)
+        shell_c = _SHELL_C.fullmatch(text)
+        if shell_c:
+            pending.extend(scan_command(shell_c.group(2)).parts)
+    return forms
 
 
 def call_subject(tool: Tool, arguments: Mapping[str, Any], workspace: Path) -> Subject:
     """The subject permission rules match for this call."""
     if tool.category == "bash" and isinstance(arguments.get("command"), str):
         command = arguments["command"]
-        parts, opaque = split_command(command)
+        scan = scan_command(command)
         whole = normalize_command(command)
-        return Subject("command", tuple(parts) or (whole,), opaque, whole)
+        parts = tuple(scan.parts) or (whole,)
+        return Subject("command", parts, scan.opaque, whole, redirects=scan.redirects)
     if tool.category in PATH_CATEGORIES:
         raw = arguments.get("path", ".")
         if isinstance(raw, str):
-            return Subject("path", (_rule_path(raw, workspace),))
+            rel = _rule_path(raw, workspace)
+            folder = os.path.isdir(os.path.join(workspace, rel))
+            return Subject("path", (rel,), folder=folder)
     return Subject("args", (canonical_json(dict(arguments)),))
 
 
@@ -308,7 +434,7 @@ class PermissionEngine:
         reason = self._ask_reason(tool, subject)
         suggested = session_rules_for(tool, subject)
         if self.approver is None:
-            if subject.opaque:
+            if subject.opaque or subject.redirects:
                 fix = "run it in yolo mode or split it into plain commands"
             else:
                 fix = "add " + ", ".join(repr(r) for r in suggested) + " to [permissions] allow"
@@ -377,6 +503,8 @@ class PermissionEngine:
             return f"{tool.name} needs approval (rule {asked.text!r})"
         if subject.opaque:
             return f"{tool.name} needs approval (the command hides parts in $(...) or backticks)"
+        if subject.redirects:
+            return f"{tool.name} needs approval (the command writes a file through a redirection)"
         return f"{tool.name} needs approval in {self._mode.value} mode"
 
     @staticmethod
@@ -384,19 +512,35 @@ class PermissionEngine:
         return next((r for r in rules if r.matches(tool, subject)), None)
 
     def _match_deny(self, tool: Tool, subject: Subject) -> Rule | None:
-        # A command is denied if any of its parts is; also try the whole line, so a pattern
-        # written with operators in it (``bash(curl * | sh)``) still works.
+        # A command is denied if any of its parts is, in any of the forms it may run as
+        # (``FOO=1 rm``, ``sudo rm``, ``echo $(rm ...)``); also try the whole line, so a
+        # pattern written with operators in it (``bash(curl * | sh)``) still works.
+        if subject.kind == "command":
+            forms: set[str] = set()
+            for part in (*subject.values, subject.whole):
+                forms |= command_forms(part)
+            return self._match(self.deny, tool, Subject("command", tuple(sorted(forms))))
         hit = self._match(self.deny, tool, subject)
-        if hit is None and subject.kind == "command" and subject.whole:
-            hit = self._match(self.deny, tool, Subject("command", (subject.whole,)))
+        if hit is None and subject.folder and tool.name in FOLDER_READERS:
+            # A search over a folder reads the files below it: a deny rule for any of them
+            # refuses the search.
+            hit = next(
+                (
+                    r
+                    for r in self.deny
+                    if r.applies_to(tool) and _reaches_below(r.pattern, subject.values[0])
+                ),
+                None,
+            )
         return hit
 
     @staticmethod
     def _match_allow(rules: list[Rule], tool: Tool, subject: Subject) -> Rule | None:
-        """An allow rule must cover every part of a command; opaque commands never match."""
+        """An allow rule must cover every part of a command; opaque commands and commands that
+        write a file through a redirection (``git status > ~/.bashrc``) never match."""
         if subject.kind != "command":
             return next((r for r in rules if r.matches(tool, subject)), None)
-        if subject.opaque:
+        if subject.opaque or subject.redirects:
             return None
         first: Rule | None = None
         for part in subject.values:
@@ -427,12 +571,32 @@ class PermissionEngine:
 
 def session_rules_for(tool: Tool, subject: Subject) -> tuple[str, ...]:
     """The rules "allow for the session" adds by default: each exact command part, the file's
-    path, or the tool's name. (A ``*`` inside a command still acts as a wildcard.)"""
+    path, or the tool's name. They match exactly what was approved: a ``*`` in a command or a
+    glob character in a path is escaped, and a top-level file name is anchored (``/x.txt``), so
+    approving ``rm *.tmp`` does not approve ``rm -rf ~ x.tmp``."""
     if subject.kind == "command":
-        return tuple(f"{tool.category}({part})" for part in subject.values)
+        return tuple(f"{tool.category}({escape_command_pattern(part)})" for part in subject.values)
     if subject.kind == "path":
-        return (f"{tool.category}({subject.values[0]})",)
+        return (f"{tool.category}({escape_path_pattern(subject.values[0])})",)
     return (tool.name,)
+
+
+#: Tools that read the contents of every file below a folder ``path``.
+FOLDER_READERS = frozenset({"grep"})
+
+
+def _reaches_below(pattern: str | None, folder: str) -> bool:
+    """Whether a path pattern may match something inside ``folder`` (a conservative guess)."""
+    if pattern is None or pattern in ("*", "**"):
+        return True
+    body = pattern.rstrip("/")
+    if "/" not in body:
+        return True  # unanchored: a name at any depth
+    literal = re.split(r"[*?\[\\]", body.lstrip("/"), maxsplit=1)[0]
+    base = literal.rsplit("/", 1)[0] if "/" in literal else ""
+    if folder == "." or not base:
+        return True
+    return base == folder or base.startswith(folder + "/") or folder.startswith(base + "/")
 
 
 def _parse_mode(value: Mode | str) -> Mode:
