@@ -28,40 +28,60 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
-def _session_flags(p: argparse.ArgumentParser) -> None:
+def _session_flags(p: argparse.ArgumentParser, sub: bool = False) -> None:
+    # A subcommand's copy of an option must not reset what was given before the command
+    # (`reasonix -c run TASK`): argparse would overwrite it with the subparser's default.
+    default: Any = argparse.SUPPRESS if sub else None
     g = p.add_mutually_exclusive_group()
     g.add_argument(
         "-c",
         "--continue",
         dest="continue_last",
         action="store_true",
+        default=argparse.SUPPRESS if sub else False,
         help="continue the last session in this folder",
     )
-    g.add_argument("-r", "--resume", metavar="ID", help="resume a stored session (both roles)")
+    g.add_argument(
+        "-r", "--resume", metavar="ID", default=default, help="resume a stored session (both roles)"
+    )
 
 
-def _config_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-m", "--model", metavar="NAME", help="executor model (executor.model)")
-    p.add_argument("--planner-model", metavar="NAME", help="planner model (planner.model)")
+def _config_flags(p: argparse.ArgumentParser, sub: bool = False) -> None:
+    default: Any = argparse.SUPPRESS if sub else None
+    p.add_argument(
+        "-m", "--model", metavar="NAME", default=default, help="executor model (executor.model)"
+    )
+    p.add_argument(
+        "--planner-model", metavar="NAME", default=default, help="planner model (planner.model)"
+    )
     p.add_argument(
         "--effort",
         metavar="LEVEL",
+        default=default,
         help="executor thinking effort: low|medium|high|max|off (executor.effort)",
     )
     p.add_argument(
-        "--mode", metavar="MODE", help="permission mode: ask|auto-edit|plan|yolo (permissions.mode)"
+        "--mode",
+        metavar="MODE",
+        default=default,
+        help="permission mode: ask|auto-edit|plan|yolo (permissions.mode)",
     )
     p.add_argument(
-        "--max-steps", metavar="N", help="executor model steps per turn (executor.max_steps)"
+        "--max-steps",
+        metavar="N",
+        default=default,
+        help="executor model steps per turn (executor.max_steps)",
     )
     p.add_argument(
         "--max-cost",
         metavar="USD",
+        default=default,
         help="stop the session once it has spent this much (budget.max_session_usd)",
     )
     p.add_argument(
         "--no-planner",
         action="store_true",
+        default=argparse.SUPPRESS if sub else False,
         help="run the executor alone (planner.enabled = false)",
     )
 
@@ -100,15 +120,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="allow what would ask for approval (deny rules still apply) and approve plans",
     )
     run.add_argument("--plan", action="store_true", help="force the planner for this task")
-    _session_flags(run)
-    _config_flags(run)
+    _session_flags(run, sub=True)
+    _config_flags(run, sub=True)
 
     config = sub.add_parser(
         "config",
         help="print the effective configuration",
         description="Print the effective configuration and where each value came from.",
     )
-    _config_flags(config)
+    _config_flags(config, sub=True)
 
     sessions = sub.add_parser(
         "sessions", help="list, show or export stored sessions", description="Stored sessions."
@@ -133,7 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
             "problem is found; each problem says how to fix it."
         ),
     )
-    _config_flags(doctor)
+    _config_flags(doctor, sub=True)
     demo = sub.add_parser(
         "demo",
         help="an offline demo turn with a scripted model",
@@ -202,6 +222,8 @@ def dispatch(argv: Sequence[str]) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(list(argv))
+        if args.continue_last and args.resume:
+            raise UsageError("-c/--continue and -r/--resume cannot be combined; choose one")
         return _run(args, parser)
     except UsageError as exc:
         print(f"reasonix: {exc}", file=sys.stderr)
