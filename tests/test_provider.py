@@ -640,9 +640,9 @@ async def test_loopback_cost_from_reported_usage() -> None:
     usage = srv.requests[0].usage
     assert usage is not None and end.usage == usage
     expected = (
-        usage.cache_hit_tokens * 0.003625
-        + usage.cache_miss_tokens * 0.435
-        + usage.completion_tokens * 0.87
+        usage.cache_hit_tokens * 0.022
+        + usage.cache_miss_tokens * 0.66
+        + usage.completion_tokens * 1.98
     ) / 1_000_000
     assert price_usage(end.usage, prices) == pytest.approx(expected)
     assert expected > 0

@@ -188,13 +188,18 @@ class Usage:
     @classmethod
     def from_api(cls, data: Mapping[str, Any]) -> Usage:
         """Read a chat-completions ``usage`` object (DeepSeek or OpenAI flavour)."""
-        prompt = int(data.get("prompt_tokens") or 0)
         details = data.get("prompt_tokens_details") or {}
         hit_raw = data.get("prompt_cache_hit_tokens")
         if hit_raw is None:
             hit_raw = details.get("cached_tokens") if isinstance(details, Mapping) else None
         hit = int(hit_raw or 0)
         miss_raw = data.get("prompt_cache_miss_tokens")
+        prompt_raw = data.get("prompt_tokens")
+        if prompt_raw is None and miss_raw is not None:
+            # Without prompt_tokens the two cache figures still add up to the prompt.
+            prompt = hit + int(miss_raw)
+        else:
+            prompt = int(prompt_raw or 0)
         miss = int(miss_raw) if miss_raw is not None else max(prompt - hit, 0)
         completion_details = data.get("completion_tokens_details") or {}
         reasoning = 0

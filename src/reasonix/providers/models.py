@@ -79,7 +79,8 @@ _PRO = ModelInfo(
     "deepseek-v4-pro",
     context_window=1_000_000,
     max_output=384_000,
-    prices=Prices(0.003625, 0.435, 0.87),
+    # 2026-09-10 off-peak list price (the 2026-05 price was 0.003625 / 0.435 / 0.87).
+    prices=Prices(0.022, 0.66, 1.98, peak_multiplier=2.0, peak_windows=DEEPSEEK_PEAK),
     supports_thinking=True,
 )
 

@@ -47,6 +47,12 @@ RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 DEEPSEEK_TOP_UP_URL = "https://platform.deepseek.com/top_up"
 
+#: After ``[DONE]``, how long (at most) to wait for the end of the body. Reading it lets httpx
+#: return the connection to its pool (no new TCP/TLS handshake for the next request); a server
+#: that keeps the body open past ``[DONE]`` only costs this much before the connection is dropped.
+_DRAIN_SECONDS = 0.5
+_DRAIN_BYTES = 64 * 1024
+
 _USER_ID = re.compile(r"[A-Za-z0-9_-]{1,512}")
 
 
@@ -281,6 +287,9 @@ class OpenAICompatProvider:
     def _key_source(self) -> str:
         if self._api_key:
             return "the api_key given to the provider"
+        if self._api_key_env is None:
+            # No key was sent: none was given and there is no variable to read one from.
+            return "the provider's api_key argument (no key was sent)"
         return f"the {self._api_key_env} environment variable"
 
     def _request_headers(self) -> dict[str, str]:
@@ -481,14 +490,25 @@ class OpenAICompatProvider:
                     for event in assembler.feed(sse):
                         yield event
                     if assembler.done:
-                        # Stop at [DONE]: the server may keep the connection open after it.
+                        # Stop decoding at [DONE]; what follows is drained below, bounded,
+                        # as a server may keep the body open after it.
                         break
                 ended = assembler.done
+            if assembler.done:
+                await self._drain(chunks)
             if not assembler.done and not cut_after_finish:
                 for sse in decoder.close():
                     for event in assembler.feed(sse):
                         yield event
             if assembler.chunks == 0 and not assembler.done:
+                if decoder.comments:
+                    # DeepSeek keeps a queued request alive with comments and closes it when
+                    # inference has not started after about 10 minutes.
+                    raise StreamCutError(
+                        f"the stream from {self._url} sent {decoder.comments} keep-alive "
+                        "comment(s) and then closed without an answer (the server was too busy "
+                        "to start it)"
+                    )
                 kind = response.headers.get("content-type", "no content type")
                 raise StreamCutError(
                     f"the response from {self._url} ({kind}) held no chat-completion chunks; "
@@ -498,6 +518,21 @@ class OpenAICompatProvider:
                 yield event
         finally:
             await chunks.aclose()  # type: ignore[attr-defined]
+
+    async def _drain(self, chunks: AsyncIterator[bytes]) -> None:
+        """Read what follows ``[DONE]`` (normally just the end of the chunked body, already on
+        its way) so the connection can be reused; give up quietly after a short grace."""
+        import httpx
+
+        drained = 0
+        try:
+            async with asyncio.timeout(min(self._idle_timeout, _DRAIN_SECONDS)):
+                async for raw in chunks:
+                    drained += len(raw)
+                    if drained > _DRAIN_BYTES:
+                        return
+        except (TimeoutError, httpx.HTTPError):
+            pass  # the answer is complete; the connection is simply not reused
 
 
 if TYPE_CHECKING:

@@ -55,6 +55,7 @@ DONE = "[DONE]"
 INSUFFICIENT_RESOURCE = "insufficient_system_resource"
 
 _LINE_END = re.compile(rb"\r\n|\r|\n")
+_BOM = b"\xef\xbb\xbf"
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,11 +80,20 @@ class SSEDecoder:
         self._data: list[str] = []
         self._event: str | None = None
         self._id: str | None = None
+        self._at_start = True
         self.comments = 0
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         """Consume ``chunk``; return the events it completed, in order."""
         self._buffer += chunk
+        if self._at_start:
+            # The SSE rules strip one UTF-8 byte order mark at the start of the stream; left in,
+            # it would turn the first field name into "\ufeffdata" and lose the first event.
+            if len(self._buffer) < len(_BOM) and _BOM.startswith(self._buffer):
+                return []
+            if self._buffer.startswith(_BOM):
+                del self._buffer[: len(_BOM)]
+            self._at_start = False
         events: list[SSEEvent] = []
         start = 0
         while True:
@@ -220,7 +230,12 @@ class StreamAssembler:
         self.chunks += 1
         usage = chunk.get("usage")
         if isinstance(usage, Mapping):
-            self.usage = Usage.from_api(usage)
+            try:
+                self.usage = Usage.from_api(usage)
+            except (TypeError, ValueError) as exc:
+                raise MalformedChunkError(
+                    f"the server sent a usage object with non-numeric counts: {usage!r:.200}"
+                ) from exc
         choices = chunk.get("choices")
         if choices is None:
             return []
@@ -312,9 +327,15 @@ class StreamAssembler:
         name = function.get("name") or None
         arguments = function.get("arguments")
         if raw_index is None:
-            # Servers that omit the index: an id opens a new call, anything else continues the
-            # latest one.
-            if call_id is not None or self._last_index is None:
+            # Servers that omit the index: a new id opens a new call, the id of a call already
+            # open (some servers repeat it on every fragment) continues it, and a fragment
+            # without an id continues the latest call.
+            known = None
+            if call_id is not None:
+                known = next((i for i, c in self._by_index.items() if c.id == call_id), None)
+            if known is not None:
+                index = known
+            elif call_id is not None or self._last_index is None:
                 index = max(self._by_index, default=-1) + 1
             else:
                 index = self._last_index

@@ -807,8 +807,9 @@ class FakeDeepSeekServer:
             body = json.loads(record.raw_body)
         except (ValueError, UnicodeDecodeError) as exc:
             raise _bad(f"Failed to parse the request body as JSON: {exc}") from None
+        if isinstance(body, dict):
+            record.body = body  # recorded even when validation rejects it below
         _validate(body, models=self.models)
-        record.body = body
 
         with self._lock:
             scripted = self._queue.popleft() if self._queue else None
