@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 import json
 import sys
 from pathlib import Path
@@ -82,14 +83,37 @@ def result_object(runtime: Runtime, outcome: TurnOutcome) -> dict[str, Any]:
 
 
 def read_task(task: str) -> str:
-    text = sys.stdin.read() if task == "-" else task
+    """The task from the argument or, for ``-``, from stdin. Bytes that are not valid in the
+    input's encoding become U+FFFD: a lone surrogate (what Python makes of them) cannot be
+    stored or sent."""
+    if task == "-":
+        buffer = getattr(sys.stdin, "buffer", None)
+        if buffer is not None:
+            text = buffer.read().decode(sys.stdin.encoding or "utf-8", "surrogateescape")
+        else:
+            text = sys.stdin.read()
+    else:
+        text = task
+    text = text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     if not text.strip():
         raise UsageError("the task is empty")
     return text
 
 
+def _prepare_stdout(fmt: str) -> None:
+    """JSON output is UTF-8 whatever the locale says (RFC 8259), with anything unencodable
+    escaped; the text answer never crashes on a character the terminal's encoding lacks."""
+    if not isinstance(sys.stdout, io.TextIOWrapper):
+        return
+    if fmt == "text":
+        sys.stdout.reconfigure(errors="replace")
+    else:
+        sys.stdout.reconfigure(encoding="utf-8", errors="backslashreplace")
+
+
 def run_headless(args: argparse.Namespace) -> int:
     task = read_task(args.task)
+    _prepare_stdout(args.output_format)
     config = load(args)
     require_credentials(config)
     store = open_store()
