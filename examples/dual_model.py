@@ -20,7 +20,7 @@ from pathlib import Path
 
 from reasonix.agent import AgentOptions
 from reasonix.control import Controller, Options
-from reasonix.providers.models import ModelInfo, Prices, get_model_info
+from reasonix.providers.models import get_model_info
 from reasonix.providers.openai_compat import OpenAICompatProvider
 from reasonix.testing import FakeDeepSeekServer, Reply
 from reasonix.tools.registry import ToolRegistry
@@ -115,7 +115,7 @@ async def main(workdir: Path) -> None:
                 base_url=pl.base_url,
                 model="deepseek-v4-pro",
                 api_key="offline",
-                info=ModelInfo("deepseek-v4-pro", prices=Prices(0.003625, 0.435, 0.87)),
+                info=get_model_info("deepseek-v4-pro"),
             )
         ctrl = Controller(
             Options(

@@ -72,7 +72,10 @@ _FLASH = ModelInfo(
     "deepseek-v4-flash",
     context_window=1_000_000,
     max_output=384_000,
-    prices=Prices(0.0028, 0.14, 0.28),
+    # 2026-09-10 off-peak list price of flash (the 2026-05 price was 0.0028 / 0.14 / 0.28).
+    # Since then ``deepseek-flash`` is the official name and the older flash names are served
+    # as the same model, so they are priced the same.
+    prices=Prices(0.003, 0.15, 0.60, peak_multiplier=2.0, peak_windows=DEEPSEEK_PEAK),
     supports_thinking=True,
 )
 _PRO = ModelInfo(
@@ -88,11 +91,7 @@ _PRO = ModelInfo(
 PRESETS: Mapping[str, ModelInfo] = {
     "deepseek-v4-flash": _FLASH,
     "deepseek-v4-pro": _PRO,
-    "deepseek-flash": replace(
-        _FLASH,
-        name="deepseek-flash",
-        prices=Prices(0.003, 0.15, 0.60, peak_multiplier=2.0, peak_windows=DEEPSEEK_PEAK),
-    ),
+    "deepseek-flash": replace(_FLASH, name="deepseek-flash"),
     "deepseek-chat": replace(_FLASH, name="deepseek-chat", supports_thinking=False),
     "deepseek-reasoner": replace(_FLASH, name="deepseek-reasoner"),
 }
