@@ -86,10 +86,11 @@ def read_task(task: str) -> str:
     """The task from the argument or, for ``-``, from stdin. Bytes that are not valid in the
     input's encoding become U+FFFD: a lone surrogate (what Python makes of them) cannot be
     stored or sent."""
+    text: str
     if task == "-":
         buffer = getattr(sys.stdin, "buffer", None)
         if buffer is not None:
-            text = buffer.read().decode(sys.stdin.encoding or "utf-8", "surrogateescape")
+            text = bytes(buffer.read()).decode(sys.stdin.encoding or "utf-8", "surrogateescape")
         else:
             text = sys.stdin.read()
     else:
