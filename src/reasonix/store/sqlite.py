@@ -160,9 +160,15 @@ class UsageTotal:
         return {"usage": self.usage.to_dict(), "cost": self.cost, "requests": self.requests}
 
 
+def _storable(text: str) -> str:
+    """``text`` without lone surrogates (Python's stand-ins for undecodable bytes in paths,
+    arguments and output), which SQLite's UTF-8 text refuses: such bytes become ``\\xNN``."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def _workspace_key(workspace: str | os.PathLike[str]) -> str:
     """Sessions are filed under the resolved absolute workspace path."""
-    return str(Path(workspace).expanduser().resolve())
+    return _storable(str(Path(workspace).expanduser().resolve()))
 
 
 def _dump(value: Any) -> str:
@@ -324,7 +330,7 @@ class SessionStore:
                         (
                             session_id,
                             _workspace_key(workspace),
-                            title,
+                            None if title is None else _storable(title),
                             now,
                             now,
                             executor_model,
@@ -371,7 +377,9 @@ class SessionStore:
     def set_title(self, session_id: str, title: str) -> None:
         """Rename a session."""
         with self._op("set the title") as conn:
-            cur = conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (title, session_id))
+            cur = conn.execute(
+                "UPDATE sessions SET title = ? WHERE id = ?", (_storable(title), session_id)
+            )
             if cur.rowcount == 0:
                 raise SessionStoreError(f"no session {session_id!r} in {self.path}")
 
@@ -568,11 +576,14 @@ class SessionStore:
         if info is None:
             raise SessionStoreError(f"no session {session_id!r} in {self.path}")
         with self._op("export") as conn:
+            # An agent whose whole conversation was rewound or compacted away still has its
+            # archived transcript.
             agents = [
                 str(r[0])
                 for r in conn.execute(
-                    "SELECT DISTINCT agent FROM messages WHERE session_id = ? ORDER BY agent",
-                    (session_id,),
+                    "SELECT agent FROM messages WHERE session_id = ? UNION "
+                    "SELECT agent FROM archived_messages WHERE session_id = ?",
+                    (session_id, session_id),
                 )
             ]
         return {
@@ -617,6 +628,17 @@ class SessionStore:
             out += ["", f"## {agent.capitalize()}"]
             for raw in messages:
                 out += ["", *_markdown_message(message_from_dict(raw))]
+            archived = data["archived_messages"].get(agent, [])
+            if archived:
+                out += ["", f"## {agent.capitalize()}: archived messages", ""]
+                out.append(
+                    "Removed from the live conversation by compaction or rewind, oldest first."
+                )
+                for raw in archived:
+                    raw = dict(raw)
+                    reason = raw.pop("reason")
+                    lines = _markdown_message(message_from_dict(raw))
+                    out += ["", f"{lines[0]} (archived: {reason})", *lines[1:]]
         return "\n".join(out) + "\n"
 
 
