@@ -12,6 +12,10 @@ command of a turn, which stores a snapshot commit of the working tree (tracked a
 files, not ignored ones) under ``refs/reasonix/checkpoints/<turn>`` without touching the user's
 index, branch or stash. ``rewind(turn, restore_commands=True)`` restores it too.
 
+A rewind never writes or deletes through a folder that has become a symlink since the file was
+recorded (a command could have pointed it outside the workspace); such files are reported as not
+restored.
+
 Checkpoints live in memory; with ``store_dir`` they are also written to disk (one folder per
 turn plus content-addressed blobs) and loaded again by a new manager on the same folder.
 """
@@ -168,16 +172,22 @@ class CheckpointManager:
                     notes.append(f"Restoring the git snapshot {git_ref} failed: {exc}")
             restored: list[str] = []
             removed: list[str] = []
+            skipped: list[str] = []
             seen: set[str] = set()
             for entry in entries:
                 for key, snap in entry.files.items():
                     if key in seen:
                         continue
                     seen.add(key)
-                    if self._restore_file(snap):
-                        restored.append(self._display(snap.path))
-                    else:
-                        removed.append(self._display(snap.path))
+                    outcome = self._restore_file(snap)
+                    {"restored": restored, "removed": removed, "skipped": skipped}[outcome].append(
+                        self._display(snap.path)
+                    )
+            if skipped:
+                notes.append(
+                    f"Not restored: {', '.join(skipped)}: a folder on the path is now a symlink "
+                    "that leads elsewhere, and a rewind never writes through it."
+                )
             for t in later:
                 del self._turns[t]
                 self._drop_turn(t)
@@ -188,29 +198,41 @@ class CheckpointManager:
                 turn, tuple(restored), tuple(removed), git_restored, git_ref, text.strip()
             )
 
-    def _restore_file(self, snap: FileCheckpoint) -> bool:
-        """Put one file back; True if content was written, False if it was removed."""
+    def _restore_file(self, snap: FileCheckpoint) -> str:
+        """Put one file back: ``restored``, ``removed``, or ``skipped`` when a folder on its path
+        has become a symlink since (writing or deleting through it could reach outside the
+        workspace)."""
         path = snap.path
+        if os.path.realpath(path.parent) != str(path.parent):
+            return "skipped"
         if snap.content is None:
             if path.is_symlink() or path.is_file():
                 path.unlink()
             elif path.is_dir():
                 shutil.rmtree(path)
             for folder in snap.created_dirs:  # deepest first, as recorded
+                if os.path.realpath(folder) != str(folder):
+                    break
                 with contextlib.suppress(OSError):
                     folder.rmdir()  # only if empty: never remove what someone else put there
-            return False
+            return "removed"
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path)
         elif path.is_symlink():
             path.unlink()
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.reasonix-restore")
-        tmp.write_bytes(snap.content)
-        if snap.mode is not None:
-            os.chmod(tmp, snap.mode)
-        os.replace(tmp, path)
-        return True
+        # A new temporary file (O_EXCL): a symlink planted at a fixed name cannot catch the write.
+        prefix = f".{path.name[:200]}."
+        fd, name = tempfile.mkstemp(prefix=prefix, suffix=".reasonix-restore", dir=path.parent)
+        tmp = Path(name)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(snap.content)
+                os.fchmod(out.fileno(), snap.mode if snap.mode is not None else 0o644)
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+        return "restored"
 
     def _display(self, path: Path) -> str:
         try:

@@ -11,11 +11,16 @@ whose message says why:
 4. the resolved path lies inside one of the roots (the workspace plus configured extra roots);
 5. it matches no read-deny pattern (secrets such as ``.env`` and private keys; these apply to
    writes too, since an edit would echo the content back), and for writes no write-deny pattern
-   (``.git/`` internals).
+   (``.git`` folders and files). Deny patterns ignore case, since on a case-insensitive file
+   system ``.ENV`` opens ``.env``.
 
 The check is made on the resolved path and tools then use that resolved path, so a symlink in
-the argument cannot redirect the operation afterwards. A symlink swapped in by another process
-between the check and the use is outside what this guards against.
+the argument cannot redirect the operation afterwards. Residual risk: a folder on the path
+replaced by a symlink by another process between the check and the use (a TOCTOU race). The
+file tools re-check the path right before they create folders, write or delete, and write
+through a freshly created temporary file, which narrows that window but cannot close it without
+``openat``-style descriptor walking; a command run under ``isolation="bwrap"`` leaves no process
+behind that could race.
 """
 
 from __future__ import annotations
@@ -48,8 +53,10 @@ DEFAULT_READ_DENY: tuple[str, ...] = (
     ".pgpass",
 )
 
-#: Files tools may read but not write.
-DEFAULT_WRITE_DENY: tuple[str, ...] = (".git/",)
+#: Files tools may read but not write: a repository's internals (hooks and config run code), and
+#: also a ``.git`` *file*, which points git at another folder (``gitdir: ...``) whose hooks and
+#: config would then run.
+DEFAULT_WRITE_DENY: tuple[str, ...] = (".git",)
 
 MAX_PATH_BYTES = 4096
 MAX_NAME_BYTES = 255
@@ -96,8 +103,9 @@ class Sandbox:
         )
         self.read_deny = tuple(read_deny)
         self.write_deny = tuple(write_deny)
-        self._read_deny = compile_patterns(self.read_deny)
-        self._write_deny = compile_patterns(self.write_deny)
+        # Case-insensitive: on macOS and Windows ``.ENV`` and ``.Git/config`` are the same files.
+        self._read_deny = compile_patterns(self.read_deny, ignore_case=True)
+        self._write_deny = compile_patterns(self.write_deny, ignore_case=True)
 
     @property
     def workspace(self) -> Path:

@@ -13,6 +13,7 @@ import functools
 import hashlib
 import inspect
 import os
+import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,10 @@ READ_TOTAL_CHARS = 30_000
 READ_MAX_BYTES = 20 * 1024 * 1024
 
 P = ParamSpec("P")
+
+# Read once, at import (setting the umask to read it is not thread-safe).
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
 
 
 def digest(data: bytes) -> str:
@@ -112,13 +117,21 @@ class EditSpec:
 
 def write_atomic(path: Path, data: bytes) -> None:
     """Write via a temporary file in the same folder renamed over ``path``, so a crash never
-    leaves a half-written file; an existing file keeps its permission bits."""
+    leaves a half-written file; an existing file keeps its permission bits.
+
+    The temporary file is created new (``O_EXCL``, unpredictable name): a symlink planted where
+    a fixed temporary name would be cannot redirect the write outside the workspace."""
     mode = path.stat().st_mode & 0o7777 if path.exists() else None
-    tmp = path.with_name(f".{path.name}.reasonix-{os.getpid()}.tmp")
+    prefix = f".{path.name[:200]}."
+    fd, name = tempfile.mkstemp(prefix=prefix, suffix=".reasonix.tmp", dir=path.parent)
+    tmp = Path(name)
     try:
-        tmp.write_bytes(data)
-        if mode is not None:
-            os.chmod(tmp, mode)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            if mode is not None:
+                os.fchmod(out.fileno(), mode)
+            else:  # mkstemp makes it 0600; a new file gets the usual umask-based mode
+                os.fchmod(out.fileno(), 0o666 & ~_UMASK)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
@@ -171,8 +184,25 @@ class FileTools:
 
     def _write(self, ctx: ToolContext, real: Path, data: bytes) -> None:
         self._checkpoint(ctx, real)
+        self._recheck(real)
         real.parent.mkdir(parents=True, exist_ok=True)
+        self._recheck(real)
         write_atomic(real, data)
+
+    def _recheck(self, real: Path) -> None:
+        """Refuse when a folder on the checked path has since become a symlink (something ran
+        between the sandbox check and now); see the sandbox's note on races."""
+        if os.path.realpath(real) != str(real):
+            raise SandboxError(
+                f"{self.sandbox.display(real)} now resolves elsewhere (a folder on its path "
+                "changed into a symlink while the tool ran); nothing was written."
+            )
+
+    def _not_regular(self, real: Path, shown: str) -> ToolResult | None:
+        """An error for a FIFO, socket or device, whose reading would block or never end."""
+        if real.exists() and not real.is_file():
+            return ToolResult.error(f"{shown} is not a regular file (a FIFO, socket or device).")
+        return None
 
     # -- tools ---------------------------------------------------------------------------------
 
@@ -190,6 +220,8 @@ class FileTools:
             return ToolResult.error(f"{shown} is a folder; use ls to list it.")
         if not real.exists():
             return self._missing(real, shown)
+        if (special := self._not_regular(real, shown)) is not None:
+            return special
         size = real.stat().st_size
         if size > READ_MAX_BYTES:
             return ToolResult.error(
@@ -255,6 +287,8 @@ class FileTools:
         shown = self.sandbox.display(real)
         if real.is_dir():
             return ToolResult.error(f"{shown} is a folder; give a file path.")
+        if (special := self._not_regular(real, shown)) is not None:
+            return special
         before: bytes | None = real.read_bytes() if real.exists() else None
         style = decode_text(before) if before is not None else None
         if style is not None:
@@ -292,6 +326,8 @@ class FileTools:
             if len(edits) == 1 and edits[0].old_string == "":
                 return self.write_file(ctx, path, edits[0].new_string)
             return self._missing(real, shown)
+        if (special := self._not_regular(real, shown)) is not None:
+            return special
         before, text = self._load_text(real, shown)
         current = text.text
         notes: list[str] = []
@@ -360,6 +396,7 @@ class FileTools:
         if not real.exists():
             return self._missing(real, shown)
         self._checkpoint(ctx, real)
+        self._recheck(real)
         real.unlink()
         return ToolResult(f"Deleted {shown}.", effects=(Effect("write", shown, "deleted"),))
 

@@ -1,7 +1,8 @@
 """Search tools: ``ls``, ``glob`` and ``grep``, confined to the sandbox.
 
-Walks skip ``.git`` and whatever ``.gitignore`` files (and ``.git/info/exclude``) exclude, never
-follow symlinked folders, and skip symlinked files that lead outside the workspace. ``grep``
+Walks skip ``.git``, FIFOs, sockets and devices, and whatever ``.gitignore`` files (and
+``.git/info/exclude``) exclude, never follow symlinked folders, and skip symlinked files that
+lead outside the workspace. ``grep``
 also skips files the sandbox protects (``.env``, keys). It runs ``rg`` (ripgrep) when it is on
 the machine and a pure-Python search otherwise; both give the same output format.
 """
@@ -130,6 +131,8 @@ def walk_files(sandbox: Sandbox, base: Path, *, gitignore: bool = True) -> Itera
                 subfolders.append((Path(child.path), rel, rules_here))
                 continue
             real = Path(child.path)
+            if not is_link and not child.is_file(follow_symlinks=False):
+                continue  # a FIFO, socket or device: reading it could block forever
             if is_link:
                 try:
                     real = Path(os.path.realpath(child.path))
@@ -239,6 +242,8 @@ class SearchTools:
         shown = self.sandbox.display(base)
         if not base.exists():
             return ToolResult.error(f"No such file or folder: {shown}")
+        if not base.is_dir() and not base.is_file():
+            return ToolResult.error(f"{shown} is not a regular file (a FIFO, socket or device).")
         context = max(0, min(context, 10))
         search = _GrepRun(self.sandbox, base, shown, context, files_only)
         file_filter = PathPattern(glob) if glob else None
