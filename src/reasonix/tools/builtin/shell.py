@@ -3,7 +3,10 @@
 - Each call starts a fresh ``bash -c`` in the workspace root (``cd`` does not carry over), with
   stdin closed, in its own process group. On timeout the whole group is stopped (SIGTERM, then
   SIGKILL), so children and grandchildren go too; processes a command leaves running in the
-  background are stopped when it ends.
+  background are stopped when it ends. A process that left the group (``setsid``, a daemon) is
+  found on Linux by a marker variable in its environment and killed too; one that also cleared
+  its environment (``setsid env -i ...``), or any on a system without ``/proc``, can outlive the
+  command: a residual risk that ``isolation="bwrap"`` (its own PID namespace) removes.
 - Output (stdout and stderr together) keeps its head and tail within ``output_limit``.
 - The environment is ours minus secrets: configured names (``secret_env``) and every name
   matching ``*API_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*_SECRET_*``, ``*PASSWORD*`` or
@@ -23,6 +26,7 @@ import fnmatch
 import hashlib
 import os
 import re
+import secrets
 import shutil
 import signal
 from collections import deque
@@ -185,6 +189,9 @@ class ShellTool:
         if manager is not None:
             await asyncio.to_thread(manager.before_command, ctx.turn)
         output = _CappedOutput(opts.output_limit)
+        marker = f"{os.getpid()}-{secrets.token_hex(8)}"
+        env = command_env(opts)
+        env[_MARKER_ENV] = marker
         # Our own pipe rather than asyncio's: asyncio's wait() also waits for its pipes to close,
         # which a background process holding stdout would delay until the timeout.
         read_fd, write_fd = os.pipe()
@@ -192,7 +199,7 @@ class ShellTool:
             proc = await asyncio.create_subprocess_exec(
                 *argv,
                 cwd=self.workspace,
-                env=command_env(opts),
+                env=env,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=write_fd,
                 stderr=write_fd,
@@ -216,6 +223,7 @@ class ShellTool:
             if proc.returncode is None:
                 await _stop_group(proc, opts.kill_grace)
             _signal_group(proc.pid, signal.SIGKILL)
+            await asyncio.to_thread(_kill_marked, marker)
             try:
                 await asyncio.wait_for(asyncio.shield(reader), 2.0)
             except TimeoutError:  # a process that left our group still holds the pipe
@@ -258,6 +266,31 @@ async def _pump(read_fd: int, output: _CappedOutput) -> None:
             output.feed(chunk)
     finally:
         transport.close()
+
+
+_MARKER_ENV = "REASONIX_COMMAND"
+
+
+def _kill_marked(marker: str) -> None:
+    """SIGKILL every process of ours whose environment carries ``marker`` (Linux ``/proc``):
+    what a command started in a new session or process group escapes ``killpg``."""
+    needle = f"{_MARKER_ENV}={marker}".encode()
+    try:
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return
+    own = os.getpid()
+    for pid in pids:
+        if pid == own:
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                environ = f.read()
+        except OSError:  # gone, or not ours
+            continue
+        if needle in environ.split(b"\0"):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
