@@ -158,3 +158,12 @@ async def test_plan_mode_refuses_a_tool_that_does_not_say_it_is_read_only(ws: Pa
     run = Harness(ws, PermissionEngine(mode="plan", allow=["srv__write"]), extra=[tool])
     assert denied(await run("srv__write", text="x"))
     assert calls == []
+
+
+async def test_ask_rule_sees_through_prefixes_like_deny_does(ws: Path) -> None:
+    engine = PermissionEngine(mode="ask", allow=["bash(*)"], ask=["bash(rm *)"])
+    run = Harness(ws, engine)
+    for command in ["FOO=1 rm made", "echo $(rm made)", "sudo rm made"]:
+        result = await run("bash", command=command)
+        assert denied(result) and "bash(rm *)" in result.content, command
+    assert (ws / "made").exists()

@@ -482,7 +482,7 @@ class PermissionEngine:
             return self._emit(tool, subject, False, "mode", reason=why)
         if mode is Mode.YOLO:
             return self._emit(tool, subject, True, "mode")
-        asked = self._match(self.ask, tool, subject)
+        asked = self._match_any_form(self.ask, tool, subject)
         if asked is not None:
             return None
         allowed = self._match_allow(self.allow, tool, subject)
@@ -498,7 +498,7 @@ class PermissionEngine:
         return None
 
     def _ask_reason(self, tool: Tool, subject: Subject) -> str:
-        asked = self._match(self.ask, tool, subject)
+        asked = self._match_any_form(self.ask, tool, subject)
         if asked is not None:
             return f"{tool.name} needs approval (rule {asked.text!r})"
         if subject.opaque:
@@ -511,15 +511,20 @@ class PermissionEngine:
     def _match(rules: list[Rule], tool: Tool, subject: Subject) -> Rule | None:
         return next((r for r in rules if r.matches(tool, subject)), None)
 
+    def _match_any_form(self, rules: list[Rule], tool: Tool, subject: Subject) -> Rule | None:
+        """For deny and ask rules: a command matches if any of its parts does, in any of the
+        forms it may run as (``FOO=1 rm``, ``sudo rm``, ``echo $(rm ...)``); the whole line is
+        tried too, so a pattern written with operators in it (``bash(curl * | sh)``) works."""
+        if subject.kind != "command":
+            return self._match(rules, tool, subject)
+        forms: set[str] = set()
+        for part in (*subject.values, subject.whole):
+            forms |= command_forms(part)
+        return self._match(rules, tool, Subject("command", tuple(sorted(forms))))
+
     def _match_deny(self, tool: Tool, subject: Subject) -> Rule | None:
-        # A command is denied if any of its parts is, in any of the forms it may run as
-        # (``FOO=1 rm``, ``sudo rm``, ``echo $(rm ...)``); also try the whole line, so a
-        # pattern written with operators in it (``bash(curl * | sh)``) still works.
         if subject.kind == "command":
-            forms: set[str] = set()
-            for part in (*subject.values, subject.whole):
-                forms |= command_forms(part)
-            return self._match(self.deny, tool, Subject("command", tuple(sorted(forms))))
+            return self._match_any_form(self.deny, tool, subject)
         hit = self._match(self.deny, tool, subject)
         if hit is None and subject.folder and tool.name in FOLDER_READERS:
             # A search over a folder reads the files below it: a deny rule for any of them
