@@ -93,6 +93,7 @@ async def test_yolo_deny_rule_sees_through_prefixes_and_substitutions(ws: Path) 
         "nohup rm made",
         "bash -c 'rm made'",
         "true | xargs rm made",
+        "/bin/rm made",
     ]:
         result = await run("bash", command=command)
         assert denied(result) and "deny rule" in result.content, command

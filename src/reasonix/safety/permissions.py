@@ -26,10 +26,18 @@ Rules are written ``name`` or ``name(pattern)``. ``name`` is a tool's ``category
 
 - ``bash(...)``: the command, ``*`` matching anything (``bash(git status*)``). A command made of
   several parts (``a && b``, ``a; b``, ``a | b``) is allowed by rules only if every part is, and
-  denied if any part is; a command with ``$(...)``, backticks or process substitution is never
-  allowed by a rule (it would hide what runs), so it asks.
+  denied if any part is; a command with ``$(...)``, backticks or process substitution, or one
+  that writes a file through a redirection (``> file``; not ``2>&1`` or ``> /dev/null``), is
+  never allowed by a rule (it would hide what runs, or write where the rule did not say), so it
+  asks. Deny and ask rules also look behind environment assignments, wrappers (``sudo``,
+  ``env``, ``nohup``, ``xargs``), a command's folder (``/bin/rm``), groups, substitutions and
+  ``sh -c``. That is a guard rail, not a shell parser: quoting tricks (``r''m``), aliases,
+  scripts and interpreters (``python -c``) still get past a deny rule, so only ``isolation =
+  "bwrap"`` or an approval really confines a command.
 - ``read(...)`` / ``edit(...)``: the ``path`` argument resolved and made relative to the
-  workspace, with gitignore-style patterns (``edit(docs/**)``, ``read(*.md)``).
+  workspace, with gitignore-style patterns (``edit(docs/**)``, ``read(*.md)``). A ``read``
+  deny rule also refuses a ``grep`` over a folder that may hold files it covers; ``bash``
+  (``cat``) is not bound by path rules.
 - any other tool: the arguments as canonical JSON, so ``name`` alone or ``name(*)`` is the usual
   form.
 """
@@ -280,6 +288,8 @@ def command_forms(part: str) -> set[str]:
         word, _, rest = text.partition(" ")
         if word in _PREFIX_WORDS:
             pending.append(rest)
+        if "/" in word.rstrip("/"):  # /bin/rm, ./tool
+            pending.append(f"{word.rsplit('/', 1)[1]} {rest}")
         shell_c = _SHELL_C.fullmatch(text)
         if shell_c:
             pending.extend(scan_command(shell_c.group(2)).parts)
