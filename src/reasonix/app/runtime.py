@@ -27,6 +27,7 @@ The slash commands of the terminal app are methods here (:meth:`set_mode`, :meth
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -65,7 +66,15 @@ from reasonix.tools.registry import ToolRegistry
 if TYPE_CHECKING:
     from reasonix.mcp import McpServerConfig
 
-__all__ = ["ContextUse", "Runtime", "TurnMark", "TurnMarked", "TurnOutcome", "effort_options"]
+__all__ = [
+    "ContextUse",
+    "Runtime",
+    "TurnMark",
+    "TurnMarked",
+    "TurnMarksReset",
+    "TurnOutcome",
+    "effort_options",
+]
 
 ROLES = ("executor", "planner")
 
@@ -86,13 +95,80 @@ class TurnMarked(Event):
 @dataclass(frozen=True, slots=True)
 class TurnMark:
     """Where a user turn started. ``agent_turn`` is the executor's turn counter before it, so
-    the turn's file checkpoints are ``agent_turn + 1``."""
+    the turn's file checkpoints are ``agent_turn + 1``. A length of ``-1`` means that role's
+    conversation no longer has that point: a compaction folded it into its summary."""
 
     turn: int
     executor_len: int
     planner_len: int
     agent_turn: int
     text: str = ""
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TurnMark:
+        return cls(
+            int(data["turn"]),
+            int(data["executor_len"]),
+            int(data["planner_len"]),
+            int(data["agent_turn"]),
+            str(data.get("text", "")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TurnMarksReset(Event):
+    """Recorded when the turn marks change other than by a new turn (a rewind removed some, a
+    compaction moved or retired their positions): the complete list from then on."""
+
+    kind: ClassVar[str] = "turn_marks"
+    marks: tuple[TurnMark, ...] = ()
+
+
+def load_marks(events: list[dict[str, Any]]) -> list[TurnMark]:
+    """The turn marks as they stood at the end of a stored session's event timeline."""
+    marks: list[TurnMark] = []
+    for event in events:
+        kind = event.get("kind")
+        if kind == TurnMarked.kind:
+            mark = TurnMark.from_dict(event)
+            # Turns are numbered len(marks) + 1: a number seen again means the later ones
+            # were rewound (sessions recorded before rewinds were).
+            marks = [m for m in marks if m.turn < mark.turn]
+            marks.append(mark)
+        elif kind == TurnMarksReset.kind:
+            marks = [TurnMark.from_dict(m) for m in event.get("marks", ())]
+    return marks
+
+
+def remap_marks(
+    marks: list[TurnMark], role: str, old: tuple[Message, ...], new: tuple[Message, ...]
+) -> list[TurnMark]:
+    """Marks after ``role``'s conversation was rewritten from ``old`` to ``new`` (compaction,
+    planner rollback). A position in the unchanged head stays; one in the verbatim tail moves
+    with it; one in the part that was replaced becomes -1."""
+    head = 0
+    for a, b in zip(old, new, strict=False):
+        if a != b:
+            break
+        head += 1
+    tail = 0
+    while (
+        tail < min(len(old), len(new)) - head
+        and old[len(old) - 1 - tail] == new[len(new) - 1 - tail]
+    ):
+        tail += 1
+    out = []
+    for mark in marks:
+        pos = mark.executor_len if role == "executor" else mark.planner_len
+        if pos < 0 or pos <= head:
+            out.append(mark)
+            continue
+        moved = pos + len(new) - len(old) if pos >= len(old) - tail else -1
+        if role == "executor":
+            out.append(dataclasses.replace(mark, executor_len=moved))
+        else:
+            out.append(dataclasses.replace(mark, planner_len=moved))
+    return out
 
 
 @dataclass(frozen=True)
@@ -397,17 +473,7 @@ class Runtime:
                 f"no session {session_id!r}; list them with `reasonix sessions list`"
             )
         stored = {role: self.store.load_messages(session_id, role) for role in ROLES}
-        marks = [
-            TurnMark(
-                int(e["turn"]),
-                int(e["executor_len"]),
-                int(e["planner_len"]),
-                int(e["agent_turn"]),
-                str(e.get("text", "")),
-            )
-            for e in self.store.load_events(session_id)
-            if e.get("kind") == TurnMarked.kind
-        ]
+        marks = load_marks(self.store.load_events(session_id))
         self._attach(session_id, stored, marks)
 
     def _attach(
@@ -431,12 +497,38 @@ class Runtime:
             _SessionMirror(self.store, session_id, role, loaded, self._report_store_error).attach(
                 session
             )
+            self._follow_rewrites(self._state, self._store_sink, role, session)
             # Repairs are appends, so the prefix already sent stays byte-identical.
             for message in repair_messages(loaded):
                 session.add(message)
         if marks:
             # Continue the executor's turn numbering so new checkpoints do not collide.
             self.controller.executor.turn = max(m.agent_turn for m in marks) + 1
+
+    @staticmethod
+    def _follow_rewrites(state: _SessionState, sink: Sink, role: str, session: Session) -> None:
+        """Keep the turn marks pointing at the same turns when a compaction (or a planner
+        rollback) rewrites ``role``'s conversation, and record the change."""
+        shadow = list(session.snapshot())
+
+        def on_append(s: Session, index: int, message: Message) -> None:
+            if index == len(shadow):
+                shadow.append(message)
+            else:
+                shadow[:] = s.snapshot()
+
+        def on_rewrite(s: Session, reason: str) -> None:
+            old, new = tuple(shadow), s.snapshot()
+            shadow[:] = new
+            if reason == "rewind":
+                return  # Runtime.rewind updates the marks itself
+            marks = remap_marks(state.marks, role, old, new)
+            if marks != state.marks:
+                state.marks[:] = marks
+                sink.emit(TurnMarksReset("controller", tuple(marks)))
+
+        session.on_append(on_append)
+        session.on_rewrite(on_rewrite)
 
     def _build_controller(self, sessions: dict[str, Session]) -> Controller:
         cfg = self.config
@@ -660,6 +752,14 @@ class Runtime:
         if target is None:
             return f"No turn {turn}; turns run so far: 1..{marks[-1].turn}."
         ctrl = self.controller
+        if target.executor_len < 0 or target.planner_len < 0:
+            which = "executor's" if target.executor_len < 0 else "planner's"
+            kept = [m.turn for m in marks if m.executor_len >= 0 and m.planner_len >= 0]
+            can = f" Turns that can be rewound: {', '.join(map(str, kept))}." if kept else ""
+            return (
+                f"Turn {target.turn} cannot be rewound: the {which} conversation was compacted "
+                f"since, and that turn now lives only in its summary. Nothing was changed.{can}"
+            )
         lines = []
         if self.checkpoints is not None:
             lines.append(str(self.checkpoints.rewind(target.agent_turn + 1)))
@@ -670,6 +770,7 @@ class Runtime:
             pl.rewrite(pl.snapshot()[: target.planner_len], reason="rewind")
         ctrl.executor.seed_todo_state([])
         del marks[marks.index(target) :]
+        self._store_sink.emit(TurnMarksReset("controller", tuple(marks)))
         lines.append(
             f"Rewound to before turn {target.turn} ({target.text[:60]!r}); the conversation "
             "continues from there."

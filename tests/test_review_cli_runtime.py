@@ -1,0 +1,145 @@
+"""Review findings for the runtime: ``/rewind`` after a restart and across a compaction."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from reasonix.agent.compaction import SUMMARY_INSTRUCTION
+from reasonix.app.runtime import Runtime
+from reasonix.config import load_config
+from reasonix.messages import UserMessage
+from reasonix.store import SessionStore
+from reasonix.testing import FakeDeepSeekServer, Reply
+from tests.conftest import wire_prefix_violations
+from tests.test_cli_support import KEY_ENV, project_toml
+
+ENV = {KEY_ENV: "sk-test"}
+
+
+@pytest.fixture
+async def servers() -> AsyncIterator[tuple[FakeDeepSeekServer, FakeDeepSeekServer]]:
+    async with FakeDeepSeekServer() as ex, FakeDeepSeekServer() as pl:
+        yield ex, pl
+
+
+async def open_runtime(
+    root: Path,
+    servers: tuple[FakeDeepSeekServer, FakeDeepSeekServer],
+    store: SessionStore,
+    **kwargs: object,
+) -> Runtime:
+    (root / "reasonix.toml").write_text(project_toml(*servers))
+    config = load_config(
+        root,
+        overrides={"planner.enabled": False, "permissions.mode": "yolo"},
+        environ=ENV,
+        user_config=root / "no-user.toml",
+    )
+    return await Runtime.from_config(config, root, store=store, environ=ENV, **kwargs)  # type: ignore[arg-type]
+
+
+def write(path: str, content: str, answer: str) -> list[Reply]:
+    return [Reply.call("write_file", {"path": path, "content": content}), Reply.text(answer)]
+
+
+async def test_rewound_turns_stay_rewound_after_a_restart(
+    tmp_path: Path, servers: tuple[FakeDeepSeekServer, FakeDeepSeekServer]
+) -> None:
+    ex, _ = servers
+    store = SessionStore(tmp_path / "data" / "sessions.db")
+    rt = await open_runtime(tmp_path, servers, store)
+    try:
+        for i in (1, 2, 3):
+            ex.push(*write(f"f{i}.txt", f"{i}\n", f"wrote {i}"))
+            await rt.run_turn(f"write file {i}")
+        rt.rewind(2)  # undoes turns 2 and 3
+        assert [m.turn for m in rt.marks] == [1]
+        ex.push(Reply.text("just talking"))
+        await rt.run_turn("a question")  # the new turn 2
+        sid = rt.session_id
+    finally:
+        await rt.aclose()
+
+    rt = await open_runtime(tmp_path, servers, store, continue_last=True)
+    try:
+        assert rt.session_id == sid
+        # The rewound turns 2 and 3 are gone for good.
+        assert [(m.turn, m.text) for m in rt.marks] == [(1, "write file 1"), (2, "a question")]
+        assert rt.rewind(3).startswith("No turn 3")
+        assert "a question" in rt.rewind()
+        assert (tmp_path / "f1.txt").exists()
+        ex.push(Reply.text("fine"))
+        outcome = await rt.run_turn("after the rewind")
+        assert outcome.result.text == "fine"
+    finally:
+        await rt.aclose()
+        store.close()
+
+
+async def test_rewind_across_a_compaction(
+    tmp_path: Path, servers: tuple[FakeDeepSeekServer, FakeDeepSeekServer]
+) -> None:
+    ex, _ = servers
+    store = SessionStore(tmp_path / "data" / "sessions.db")
+    script: list[Reply] = []
+    for i in range(1, 7):
+        script += write(f"f{i}.txt", f"{i}\n" + "x" * 400, f"wrote file {i} " + "words " * 40)
+
+    def answer(request: object) -> Reply:
+        if request.messages[-1].get("content") == SUMMARY_INSTRUCTION:  # type: ignore[attr-defined]
+            return Reply.text("Summary: six files were written.")
+        return script.pop(0)
+
+    ex.handler = answer
+    rt = await open_runtime(tmp_path, servers, store)
+    try:
+        for i in range(1, 7):
+            await rt.run_turn(f"write file {i} " + "padding " * 40)
+        assert (await rt.compact()).startswith("Compacted")
+        session = rt.controller.executor.session
+        # Turn 5 was kept verbatim: rewinding it cuts at its own user message.
+        mark5 = next(m for m in rt.marks if m.turn == 5)
+        assert session.snapshot()[mark5.executor_len] == UserMessage(
+            "write file 5 " + "padding " * 40
+        )
+        # Turn 2 lives only in the summary now: refused, nothing changed.
+        before = session.snapshot()
+        text = rt.rewind(2)
+        assert "compact" in text
+        assert session.snapshot() == before
+        assert (tmp_path / "f2.txt").exists()
+        sid = rt.session_id
+    finally:
+        await rt.aclose()
+
+    rt = await open_runtime(tmp_path, servers, store, resume_id=sid)
+    try:
+        assert "compact" in rt.rewind(2)
+        text = rt.rewind(5)
+        assert "turn 5" in text
+        assert not (tmp_path / "f5.txt").exists() and not (tmp_path / "f6.txt").exists()
+        assert (tmp_path / "f4.txt").exists()
+        live = rt.controller.executor.session.snapshot()
+        assert store.load_messages(sid, "executor") == list(live)
+        last_sent = len(ex.requests)
+        script.append(Reply.text("back at turn 5"))
+        outcome = await rt.run_turn("what now?")
+        assert outcome.result.ok, outcome.result.text
+        assert ex.requests[last_sent].status == 200
+        assert wire_prefix_violations([ex.requests[last_sent]]) == []
+    finally:
+        await rt.aclose()
+        store.close()
+
+
+def test_remap_marks_keeps_positions_a_rollback_did_not_touch() -> None:
+    from reasonix.app.runtime import TurnMark, remap_marks
+    from reasonix.messages import AssistantMessage, SystemMessage
+
+    old = (SystemMessage("s"), UserMessage("a"), AssistantMessage("b"), UserMessage("c"))
+    marks = [TurnMark(1, 0, 0, 0), TurnMark(2, 0, 3, 1)]
+    assert remap_marks(marks, "planner", (*old, AssistantMessage("d")), old) == marks
+    assert remap_marks(marks, "planner", old, old[:2]) == [marks[0], TurnMark(2, 0, -1, 1)]
