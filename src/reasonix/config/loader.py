@@ -394,6 +394,10 @@ def _read_layer(label: str, path: Path) -> _Layer | None:
         message = str(exc)
         found = re.search(r"\(at line (\d+), column \d+\)", message)
         line = int(found.group(1)) if found else None
+        if line is None and "(at end of document)" in message:
+            # Something left open (an array, a string): point at the last line with text.
+            lines = text.splitlines()
+            line = next((i + 1 for i in reversed(range(len(lines))) if lines[i].strip()), 1)
         reason = re.sub(r"\s*\(at (line \d+, column \d+|end of document)\)", "", message)
         key = None
         if line is not None:
@@ -654,7 +658,7 @@ def load_config(
         layer = _read_layer(f"{label}:{path}", path)
         if layer is not None:
             layers.append(layer)
-    if overrides:
+    if overrides and any(value is not None for value in overrides.values()):
         layers.append(_flag_layer(overrides))
     merged = _merge(layers)
     infos, model_provenance = _build_models(merged)
