@@ -162,6 +162,7 @@ class Agent:
         self.prefix_shapes: list[PrefixShape] = []
         self._tracker = PrefixTracker()
         self._last_prompt_tokens: int | None = None
+        self._compact_at = 0  # no automatic compaction below this prompt size (after a refusal)
         self._recent_calls: list[str] = []
         self._tail_notes: list[str] = []
 
@@ -200,13 +201,19 @@ class Agent:
     async def _maybe_compact(self) -> None:
         threshold = self.options.compaction_threshold
         last = self._last_prompt_tokens
-        if threshold is None or last is None or last < threshold * self.context_window:
+        window = self.context_window
+        if threshold is None or last is None or last < max(threshold * window, self._compact_at):
             return
+        accepted = False
         try:
-            await self.compact(reason=f"prompt reached {last} of {self.context_window} tokens")
+            event = await self.compact(reason=f"prompt reached {last} of {window} tokens")
+            accepted = event.accepted
         except ProviderError as exc:
             # A failed summary must not cost the turn: keep the history and go on.
             self.sink.emit(NoticeEvent(self.role, "compaction_failed", str(exc)))
+        # After a refusal or failure, try again only once the prompt has grown halfway to the
+        # window, not on every step: each attempt is a paid summary request.
+        self._compact_at = 0 if accepted else last + max(1, (window - last) // 2)
         self._last_prompt_tokens = None  # measure afresh after the rewrite
 
     def _todo_changed(self, items: tuple[TodoItem, ...]) -> None:
@@ -290,6 +297,12 @@ class Agent:
             final_text = f"The model request failed: {exc}"
             self._close_dangling_turn(f"[request failed: {type(exc).__name__}]")
             self.sink.emit(ErrorEvent(self.role, type(exc).__name__, str(exc)))
+        except Exception as exc:
+            # Not ours to handle (a provider bug, a sink or hook that raised): let it propagate,
+            # but leave the session valid for the next turn. Nothing is emitted, as the sink
+            # may be what failed.
+            self._close_dangling_turn(f"[turn failed: {type(exc).__name__}]")
+            raise
         self.sink.emit(TurnEnded(self.role, self.turn, reason, final_text))
         return AgentResult(
             final_text,
@@ -438,8 +451,16 @@ class Agent:
         digest = hashlib.sha256(result.content.encode()).hexdigest()[:16]
         ok = not result.is_error and all(e.ok for e in result.effects)
         self.ledger.record_call(key, digest, ok)
+        changed = False
         for effect in result.effects:
-            self.ledger.observe(effect, is_error=result.is_error, output=result.content)
+            if self.ledger.observe(effect, is_error=result.is_error, output=result.content):
+                changed = changed or not self._is_read_only(call)
+        if changed:
+            # A writer made new progress (an edit, a command with a new result): the workspace
+            # may have changed, so repeating an *other* earlier call (re-running the tests after
+            # a fix) is no longer a loop; this call's own repeats still count. Writers run one
+            # at a time, so nothing else is in flight.
+            self._recent_calls = [k for k in self._recent_calls if k == key]
         return result
 
 

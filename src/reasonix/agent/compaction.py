@@ -37,6 +37,7 @@ error messages); drop chit-chat and anything already superseded. Do not call too
 SUMMARY_HEADER = "[Summary of the earlier conversation, written when it was compacted]"
 SUMMARY_ACK = "Understood. I will continue from this summary."
 CONTINUE_NOTE = "The latest steps follow verbatim; continue the current task."
+REQUEST_NOTE = "The request being worked on, verbatim:"
 PLAN_STATE_KEY = "plan_markdown"
 
 
@@ -130,11 +131,28 @@ async def compact_session(
     if isinstance(messages[cut], UserMessage):
         new_messages += [UserMessage(block), AssistantMessage(content=SUMMARY_ACK)]
     else:
-        # Cut inside a turn: the summary is the user message the kept steps answer to.
-        new_messages.append(UserMessage(block + "\n\n" + CONTINUE_NOTE))
+        # Cut inside a turn: the summary is the user message the kept steps answer to. The
+        # turn's own request was in the summarised part: it is carried over verbatim, not left
+        # to the summary's paraphrase.
+        asked = _in_progress_request(middle)
+        carried = f"\n\n{REQUEST_NOTE}\n{asked}" if asked else ""
+        new_messages.append(UserMessage(block + carried + "\n\n" + CONTINUE_NOTE))
     new_messages += messages[cut:]
     agent.session.rewrite(new_messages, reason="compaction")
     return _report(agent, True, reason, before, len(new_messages), replaced, len(block))
+
+
+def _in_progress_request(middle: tuple[Message, ...]) -> str:
+    """The text of the user request the summarised steps answer to (the last user message of
+    ``middle``); when that is an earlier compaction's summary, the request it carried."""
+    last = next((m for m in reversed(middle) if isinstance(m, UserMessage)), None)
+    if last is None:
+        return ""
+    text = last.content
+    if text.startswith(SUMMARY_HEADER):
+        _, found, rest = text.partition(f"\n\n{REQUEST_NOTE}\n")
+        return rest.removesuffix("\n\n" + CONTINUE_NOTE) if found else ""
+    return text
 
 
 def _report(

@@ -5,6 +5,11 @@ command with a result not seen before, a todo completion, a read of something no
 (or read again after it changed), any other successful call with a new result. Repeating the
 same call with the same outcome adds nothing, and failures never count as progress — so an
 unchanged :meth:`ProgressLedger.signature` over several rounds means the executor is stalled.
+
+Every observation also gets a sequence number, so evidence can be checked for *when* it happened:
+a step is signed off only with work (or its verification command) observed after the step
+started, and a verification run only counts if no write came after it. Todo bookkeeping
+(``todo``/``todo_write`` effects) is progress for the stall watch but never evidence of work.
 """
 
 from __future__ import annotations
@@ -24,6 +29,11 @@ class CommandRun:
     ok: bool
     digest: str
     output_tail: str = ""
+    seq: int = 0
+
+
+#: effect kinds that record list bookkeeping, not work on the task
+BOOKKEEPING = frozenset({"todo", "todo_write"})
 
 
 class ProgressLedger:
@@ -34,18 +44,30 @@ class ProgressLedger:
         self.commands: list[CommandRun] = []
         #: the most recent outcomes, (what, digest, ok), for repeated-failure detection
         self.recent: deque[tuple[str, str, bool]] = deque(maxlen=16)
+        #: sequence number of the latest observation (see :meth:`mark`)
+        self.seq = 0
+        #: sequence number of the latest new progress that was work (not todo bookkeeping)
+        self.work_seq = 0
+        #: sequence number of the latest successful write
+        self.write_seq = 0
 
     def observe(self, effect: Effect, *, is_error: bool = False, output: str = "") -> bool:
         """Record one observation; return True if it was new progress."""
+        self.seq += 1
         if effect.kind == "command":
-            self.commands.append(CommandRun(effect.target, effect.ok, effect.digest, output[-400:]))
+            run = CommandRun(effect.target, effect.ok, effect.digest, output[-400:], self.seq)
+            self.commands.append(run)
         if is_error or not effect.ok:
             return False
+        if effect.kind == "write":
+            self.write_seq = self.seq
         key = (effect.kind, effect.target, effect.digest)
         if key in self._seen:
             return False
         self._seen.add(key)
         self.count += 1
+        if effect.kind not in BOOKKEEPING:
+            self.work_seq = self.seq
         self._signature = hashlib.sha256(
             (self._signature + "\x00" + "\x00".join(key)).encode()
         ).hexdigest()
@@ -64,14 +86,22 @@ class ProgressLedger:
     def last_outcome(self, key: str) -> tuple[str, str, bool] | None:
         return next((r for r in reversed(self.recent) if r[0] == key), None)
 
+    def mark(self) -> int:
+        """A point in the record: evidence for a step must be observed after its mark."""
+        return self.seq
+
     def signature(self) -> str:
         """A short digest of all progress so far."""
         return self._signature[:16]
 
-    def command_succeeded(self, command: str) -> bool:
-        """Whether ``command`` (compared without surrounding whitespace) ran and exited 0."""
+    def command_succeeded(self, command: str, since: int = 0) -> bool:
+        """Whether ``command`` (compared with whitespace runs collapsed) ran and exited 0 after
+        the point ``since`` (a :meth:`mark`)."""
         wanted = " ".join(command.split())
-        return any(run.ok and " ".join(run.command.split()) == wanted for run in self.commands)
+        return any(
+            run.ok and run.seq > since and " ".join(run.command.split()) == wanted
+            for run in self.commands
+        )
 
     def repeated_failure(self, times: int = 3) -> str | None:
         """What failed identically ``times`` times in a row at the end of the record, if so."""

@@ -39,15 +39,21 @@ def executor_brief(
                 entries.append(
                     f"- {name} {_clip(args, 160)} failed: {_clip(m.content, item_chars)}"
                 )
+    if sum(len(e) + 1 for e in entries) - 1 <= budget:
+        return "\n".join(entries)
+    # Some must go: keep the newest, leaving room for the note that says how many were dropped
+    # (sized for the largest count it could name), so the whole brief stays within the budget.
+    room = budget - len(_dropped_note(len(entries))) - 1
     kept: list[str] = []
     used = 0
     for entry in reversed(entries):
-        if used + len(entry) + 1 > budget:
+        if used + len(entry) + 1 > room:
             break
         kept.append(entry)
         used += len(entry) + 1
     kept.reverse()
-    dropped = len(entries) - len(kept)
-    if dropped:
-        kept.insert(0, f"[{dropped} earlier entries dropped to fit the brief]")
-    return "\n".join(kept)
+    return "\n".join([_dropped_note(len(entries) - len(kept)), *kept])
+
+
+def _dropped_note(count: int) -> str:
+    return f"[{count} earlier entries dropped to fit the brief]"

@@ -31,7 +31,7 @@ from reasonix.events import (
     Sink,
     StepCompleted,
 )
-from reasonix.messages import AssistantMessage, ToolMessage
+from reasonix.messages import AssistantMessage, Message, ToolMessage
 
 PLANNER_SYSTEM_PROMPT = """\
 You are the planner of reasonix, a coding agent. A separate executor model will carry out your
@@ -146,7 +146,11 @@ class TurnOrchestrator:
         self.cost = cost
         self.plans: list[Plan] = []
         self.pending_plan: Plan | None = None
+        #: the request the pending plan was made for (its re-plans need the real task)
+        self.pending_task = ""
         self._exec_mark = 0  # executor session length when the planner last saw it
+        self._exec_epoch = 0  # ... and its epoch (a compaction or rewind rewrites it)
+        self._exec_last: Message | None = None  # the last message the planner was briefed on
         executor.tool_state[STEP_CALLBACK] = self._step_signed
 
     def _step_signed(self, step: str, accepted: bool, reason: str) -> None:
@@ -200,21 +204,21 @@ class TurnOrchestrator:
             return result(note or outcome.text, why or outcome.stop_reason, None, replans)
 
         if decision.route is Route.PLAN_ONLY:
-            self.pending_plan = new_plan
+            self.pending_plan, self.pending_task = new_plan, text
             return result(new_plan.to_markdown(), "plan_only", new_plan)
 
         if decision.route is Route.PLAN_FOR_APPROVAL or new_plan.requires_approval:
             approved, why = await self._approve(new_plan)
             self.sink.emit(PlanApproval("controller", approved, why))
             if not approved:
-                self.pending_plan = new_plan
+                self.pending_plan, self.pending_task = new_plan, text
                 msg = f"The plan was not approved ({why}); nothing was executed."
                 msg += "\n\n" + new_plan.to_markdown()
                 return result(msg, "plan_declined", new_plan)
 
-        self.pending_plan = None
+        self.pending_plan, self.pending_task = None, ""
         self._seed(new_plan)
-        self.executor.tool_state[STEP_BASELINE] = self.executor.ledger.count
+        self.executor.tool_state[STEP_BASELINE] = self.executor.ledger.mark()
         handoff = f"{text}\n\n{self._handoff(new_plan)}"
         outcome, replans, note, why = await self._execute(handoff, task=text, plan=new_plan)
         return result(note or outcome.text, why or outcome.stop_reason, new_plan, replans)
@@ -228,11 +232,15 @@ class TurnOrchestrator:
             raise ValueError("There is no pending plan to execute.")
         mark = self.cost.snapshot()
         decision = GateDecision(Route.PLAN_AND_EXECUTE, "pending_plan")
-        self.pending_plan = None
+        # The executor never saw the request the plan was made for: hand it over with the plan,
+        # and give re-plans the real task rather than the approval message.
+        task = self.pending_task or text
+        self.pending_plan, self.pending_task = None, ""
         self._seed(pending)
-        self.executor.tool_state[STEP_BASELINE] = self.executor.ledger.count
-        handoff = f"{text}\n\n{self._handoff(pending)}"
-        outcome, replans, note, why = await self._execute(handoff, task=text, plan=pending)
+        self.executor.tool_state[STEP_BASELINE] = self.executor.ledger.mark()
+        request = text if task == text else f"{text}\n\nThe task:\n{task}"
+        handoff = f"{request}\n\n{self._handoff(pending)}"
+        outcome, replans, note, why = await self._execute(handoff, task=task, plan=pending)
         return TurnResult(
             note or outcome.text,
             decision.route,
@@ -291,7 +299,7 @@ class TurnOrchestrator:
                 return outcome, replans, note, "stalled"
             plans.append(revised)
             self._seed(revised)
-            self.executor.tool_state[STEP_BASELINE] = self.executor.ledger.count
+            self.executor.tool_state[STEP_BASELINE] = self.executor.ledger.mark()
             next_text = (
                 f"The previous approach stalled ({watch.reason}). The planner revised the plan; "
                 f"it replaces your todo list.\n\n{self._handoff(revised)}\n\n"
@@ -307,9 +315,19 @@ class TurnOrchestrator:
     # -- planner ------------------------------------------------------------------------------
 
     def _brief(self) -> str:
-        msgs = self.executor.session.snapshot()[self._exec_mark :]
-        self._exec_mark = len(self.executor.session)
-        return executor_brief(msgs, budget=self.options.brief_chars)
+        session = self.executor.session
+        snapshot = session.snapshot()
+        start = self._exec_mark
+        if session.epoch != self._exec_epoch:
+            # Rewritten since (compaction): indexes moved. Resume after the last message the
+            # planner saw if it was kept verbatim; otherwise everything left is new to it.
+            start = next(
+                (i + 1 for i in range(len(snapshot) - 1, -1, -1) if snapshot[i] is self._exec_last),
+                0,
+            )
+        self._exec_mark, self._exec_epoch = len(snapshot), session.epoch
+        self._exec_last = snapshot[-1] if snapshot else None
+        return executor_brief(snapshot[start:], budget=self.options.brief_chars)
 
     async def _plan(self, task: str, *, brief: str, reason: str, round_no: int) -> Plan | None:
         planner = self.planner

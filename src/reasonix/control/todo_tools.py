@@ -10,7 +10,7 @@ from reasonix.agent.progress import ProgressLedger
 from reasonix.agent.todo import TodoItem, TodoState
 from reasonix.tools.registry import Effect, Tool, ToolContext, ToolResult
 
-#: ``ctx.state`` key of the ledger count when the current step started (evidence baseline)
+#: ``ctx.state`` key of the ledger mark when the current step started (evidence baseline)
 STEP_BASELINE = "step_baseline"
 STEP_CALLBACK = "step_callback"
 
@@ -49,7 +49,7 @@ async def todo_write(items: list[TodoInput], ctx: ToolContext) -> ToolResult:
             replace(base, status=given.status, level=min(max(given.level, 0), 1), origin=origin)
         )
     todo.replace(replace(item, id="") for item in new_items)
-    ctx.state[STEP_BASELINE] = ledger.count
+    ctx.state[STEP_BASELINE] = ledger.mark()
     return ToolResult(
         "Todo list updated:\n" + todo.render(),
         effects=(Effect("todo_write", "list", str(hash(todo.render()))),),
@@ -83,15 +83,19 @@ async def complete_step(
             f"steps are completed in order; finish step {first_open.id} "
             f"({first_open.content!r}) first, or change the list with todo_write."
         )
+    baseline = ctx.state.get(STEP_BASELINE, 0)
     if item.verify:
-        if not ledger.command_succeeded(item.verify):
+        # It must have passed during this step and after the step's last write: a run from an
+        # earlier step, or one made before the change, proves nothing about this change.
+        if not ledger.command_succeeded(item.verify, since=max(baseline, ledger.write_seq)):
             return refuse(
                 f"step {item.id} names the verification command `{item.verify}`, and the host "
-                "has not seen it run successfully. Run it (with bash) and call complete_step again."
+                "has not seen it run successfully since the step started and after its last "
+                "edit. Run it (with bash) and call complete_step again."
             )
     else:
-        baseline = ctx.state.get(STEP_BASELINE, 0)
-        if ledger.count <= baseline:
+        # Todo bookkeeping (todo_write, an earlier complete_step) is not work on this step.
+        if ledger.work_seq <= baseline:
             return refuse(
                 "the host observed no progress (no successful write, command or new read) since "
                 "this step started. Do the work first, then sign it off."
@@ -102,12 +106,15 @@ async def complete_step(
     nxt = next((i for i in todo.items if i.status == "pending"), None)
     if nxt is not None:
         todo.set_status(nxt.id, "in_progress")
-    ctx.state[STEP_BASELINE] = ledger.count
+    ctx.state[STEP_BASELINE] = ledger.mark()
     if callable(callback):
         callback(step, True, "")
     remaining = sum(1 for i in todo.items if i.status != "completed")
     tail = f"Next: step {nxt.id}: {nxt.content}" if nxt else "All steps are completed."
-    return ToolResult(f"Step {item.id} completed. {remaining} remaining. {tail}")
+    # The completion itself as the call's effect (already recorded as todo progress), so the
+    # registry does not add a generic "call" effect that would count as work for the next step.
+    done = Effect("todo", f"{item.id}:{item.content}", "completed")
+    return ToolResult(f"Step {item.id} completed. {remaining} remaining. {tail}", effects=(done,))
 
 
 def executor_plan_tools() -> list[Tool]:

@@ -353,6 +353,25 @@ def validate_arguments(schema: Mapping[str, Any], value: Any, path: str = "") ->
     return problems
 
 
+def drop_null_optionals(schema: Mapping[str, Any], value: Any) -> Any:
+    """``value`` without the ``null`` properties that ``schema`` does not require, at any depth.
+
+    Models often send null for an optional argument they mean to leave out (``"risks": null``,
+    a plan step's ``"verify": null``): it is treated as left out, so the default applies, rather
+    than refused as a type error."""
+    if isinstance(value, dict) and isinstance(schema.get("properties"), Mapping):
+        props: Mapping[str, Any] = schema["properties"]
+        required = schema.get("required", ())
+        return {
+            k: drop_null_optionals(props.get(k, {}), v)
+            for k, v in value.items()
+            if v is not None or k in required
+        }
+    if isinstance(value, list) and isinstance(schema.get("items"), Mapping):
+        return [drop_null_optionals(schema["items"], v) for v in value]
+    return value
+
+
 def _json_type(value: Any) -> str:
     if value is None:
         return "null"
@@ -526,6 +545,7 @@ class ToolRegistry:
             return ToolResult.error(
                 f"The arguments for {name} must be a JSON object, got {_json_type(args)}."
             )
+        args = drop_null_optionals(t.parameters, args)
         problems = validate_arguments(t.parameters, args)
         if problems:
             return ToolResult.error(
