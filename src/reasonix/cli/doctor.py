@@ -101,7 +101,21 @@ def _endpoints(config: Config, roles: list[tuple[str, RoleConfig]]) -> list[Chec
             listed[pc.name] = _list_models(pc.base_url, pc.api_key(os.environ), pc.headers)
         models = listed[pc.name]
         where = f"{role_name} endpoint {pc.base_url}"
-        if isinstance(models, str):
+        if models == _REFUSED and not pc.api_key(os.environ):
+            # The missing key is reported above; the endpoint itself answered.
+            checks.append(
+                Check("info", f"{where}: reachable; set {pc.api_key_env} to verify the model")
+            )
+        elif models == _REFUSED:
+            checks.append(
+                Check(
+                    "fail",
+                    f"{where}: the API key in {pc.api_key_env} was refused (401)",
+                    f"check the value of {pc.api_key_env}: it may be mistyped, revoked or for "
+                    "another provider",
+                )
+            )
+        elif isinstance(models, str):
             checks.append(
                 Check(
                     "fail",
@@ -127,6 +141,9 @@ def _endpoints(config: Config, roles: list[tuple[str, RoleConfig]]) -> list[Chec
     return checks
 
 
+_REFUSED = "the API key was refused (401)"
+
+
 def _list_models(
     base_url: str, key: str | None, headers: Mapping[str, str]
 ) -> set[str] | str | None:
@@ -143,7 +160,7 @@ def _list_models(
     except hx.HTTPError as exc:
         return f"{type(exc).__name__}: {exc}"
     if response.status_code == 401:
-        return "the API key was refused (401)"
+        return _REFUSED
     if response.status_code != 200:
         return None
     try:
