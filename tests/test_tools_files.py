@@ -40,9 +40,12 @@ async def test_read_file_numbers_lines_and_reports_effect(ws: Path) -> None:
     (ws / "a.txt").write_text("one\ntwo\nthree\n")
     result = await call(ws, "read_file", path="a.txt")
     assert result.content == "     1\tone\n     2\ttwo\n     3\tthree"
-    assert result.effects[0].kind == "read" and result.effects[0].target == "a.txt"
+    assert result.effects[0].kind == "read"
+    assert result.effects[0].target.startswith("a.txt:1+")
     assert result.effects[0].digest == sha16(b"one\ntwo\nthree\n")
     part = await call(ws, "read_file", path="a.txt", offset=2, limit=1)
+    # another part of the same file is a different read (new progress for the ledger)
+    assert part.effects[0].target == "a.txt:2+1"
     assert part.content.startswith(
         "     2\ttwo\n[showing lines 2-2 of 3; call read_file with offset=3"
     )

@@ -229,7 +229,9 @@ class FileTools:
                 "head/sed to read a part."
             )
         data = real.read_bytes()
-        effect = Effect("read", shown, digest(data))
+        # The window is part of what was read: reading the next part of a long file is new
+        # progress, reading the same part of an unchanged file again is not.
+        effect = Effect("read", f"{shown}:{offset}+{limit}", digest(data))
         text = decode_text(data)
         if text is None:
             return ToolResult(
