@@ -570,3 +570,31 @@ async def test_session_budget_stops_a_turn_and_refuses_the_next(tmp_path: Path) 
     assert second.text.startswith("Not started")
     assert len(executor.requests) == 3  # nothing was sent
     assert not second.ok
+
+
+async def test_session_budget_also_bounds_a_planning_round(tmp_path: Path) -> None:
+    from reasonix.testing import ScriptedProvider
+
+    prices = Prices(hit=0.0, miss=1_000_000.0, output=0.0)
+    usage = Usage(prompt_tokens=1, cache_hit_tokens=0, cache_miss_tokens=1)
+    reads = [Reply.call("read", {"path": "x.txt"}) for _ in range(6)]
+    planner = ScriptedProvider(
+        [Reply(tool_calls=r.tool_calls, usage=usage) for r in reads],
+        info=ModelInfo("p", prices=prices),
+    )
+    executor = ScriptedProvider([], info=ModelInfo("e", prices=prices))
+    (tmp_path / "x.txt").write_text("x")
+    ctrl = Controller(
+        Options(
+            executor_provider=executor,
+            planner_provider=planner,
+            tool_registry=workspace_tools(),
+            executor_options=AgentOptions(workspace=tmp_path),
+            orchestration=OrchestratorOptions(max_cost_usd=2.0),
+        )
+    )
+    result = await ctrl.run_turn("plan first: look around")
+    assert result.stop_reason == "budget"
+    assert result.text.startswith("Stopped after planning")
+    assert len(planner.requests) == 2  # the planner was paused once it reached $2
+    assert executor.requests == []

@@ -180,18 +180,16 @@ class TurnOrchestrator:
                 text, decision.route, reason, decision, p, replans, self.cost.since(mark)
             )
 
-        spent, limit = self.cost.total.cost, self.options.max_cost_usd
-        if limit is not None and spent >= limit:
-            note = f"Not started: the session has spent ${spent:.4f} of its ${limit:g} budget. "
-            note += BUDGET_HINT
-            self.sink.emit(NoticeEvent("controller", "budget", note))
-            return result(note, "budget")
+        if (spent := self._over_budget()) is not None:
+            return result(self._budget_stop("Not started", spent), "budget")
 
         if decision.route is Route.EXECUTOR_ONLY:
             outcome, replans, note, why = await self._execute(text, task=text)
             return result(note or outcome.text, why or outcome.stop_reason, None, replans)
 
         new_plan = await self._plan(text, brief=self._brief(), reason="", round_no=1)
+        if (spent := self._over_budget()) is not None:
+            return result(self._budget_stop("Stopped after planning", spent), "budget", new_plan)
         if new_plan is None:
             self.sink.emit(
                 NoticeEvent(
@@ -312,6 +310,17 @@ class TurnOrchestrator:
         self.executor.seed_todo_state(plan.todo_items())
         self.executor.tool_state[PLAN_STATE_KEY] = plan.to_markdown()
 
+    def _over_budget(self) -> float | None:
+        """What the session has spent, if that reached the budget; None otherwise."""
+        limit, spent = self.options.max_cost_usd, self.cost.total.cost
+        return spent if limit is not None and spent >= limit else None
+
+    def _budget_stop(self, what: str, spent: float) -> str:
+        note = f"{what}: the session has spent ${spent:.4f} of its "
+        note += f"${self.options.max_cost_usd:g} budget. {BUDGET_HINT}"
+        self.sink.emit(NoticeEvent("controller", "budget", note))
+        return note
+
     # -- planner ------------------------------------------------------------------------------
 
     def _brief(self) -> str:
@@ -338,7 +347,7 @@ class TurnOrchestrator:
 
         def on_step(info: StepInfo) -> StepDecision:
             nonlocal failures
-            if PLAN_KEY in planner.tool_state:
+            if PLAN_KEY in planner.tool_state or self._over_budget() is not None:
                 return "pause"
             bad = [
                 r
