@@ -143,3 +143,49 @@ def test_remap_marks_keeps_positions_a_rollback_did_not_touch() -> None:
     marks = [TurnMark(1, 0, 0, 0), TurnMark(2, 0, 3, 1)]
     assert remap_marks(marks, "planner", (*old, AssistantMessage("d")), old) == marks
     assert remap_marks(marks, "planner", old, old[:2]) == [marks[0], TurnMark(2, 0, -1, 1)]
+
+
+async def test_two_processes_never_share_a_session(
+    tmp_path: Path, servers: tuple[FakeDeepSeekServer, FakeDeepSeekServer]
+) -> None:
+    # Two stores on one database file stand for two reasonix processes in the same folder.
+    from reasonix.errors import SessionStoreError
+
+    ex, _ = servers
+    db = tmp_path / "data" / "sessions.db"
+    store_a, store_b = SessionStore(db), SessionStore(db)
+    a = await open_runtime(tmp_path, servers, store_a)
+    try:
+        ex.push(Reply.text("A answers"))
+        await a.run_turn("question in A")
+        # `-c` in the second process must not pick the session the first one is writing to:
+        # both would append at the same positions and overwrite each other's history.
+        b = await open_runtime(tmp_path, servers, store_b, continue_last=True)
+        try:
+            assert b.session_id != a.session_id
+            with pytest.raises(SessionStoreError, match="open in another reasonix"):
+                await b.resume(a.session_id)
+            ex.push(Reply.text("B answers"))
+            await b.run_turn("question in B")
+        finally:
+            await b.aclose()
+        with pytest.raises(SessionStoreError, match="open in another reasonix"):
+            await open_runtime(tmp_path, servers, store_b, resume_id=a.session_id)
+        ex.push(Reply.text("A again"))
+        await a.run_turn("more in A")
+        a_id = a.session_id
+    finally:
+        await a.aclose()
+    # Once A has closed, its session is free to continue.
+    b = await open_runtime(tmp_path, servers, store_b, continue_last=True)
+    try:
+        assert b.session_id == a_id
+        stored = store_b.load_messages(a_id, "executor")
+        assert [m.content for m in stored if isinstance(m, UserMessage)] == [
+            "question in A",
+            "more in A",
+        ]
+    finally:
+        await b.aclose()
+        store_a.close()
+        store_b.close()

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from reasonix.errors import SessionStoreError
 from reasonix.messages import AssistantMessage, SystemMessage, UserMessage
 from reasonix.store import SessionStore
 
@@ -52,3 +53,21 @@ def test_undecodable_workspace_path_and_title(store: SessionStore, tmp_path: Pat
     assert info is not None and info.title == "caf\\xe9 bug"
     assert store.latest_session(folder) == sid
     assert [s.id for s in store.list_sessions(folder)] == [sid]
+
+
+def test_claims_are_exclusive_across_stores_and_released(tmp_path: Path) -> None:
+    db = tmp_path / "data" / "sessions.db"
+    with SessionStore(db) as a, SessionStore(db) as b:
+        older = a.create_session(tmp_path)
+        newer = a.create_session(tmp_path)
+        assert a.claim(newer) and a.claim(newer)  # idempotent for its holder
+        assert not b.claim(newer)
+        assert b.in_use(newer) and not a.in_use(newer)
+        assert b.latest_session(tmp_path) == older
+        assert a.latest_session(tmp_path) == newer
+        a.release(newer)
+        assert b.claim(newer)
+        b.close()  # closing releases every claim
+        assert a.claim(newer)
+        with pytest.raises(SessionStoreError, match="not a session id"):
+            a.claim("../escape")

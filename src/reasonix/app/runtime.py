@@ -464,6 +464,7 @@ class Runtime:
             executor_model=self.config.executor.model,
             planner_model=planner_model,
         )
+        self.store.claim(sid)
         self._attach(sid, {role: [] for role in ROLES}, [])
 
     def _open_existing(self, session_id: str) -> None:
@@ -472,13 +473,31 @@ class Runtime:
             raise SessionStoreError(
                 f"no session {session_id!r}; list them with `reasonix sessions list`"
             )
-        stored = {role: self.store.load_messages(session_id, role) for role in ROLES}
-        marks = load_marks(self.store.load_events(session_id))
+        # Two writers would append at the same positions and overwrite each other's history.
+        if not self.store.claim(session_id):
+            raise SessionStoreError(
+                f"session {session_id} is open in another reasonix process; finish it there "
+                "first, or start a new session"
+            )
+        try:
+            stored = {role: self.store.load_messages(session_id, role) for role in ROLES}
+            marks = load_marks(self.store.load_events(session_id))
+        except BaseException:
+            if self._current_id() != session_id:
+                self.store.release(session_id)
+            raise
         self._attach(session_id, stored, marks)
+
+    def _current_id(self) -> str | None:
+        state = getattr(self, "_state", None)
+        return state.session_id if state is not None else None
 
     def _attach(
         self, session_id: str, stored: dict[str, list[Message]], marks: list[TurnMark]
     ) -> None:
+        previous = self._current_id()
+        if previous is not None and previous != session_id:
+            self.store.release(previous)
         sessions = {role: Session(f"{session_id}:{role}", stored[role]) for role in ROLES}
         self._state = _SessionState(session_id, sessions, list(marks))
         self._store_sink = _SafeStoreSink(self.store, session_id, self._report_store_error)
@@ -819,10 +838,15 @@ class Runtime:
         return str(status.line())
 
     async def aclose(self) -> None:
-        """Stop MCP servers and release the providers' connections."""
-        if self.mcp is not None:
-            await self.mcp.aclose()
-        await self.controller.aclose()
+        """Stop MCP servers, release the providers' connections and the session's claim."""
+        try:
+            if self.mcp is not None:
+                await self.mcp.aclose()
+            await self.controller.aclose()
+        finally:
+            current = self._current_id()
+            if current is not None:
+                self.store.release(current)
 
 
 def _resolve(workspace: str | os.PathLike[str]) -> Path:

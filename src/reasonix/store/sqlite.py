@@ -14,6 +14,11 @@ already stored changes nothing, and re-sending a *different* message at a stored
 Threads: a store owns one connection. Calls are serialised with a lock, so it may be shared by
 threads of one process, but one store per thread is the simplest and fastest. Several processes
 may open the same file; writers wait up to ``timeout`` seconds for each other.
+
+Sessions in use: a writer claims the session it continues (:meth:`SessionStore.claim`, an OS
+file lock in ``locks/`` next to the database, released by :meth:`~SessionStore.release`, by
+:meth:`~SessionStore.close` or by the process ending, even killed), so two reasonix processes
+never append to one session; :meth:`~SessionStore.latest_session` skips claimed sessions.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import json
 import os
 import secrets
 import sqlite3
+import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -193,6 +199,7 @@ class SessionStore:
         self.path = Path(path) if path is not None else default_store_path()
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
+        self._claims: dict[str, int] = {}  # session id -> fd of its held lock file
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -294,11 +301,69 @@ class SessionStore:
             raise SessionStoreError(f"no session {session_id!r} in {self.path}")
 
     def close(self) -> None:
-        """Close the connection (idempotent)."""
+        """Close the connection and release the claims (idempotent)."""
         with self._lock:
+            for session_id in list(self._claims):
+                self.release(session_id)
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+
+    # -- sessions in use ----------
+
+    def _lock_path(self, session_id: str) -> Path:
+        if not session_id or "/" in session_id or "\\" in session_id or session_id[0] == ".":
+            raise SessionStoreError(f"not a session id: {session_id!r}")
+        return self.path.parent / "locks" / f"{session_id}.lock"
+
+    def _try_lock(self, session_id: str) -> int | None:
+        """An fd holding the session's lock file, or None when someone else holds it."""
+        path = self._lock_path(session_id)
+        try:
+            path.parent.mkdir(exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise SessionStoreError(
+                f"cannot create the lock file {path}: {exc.strerror or exc}. Make "
+                f"{path.parent} writable, or set {DATA_DIR_ENV} to a writable folder."
+            ) from exc
+        if _lock_fd(fd):
+            return fd
+        os.close(fd)
+        return None
+
+    def claim(self, session_id: str) -> bool:
+        """Mark ``session_id`` as being written by this store until :meth:`release` (or
+        :meth:`close`, or the process ending). False when another store, in this process or
+        another, has claimed it. Claiming a session this store holds is a no-op."""
+        with self._lock:
+            if session_id in self._claims:
+                return True
+            fd = self._try_lock(session_id)
+            if fd is None:
+                return False
+            self._claims[session_id] = fd
+            return True
+
+    def release(self, session_id: str) -> None:
+        """Give up the claim on ``session_id`` (no-op when not held)."""
+        with self._lock:
+            fd = self._claims.pop(session_id, None)
+            if fd is not None:
+                _unlock_fd(fd)
+                os.close(fd)
+
+    def in_use(self, session_id: str) -> bool:
+        """True when another store (in this process or another) has claimed the session."""
+        with self._lock:
+            if session_id in self._claims:
+                return False
+            fd = self._try_lock(session_id)
+            if fd is None:
+                return True
+            _unlock_fd(fd)
+            os.close(fd)
+            return False
 
     def __enter__(self) -> SessionStore:
         return self
@@ -366,13 +431,17 @@ class SessionStore:
             return [_session_info(conn, r) for r in rows]
 
     def latest_session(self, workspace: str | os.PathLike[str]) -> str | None:
-        """Id of the most recently active session in ``workspace`` (for ``--continue``)."""
+        """Id of the most recently active session in ``workspace`` that no other store has
+        claimed (for ``--continue``: never the session another reasonix is writing to)."""
         with self._op("find the latest session") as conn:
-            row = conn.execute(
-                "SELECT id FROM sessions WHERE workspace = ? ORDER BY activity DESC LIMIT 1",
+            rows = conn.execute(
+                "SELECT id FROM sessions WHERE workspace = ? ORDER BY activity DESC LIMIT 50",
                 (_workspace_key(workspace),),
-            ).fetchone()
-        return str(row[0]) if row else None
+            ).fetchall()
+        for row in rows:
+            if not self.in_use(str(row[0])):
+                return str(row[0])
+        return None
 
     def set_title(self, session_id: str, title: str) -> None:
         """Rename a session."""
@@ -640,6 +709,37 @@ class SessionStore:
                     lines = _markdown_message(message_from_dict(raw))
                     out += ["", f"{lines[0]} (archived: {reason})", *lines[1:]]
         return "\n".join(out) + "\n"
+
+
+def _lock_fd(fd: int) -> bool:
+    """Take an exclusive, non-blocking lock on ``fd``; False when it is held elsewhere."""
+    try:
+        if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
+            import msvcrt
+
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        else:
+            import fcntl
+
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True
+
+
+def _unlock_fd(fd: int) -> None:
+    try:
+        if sys.platform == "win32":  # pragma: no cover
+            import msvcrt
+
+            os.lseek(fd, 0, os.SEEK_SET)
+            msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        else:
+            import fcntl
+
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    except OSError:
+        pass
 
 
 _SESSION_SELECT = (
