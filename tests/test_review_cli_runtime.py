@@ -189,3 +189,39 @@ async def test_two_processes_never_share_a_session(
         await b.aclose()
         store_a.close()
         store_b.close()
+
+
+async def test_a_refused_resume_stops_the_mcp_servers_it_started(
+    tmp_path: Path, servers: tuple[FakeDeepSeekServer, FakeDeepSeekServer]
+) -> None:
+    import os
+    import sys
+
+    from reasonix.errors import SessionStoreError
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("reads /proc")
+    time_server = str(Path(sys.executable).parent / "mcp-server-time")
+    extra = f'\n[[mcp.servers]]\nname = "clock"\ncommand = "{time_server}"\n'
+    (tmp_path / "reasonix.toml").write_text(project_toml(*servers, extra=extra))
+    config = load_config(tmp_path, environ=ENV, user_config=tmp_path / "no-user.toml")
+
+    def mcp_children() -> list[str]:
+        found = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                stat = Path(f"/proc/{pid}/stat").read_text()
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            if ppid == os.getpid() and b"mcp-server-time" in cmd and " Z " not in stat:
+                found.append(pid)
+        return found
+
+    store = SessionStore(tmp_path / "data" / "sessions.db")
+    with store, pytest.raises(SessionStoreError, match="no session"):
+        await Runtime.from_config(
+            config, tmp_path, store=store, environ=ENV, resume_id="20200101-000000-dead"
+        )
+    assert mcp_children() == []

@@ -430,10 +430,16 @@ class Runtime:
         target = resume_id
         if target is None and continue_last:
             target = store.latest_session(ws)
-        if target is not None:
-            runtime._open_existing(target)
-        else:
-            runtime._open_new()
+        try:
+            if target is not None:
+                runtime._open_existing(target)
+            else:
+                runtime._open_new()
+        except BaseException:
+            # e.g. an unknown session id: do not leave the MCP servers running.
+            if mcp is not None:
+                await mcp.aclose()
+            raise
         return runtime
 
     def _registry(self) -> ToolRegistry:
