@@ -199,3 +199,20 @@ def test_max_cost_stops_the_run_with_exit_1(project: Project) -> None:
     assert "budget" in result["result"]
     assert "--max-cost" in result["result"]
     assert len(project.ex.requests) == 1  # stopped right after the first priced request
+
+
+def test_provider_key_variables_and_key_files_stay_out_of_reach(project: Project) -> None:
+    (project.root / "deploy.pem").write_text("-----BEGIN PRIVATE KEY-----\n")
+    project.ex.push(
+        Reply.calls(
+            ("bash", {"command": f'echo "key=[${KEY_ENV}]"'}),
+            ("read_file", {"path": "deploy.pem"}),
+        ),
+        Reply.text("done"),
+    )
+    proc = project.run("run", "--yes", "--no-planner", "--output-format", "json", "inspect")
+    assert proc.returncode == 0, proc.stderr
+    results = [m["content"] for m in project.ex.requests[1].messages if m["role"] == "tool"]
+    assert "key=[]" in results[0]  # the provider's key variable was not passed to bash
+    assert "sk-test" not in results[0]
+    assert "PRIVATE KEY" not in results[1]  # the built-in read-deny list still applies

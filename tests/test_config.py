@@ -67,7 +67,7 @@ def test_defaults_with_deepseek_key(dirs: tuple[Path, Path]) -> None:
     assert deepseek.api_key_env == "DEEPSEEK_API_KEY"
     assert deepseek.api_key(KEY_ENV) == "sk-test"
     assert config.permissions.mode == "ask"
-    assert config.workspace.read_deny == (".env",)
+    assert config.workspace.read_deny == ()  # extras on top of the sandbox's built-in list
     assert config.compaction.threshold == 0.8
     assert config.model_info("deepseek-v4-flash") == PRESETS["deepseek-v4-flash"]
     assert config.sources == ()

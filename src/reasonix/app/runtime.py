@@ -443,13 +443,20 @@ class Runtime:
         return runtime
 
     def _registry(self) -> ToolRegistry:
-        from reasonix.safety.sandbox import Sandbox
-        from reasonix.tools.builtin import default_tools
+        from reasonix.safety.sandbox import DEFAULT_READ_DENY, Sandbox
+        from reasonix.tools.builtin import ShellOptions, default_tools
 
         ws = self.config.workspace
         roots = [self.workspace, *(self.workspace / Path(r).expanduser() for r in ws.roots)]
-        sandbox = Sandbox(roots, read_deny=ws.read_deny)
-        tools = default_tools(self.workspace, sandbox=sandbox, checkpoints=self.checkpoints)
+        # Configured patterns extend the built-in deny list; they never switch it off.
+        sandbox = Sandbox(roots, read_deny=(*DEFAULT_READ_DENY, *ws.read_deny))
+        # The variables our providers read their keys from never reach the model's commands,
+        # whatever they are called.
+        key_vars = sorted({p.api_key_env for p in self.config.providers.values() if p.api_key_env})
+        shell = ShellOptions(secret_env=tuple(key_vars))
+        tools = default_tools(
+            self.workspace, sandbox=sandbox, checkpoints=self.checkpoints, shell_options=shell
+        )
         registry = ToolRegistry(tools, policy=self.permissions)
         if self.mcp is not None:
             registry = registry.with_tools(self.mcp.tools())

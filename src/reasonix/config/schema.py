@@ -96,10 +96,11 @@ class PermissionsConfig:
 
 @dataclass(frozen=True, slots=True)
 class WorkspaceConfig:
-    """Extra workspace roots besides the project dir, and patterns the tools may not read."""
+    """Extra workspace roots besides the project dir, and patterns the tools may not read —
+    added to the sandbox's built-in list (``.env``, keys, certificates, …), never replacing it."""
 
     roots: tuple[str, ...] = ()
-    read_deny: tuple[str, ...] = (".env",)
+    read_deny: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
