@@ -70,3 +70,20 @@ def test_wide_characters_count_as_two_cells() -> None:
     md.feed("\n")
     out = console.file.getvalue()  # type: ignore[attr-defined]
     assert "\r\x1b[1A\x1b[J" in out
+
+
+def test_escape_sequences_from_the_model_or_tools_are_shown_not_obeyed() -> None:
+    from reasonix.events import ToolCallEvent, ToolResultEvent
+    from reasonix.messages import ToolCall
+
+    console = terminal()
+    renderer = TerminalRenderer(console, show_role_headers=False)
+    renderer.emit(TextDeltaEvent("executor", "look \x1b]0;pwned\x07 here\n"))
+    renderer.emit(ToolCallEvent("executor", ToolCall("c1", "bash", '{"command": "x\\u001b[2J"}')))
+    renderer.emit(ToolResultEvent("executor", "c1", "bash", "out\x1b[8mhidden\n[exit code 0]"))
+    renderer.finish()
+    out = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "\x1b]0;" not in out  # no title change
+    assert "\x1b[2J" not in out  # no screen clear
+    assert "\x1b[8m" not in out  # no concealed text
+    assert "\\x1b]0;pwned" in ANSI.sub("", out)

@@ -28,7 +28,7 @@ from reasonix.cli.sessions import session_line
 from reasonix.config import Config
 from reasonix.control.plan import Plan
 from reasonix.errors import ReasonixError
-from reasonix.safety.permissions import ApprovalAnswer, ApprovalRequest
+from reasonix.safety.permissions import ApprovalAnswer, ApprovalRequest, printable
 from reasonix.store import SessionStore, default_store_path
 
 HELP = """\
@@ -127,6 +127,15 @@ class EscapeWatcher:
         self._saved = None
 
 
+def _whole_subject(subject: str, limit: int = 2000) -> str:
+    """What is being approved, shown whole; a very long one keeps its head and its tail and says
+    how much is not shown, so nothing can hide at the end of a long command."""
+    if len(subject) <= limit:
+        return subject
+    head, tail = subject[: limit * 3 // 4], subject[-limit // 4 :]
+    return f"{head} … [{len(subject) - len(head) - len(tail)} characters not shown] … {tail}"
+
+
 class PromptApprover:
     """Asks the user about a tool call: allow once, allow for the session, or deny (a reason
     typed after ``n`` goes back to the model)."""
@@ -139,9 +148,9 @@ class PromptApprover:
         app.renderer.end_line()
         app.console.print(
             f"[bold yellow]approval needed[/bold yellow] {escape(request.reason)}\n"
-            f"  {escape(request.tool)}: {escape(request.subject[:400])}"
+            f"  {escape(request.tool)}: {escape(_whole_subject(request.subject))}"
         )
-        rules = ", ".join(request.session_rules)
+        rules = printable(", ".join(request.session_rules))
         question = (
             f"Allow? [y] once  [a] for this session ({rules})  [n] deny (n <reason> tells the "
             "model why): "

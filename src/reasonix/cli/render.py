@@ -37,6 +37,7 @@ from reasonix.events import (
     TurnEnded,
     TurnStarted,
 )
+from reasonix.safety.permissions import printable
 
 #: argument shown in a tool call's one-line summary, by preference
 _KEY_ARGS = ("path", "command", "pattern", "query", "url", "step", "objective")
@@ -57,7 +58,7 @@ def summarize_call(name: str, arguments: str, width: int = 80) -> str:
                 break
         else:
             shown = ", ".join(f"{k}={v!r}" for k, v in list(args.items())[:2])
-    shown = " ".join(shown.split())
+    shown = printable(" ".join(shown.split()))
     if len(shown) > width:
         shown = shown[: width - 1] + "…"
     return f"{name}({shown})"
@@ -187,7 +188,7 @@ class TerminalRenderer:
             self._newline()
             self._reasoning_role = role
             self._reasoning_started = time.monotonic()
-        self._reasoning.append(text)
+        self._reasoning.append(printable(text, keep_layout=True))
         if self.console.is_terminal:
             total = "".join(self._reasoning)
             tail = " ".join(total[-200:].split())
@@ -230,11 +231,13 @@ class TerminalRenderer:
         if isinstance(event, TextDeltaEvent):
             self._end_reasoning()
             self._role_header(event.role)
+            # Model text is shown, never obeyed: escape sequences in it are made visible.
+            text = printable(event.text, keep_layout=True)
             if self._md is not None:
-                self._md.feed(event.text)
+                self._md.feed(text)
                 self._at_line_start = not self._md.partial
             else:
-                self._write(event.text)
+                self._write(text)
             return
         handler = getattr(self, f"_on_{event.kind}", None)
         if handler is not None:
@@ -268,7 +271,7 @@ class TerminalRenderer:
 
     def _on_tool_result(self, event: Any) -> None:
         assert isinstance(event, ToolResultEvent)
-        lines = event.content.splitlines() or [""]
+        lines = printable(event.content, keep_layout=True).splitlines() or [""]
         if event.is_error:
             self.line(Text(f"  ⎿ {lines[0][:200]}", style="red"))
             return
