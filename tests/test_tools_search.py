@@ -9,6 +9,7 @@ import pytest
 
 from reasonix.errors import SandboxError
 from reasonix.safety.sandbox import Sandbox
+from reasonix.tools.builtin import default_tools
 from reasonix.tools.builtin.search import GLOB_LIMIT, GREP_MATCH_LIMIT, SearchTools, search_tools
 from reasonix.tools.registry import ToolContext, ToolRegistry, ToolResult
 
@@ -149,3 +150,18 @@ async def test_rg_and_fallback_agree(ws: Path) -> None:
         fallback = await call(ws, "grep", use_rg=False, **args)
         fast = await call(ws, "grep", use_rg=True, **args)
         assert sorted(fast.content.splitlines()) == sorted(fallback.content.splitlines())
+
+
+async def test_listing_survives_file_names_that_are_not_utf8(tmp_path: Path) -> None:
+    import os
+
+    os.close(os.open(os.fsencode(tmp_path) + b"/bad\xff.txt", os.O_CREAT | os.O_WRONLY))
+    (tmp_path / "good.txt").write_text("x")
+    tools = ToolRegistry(default_tools(tmp_path))
+    ctx = ToolContext(workspace=tmp_path)
+    listed = await tools.execute("ls", "{}", ctx)
+    globbed = await tools.execute("glob", '{"pattern": "*.txt"}', ctx)
+    for result in (listed, globbed):
+        assert not result.is_error, result.content
+        assert "bad\ufffd.txt" in result.content
+        assert "good.txt" in result.content

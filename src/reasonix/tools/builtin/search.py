@@ -149,6 +149,15 @@ def walk_files(sandbox: Sandbox, base: Path, *, gitignore: bool = True) -> Itera
 # Tools
 
 
+def displayable(text: str) -> str:
+    """File names that are not valid UTF-8 (kept by Python as lone surrogates) shown with a
+    replacement character, as grep shows them, instead of failing the whole listing."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+
+
 class SearchTools:
     """``ls``, ``glob`` and ``grep`` over one sandbox.
 
@@ -187,7 +196,7 @@ class SearchTools:
                 lines.append(entry.name)
         if len(entries) > LS_LIMIT:
             lines.append(f"[... {len(entries) - LS_LIMIT} more entries not shown]")
-        body = "\n".join(lines) if lines else f"{shown} is empty."
+        body = displayable("\n".join(lines) if lines else f"{shown} is empty.")
         return ToolResult(body, effects=(Effect("read", f"ls:{shown}", digest(body.encode())),))
 
     def glob(
@@ -220,6 +229,7 @@ class SearchTools:
             body = "\n".join(found)
             if more:
                 body += f"\n[... {more} more files match; narrow the pattern]"
+        body = displayable(body)
         effect = Effect("read", f"glob:{pattern}@{shown}", digest(body.encode()))
         return ToolResult(body, effects=(effect,))
 
