@@ -565,32 +565,25 @@ class Runtime:
     def _build_controller(self, sessions: dict[str, Session]) -> Controller:
         cfg = self.config
         memory = self._memory()
-        thinking, effort = effort_options(cfg.executor)
-        executor_options = AgentOptions(
-            system_prompt=system_prompt_with_memory(DEFAULT_SYSTEM_PROMPT, memory),
-            compaction_threshold=cfg.compaction.threshold,
-            compaction_keep_turns=cfg.compaction.keep_recent_turns,
-            model=cfg.executor.model,
-            thinking=thinking,
-            reasoning_effort=effort,
-            max_steps=cfg.executor.max_steps,
-            prices=cfg.model_info(cfg.executor.model).prices,
-            workspace=self.workspace,
-        )
-        planner_options = None
-        if "planner" in self.providers:
-            p_thinking, p_effort = effort_options(cfg.planner)
-            planner_options = AgentOptions(
-                system_prompt=system_prompt_with_memory(PLANNER_SYSTEM_PROMPT, memory),
+
+        def role_options(role: RoleConfig, system_prompt: str, max_steps: int) -> AgentOptions:
+            thinking, effort = effort_options(role)
+            return AgentOptions(
+                system_prompt=system_prompt_with_memory(system_prompt, memory),
                 compaction_threshold=cfg.compaction.threshold,
                 compaction_keep_turns=cfg.compaction.keep_recent_turns,
-                model=cfg.planner.model,
-                thinking=p_thinking,
-                reasoning_effort=p_effort,
-                max_steps=12,
-                prices=cfg.model_info(cfg.planner.model).prices,
+                model=role.model,
+                thinking=thinking,
+                reasoning_effort=effort,
+                max_steps=max_steps,
+                prices=cfg.model_info(role.model).prices,
                 workspace=self.workspace,
             )
+
+        executor_options = role_options(cfg.executor, DEFAULT_SYSTEM_PROMPT, cfg.executor.max_steps)
+        planner_options = None
+        if "planner" in self.providers:
+            planner_options = role_options(cfg.planner, PLANNER_SYSTEM_PROMPT, 12)
         orchestration = OrchestratorOptions(
             gate=GateOptions(mode=cfg.planner.gate, threshold=cfg.planner.gate_threshold),
             max_replans=cfg.planner.max_replans,

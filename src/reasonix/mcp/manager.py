@@ -105,25 +105,16 @@ class _Server:
         self.config = config
         self.log_path = log_path
         self.state = ServerState.DISABLED if not config.enabled else ServerState.STOPPED
+        self.task: asyncio.Task[None] | None = None
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the last connection (before a start or a restart)."""
         self.error: str | None = None
         self.session: Any = None
         self.tools: list[dict[str, Any]] = []
         self.info: ProcessInfo | None = None
-        self.task: asyncio.Task[None] | None = None
         self.scope: Any = None
-        self.wake = asyncio.Event()
-        self.ready = asyncio.Event()
-        self.done = asyncio.Event()
-        self.stop_requested = False
-        self.list_changed = False
-        self.early_changes = 0
-
-    def reset(self) -> None:
-        self.error = None
-        self.session = None
-        self.tools = []
-        self.info = None
-        self.scope = None
         self.wake = asyncio.Event()
         self.ready = asyncio.Event()
         self.done = asyncio.Event()
