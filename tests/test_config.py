@@ -442,6 +442,17 @@ def test_prices_for_unknown_model_must_be_complete(dirs: tuple[Path, Path]) -> N
     assert "missing miss, output" in str(err)
 
 
+def test_unknown_model_without_prices_is_refused(dirs: tuple[Path, Path]) -> None:
+    err = error_of(dirs, '[models."local"]\ncontext_window = 1000\n')
+    assert err.line == 2
+    assert err.key == "models.local.context_window"
+    assert "needs prices" in str(err)
+    assert "all 0 for a free local model" in str(err)
+    # a preset model may override other keys without restating its prices
+    write(dirs[0] / "reasonix.toml", '[models."deepseek-v4-pro"]\ncontext_window = 5000\n')
+    assert load(dirs).model_info("deepseek-v4-pro").prices.miss > 0
+
+
 def test_not_utf8(dirs: tuple[Path, Path]) -> None:
     (dirs[0] / "reasonix.toml").write_bytes(b"[executor]\nmodel = '\xff'\n")
     with pytest.raises(ConfigError, match="UTF-8"):

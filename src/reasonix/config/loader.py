@@ -565,6 +565,14 @@ def _build_models(merged: _Merged) -> tuple[dict[str, ModelInfo], dict[str, str]
         base = PRESETS.get(name) or ModelInfo(name)
         prices = base.prices
         given = {k.removeprefix("prices."): v for k, v in table.items() if k.startswith("prices.")}
+        if not given and name not in PRESETS and table:
+            # Without prices every cost would read $0 and a session budget could never stop it.
+            raise merged.error(
+                f"models.{_k(name)}.{next(iter(table))}",
+                f"a model without a preset needs prices (USD per 1M tokens): add prices = "
+                f"{{ hit = ..., miss = ..., output = ... }} to [models.{_k(name)}] "
+                "(all 0 for a free local model)",
+            )
         if given:
             if name not in PRESETS:
                 missing = [k for k in ("hit", "miss", "output") if k not in given]
