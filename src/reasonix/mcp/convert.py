@@ -24,6 +24,10 @@ PREFIX = "mcp"
 # Schema keywords that only annotate: the model gets nothing from them that the property name
 # and description do not already say, and every byte is resent on every request.
 _DROP_KEYS = frozenset({"$schema", "$id", "$comment", "title"})
+# Keywords whose values are data (the tool's own values), not schemas: kept as they are.
+_DATA_KEYS = frozenset({"default", "examples", "example", "const", "enum"})
+# Keywords whose value is a list of schemas, each of which may be a boolean schema.
+_SCHEMA_LISTS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -79,6 +83,8 @@ def normalize_schema(schema: Mapping[str, Any] | None) -> dict[str, Any]:
     - local references (``#/$defs/X``, ``#/definitions/X``) are inlined and the definitions
       removed; a recursive reference is replaced by an unconstrained ``{}`` (its description
       kept), and an unresolvable one likewise;
+    - boolean subschemas become ``{}`` / ``{"not": {}}``; data (``default``, ``enum``, ``const``,
+      ``examples``) is left as the server wrote it;
     - keys are sorted, so the same input always gives the same bytes.
     """
     root: dict[str, Any] = copy.deepcopy(dict(schema)) if isinstance(schema, Mapping) else {}
@@ -111,11 +117,7 @@ def _resolve(node: Any, defs: Mapping[str, Any], stack: tuple[str, ...]) -> Any:
         return node
     ref = node.get("$ref")
     if isinstance(ref, str):
-        siblings = {
-            k: _resolve(v, defs, stack)
-            for k, v in node.items()
-            if k != "$ref" and k not in _DROP_KEYS
-        }
+        siblings = _resolve({k: v for k, v in node.items() if k != "$ref"}, defs, stack)
         target = defs.get(ref)
         if target is None or ref in stack:
             # Recursive or not local: leave the value unconstrained rather than send a
@@ -131,12 +133,26 @@ def _resolve(node: Any, defs: Mapping[str, Any], stack: tuple[str, ...]) -> Any:
             continue
         if key == "properties" and isinstance(value, Mapping):
             # Property *names* may be anything (even "title"); only their schemas are resolved.
-            out[key] = {str(k): _resolve(v, defs, stack) for k, v in value.items()}
+            out[key] = {str(k): _subschema(v, defs, stack) for k, v in value.items()}
         elif key in _DROP_KEYS:
             continue
+        elif key in _DATA_KEYS:
+            out[key] = value
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            out[key] = [_subschema(v, defs, stack) for v in value]
         else:
             out[key] = _resolve(value, defs, stack)
     return out
+
+
+def _subschema(node: Any, defs: Mapping[str, Any], stack: tuple[str, ...]) -> Any:
+    """A subschema resolved, with the boolean schemas ``true``/``false`` spelled as objects
+    (``{}``/``{"not": {}}``): our argument validator, like many, reads only objects."""
+    if node is True:
+        return {}
+    if node is False:
+        return {"not": {}}
+    return _resolve(node, defs, stack)
 
 
 def _sort_keys(node: Any) -> Any:

@@ -9,12 +9,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import hashlib
 import json
 import math
 import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -23,6 +25,7 @@ from reasonix.events import ErrorEvent, NoticeEvent, NullSink, Sink
 from reasonix.mcp.config import McpServerConfig
 from reasonix.mcp.convert import assign_names, normalize_schema, result_to_tool_result
 from reasonix.mcp.transport import McpStartError, ProcessInfo, open_http, open_stdio
+from reasonix.safety.permissions import printable
 from reasonix.tools.registry import Tool, ToolResult
 
 EVENT_ROLE = "mcp"
@@ -80,7 +83,17 @@ class PendingChange:
 
 
 def _log_name(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", name) + ".log"
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+    if safe != name:
+        # "a b", "a/b" and "a_b" must not share one log file (nor one stderr tail).
+        safe += "-" + hashlib.sha256(name.encode()).hexdigest()[:8]
+    return safe + ".log"
+
+
+# Terminal escape sequences (CSI such as colours, OSC such as a window title, and two-byte
+# ones): colour codes in a server's stderr are noise in a one-line summary, and the others must
+# never reach the terminal through an error message.
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 
 
 def _describe_exc(exc: BaseException) -> str:
@@ -141,9 +154,10 @@ class _Server:
                 data = f.read()[-4000:]
         except OSError:
             return ""
+        text = _ANSI.sub("", data.decode("utf-8", "replace"))
         kept = [
-            ln.strip()[:200]
-            for ln in data.decode("utf-8", "replace").splitlines()
+            printable(ln.strip()[:200])
+            for ln in text.splitlines()
             if ln.strip() and not ln.startswith("[reasonix]") and not ln.startswith("---")
         ]
         return " | ".join(kept[-lines:])
@@ -182,6 +196,7 @@ class McpManager:
         self._snapshot: tuple[Tool, ...] = ()
         self._snapshot_defs: dict[str, str] = {}
         self._started = False
+        self._closed = False
 
     async def __aenter__(self) -> McpManager:
         await self.start()
@@ -204,11 +219,19 @@ class McpManager:
             # The SDK takes about a second to import; doing it in a thread keeps the event
             # loop (and a frontend drawing on it) responsive meanwhile.
             await asyncio.to_thread(_import_sdk)
-        await asyncio.gather(*(self._launch(s) for s in servers))
+            _route_sdk_logs()
+
+        async def launch(srv: _Server) -> None:
+            # aclose() may have run while the SDK was importing: start nothing after it.
+            if not self._closed:
+                await self._launch(srv)
+
+        await asyncio.gather(*(launch(s) for s in servers))
         self._take_snapshot()
 
     async def aclose(self) -> None:
         """Stop every server: close stdin, then terminate, then kill after the grace period."""
+        self._closed = True
         await asyncio.gather(*(self._stop(s) for s in self._servers.values()))
 
     async def restart(self, name: str) -> McpServerStatus:
@@ -271,6 +294,8 @@ class McpManager:
         timed_out = False
         log: BinaryIO | None = None
         log_start = 0
+        # SDK log records from this task and the session tasks it starts go to this log.
+        _CURRENT_LOG.set(srv.log_path)
         try:
             log = srv.log_path.open("ab")
             log_start = log.tell()
@@ -324,6 +349,11 @@ class McpManager:
                     await srv.wake.wait()
                     srv.session = None  # new calls fail fast while the connection winds down
             timed_out = scope.cancelled_caught and not srv.stop_requested and not started
+        except asyncio.CancelledError:
+            # Our owner, or an event loop shutting down, cancelled the task: the connection was
+            # closed on purpose (shielded, above), which is a stop and not a crash to report.
+            srv.stop_requested = True
+            raise
         except Exception as exc:
             failure = exc
         finally:
@@ -458,11 +488,21 @@ class McpManager:
         frontend starting a new session. The running session must keep the old one."""
         for srv in self._servers.values():
             if srv.list_changed and srv.state is ServerState.RUNNING and srv.session is not None:
+                token = _CURRENT_LOG.set(srv.log_path)
                 try:
-                    srv.tools = await _list_all_tools(srv.session)
+                    # Bounded: a server that stopped answering must not hang a new session.
+                    srv.tools = await asyncio.wait_for(
+                        _list_all_tools(srv.session), srv.config.call_timeout
+                    )
                     srv.list_changed = False
                 except Exception as exc:
-                    _log_line_path(srv.log_path, f"tools/list failed: {_describe_exc(exc)}")
+                    if isinstance(exc, TimeoutError):
+                        why = f"no answer within {srv.config.call_timeout:g} s"
+                    else:
+                        why = _describe_exc(exc)
+                    _log_line_path(srv.log_path, f"tools/list failed: {why}")
+                finally:
+                    _CURRENT_LOG.reset(token)
         self._take_snapshot()
         return self.tools()
 
@@ -525,6 +565,7 @@ class McpManager:
         if srv.state is not ServerState.RUNNING or session is None:
             return ToolResult.error(srv.not_running_message())
         timeout = srv.config.call_timeout
+        token = _CURRENT_LOG.set(srv.log_path)
         try:
             result = await session.call_tool(
                 tool, dict(arguments or {}), read_timeout_seconds=timeout
@@ -554,6 +595,8 @@ class McpManager:
             return ToolResult.error(
                 f"MCP tool {tool} on server '{server}' failed: {_describe_exc(exc)}"
             )
+        finally:
+            _CURRENT_LOG.reset(token)
         return result_to_tool_result(
             result.model_dump(by_alias=True, mode="json", exclude_none=True)
         )
@@ -596,6 +639,40 @@ class McpManager:
         self.sink.emit(NoticeEvent(EVENT_ROLE, code, message))
 
 
+#: The log file of the server whose connection (or call) the current task serves.
+_CURRENT_LOG: ContextVar[Path | None] = ContextVar("reasonix_mcp_log", default=None)
+_SDK_LOGS_ROUTED = False
+
+
+def _route_sdk_logs() -> None:
+    """Send the SDK's own log records (warnings about a server's malformed messages, with
+    tracebacks) to the log file of the server concerned. Without a handler Python prints them
+    on stderr, in the middle of the terminal UI. Records still propagate, so an application that
+    configured logging sees them too."""
+    global _SDK_LOGS_ROUTED
+    if _SDK_LOGS_ROUTED:
+        return
+    _SDK_LOGS_ROUTED = True
+    import logging
+
+    class ToServerLog(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            path = _CURRENT_LOG.get()
+            if path is None:
+                return
+            try:
+                text = self.format(record)
+            except Exception:
+                return
+            # Every line marked as ours, so a traceback never passes for the server's stderr.
+            body = "\n[reasonix]   ".join(text.splitlines())
+            _log_line_path(path, f"sdk {record.levelname.lower()}: {body}")
+
+    # The SDK's modules log under their own names; its client session logs as "client".
+    for name in ("mcp", "mcp_types", "client"):
+        logging.getLogger(name).addHandler(ToServerLog())
+
+
 def _import_sdk() -> None:
     import mcp.client.session
     import mcp.shared.message
@@ -609,11 +686,17 @@ async def _list_all_tools(session: Any) -> list[dict[str, Any]]:
     from mcp_types import PaginatedRequestParams
 
     out: list[dict[str, Any]] = []
+    seen: set[str] = set()
     cursor: str | None = None
     for _ in range(1000):  # a server that never stops paginating is not followed forever
         params = PaginatedRequestParams(cursor=cursor) if cursor else None
         page = await session.list_tools(params=params)
-        out.extend(t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in page.tools)
+        for t in page.tools:
+            # A tool listed twice (a server bug, or pages that overlap) would give two tools
+            # of one name, which no registry accepts: the first listing wins.
+            if t.name not in seen:
+                seen.add(t.name)
+                out.append(t.model_dump(by_alias=True, mode="json", exclude_none=True))
         cursor = page.next_cursor
         if not cursor:
             break
