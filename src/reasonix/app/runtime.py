@@ -48,7 +48,7 @@ from reasonix.control import Controller, Options, OrchestratorOptions, TurnResul
 from reasonix.control.cost import RoleCost, format_cost_table
 from reasonix.control.gate import GateOptions
 from reasonix.control.orchestrator import PLANNER_SYSTEM_PROMPT, PlanApprover
-from reasonix.errors import ReasonixError, SessionStoreError
+from reasonix.errors import ConfigError, ReasonixError, SessionStoreError
 from reasonix.events import Event, FanoutSink, NoticeEvent, NullSink, Sink, UsageEvent
 from reasonix.messages import (
     AssistantMessage,
@@ -413,7 +413,12 @@ class Runtime:
             on_decision=record,
         )
         mcp = None
-        servers = mcp_server_configs(config, ws, environ) if start_mcp else []
+        skipped: list[ConfigError] = []
+        servers = mcp_server_configs(config, ws, environ, skipped) if start_mcp else []
+        for problem in skipped:
+            user_sink.emit(
+                NoticeEvent("mcp", "mcp_server_skipped", f"MCP server skipped: {problem}")
+            )
         if servers:
             mcp = await _start_mcp(servers, store.path.parent, user_sink)
         runtime = cls(
@@ -890,19 +895,24 @@ def mcp_entries(config: Config) -> list[dict[str, Any]]:
 
 
 def mcp_server_configs(
-    config: Config, workspace: Path, environ: Mapping[str, str] | None = None
+    config: Config,
+    workspace: Path,
+    environ: Mapping[str, str] | None = None,
+    skipped: list[ConfigError] | None = None,
 ) -> list[McpServerConfig]:
     """Every configured MCP server: ``[[mcp.servers]]`` from the TOML config, then the entries
     of the project's ``.mcp.json`` (the format other agents use). A name defined in both keeps
-    the TOML definition. Imports nothing of the MCP SDK."""
+    the TOML definition. An unusable ``.mcp.json`` entry is reported through ``skipped`` (when
+    given) instead of stopping start-up. Our providers' API-key variables are withheld from the
+    servers' environment. Imports nothing of the MCP SDK."""
     from reasonix.mcp import servers_from_mcp_json, servers_from_toml
 
     servers = servers_from_toml(mcp_entries(config), "reasonix.toml", environ=environ)
     names = {s.name for s in servers}
-    for server in servers_from_mcp_json(workspace / ".mcp.json", environ=environ):
-        if server.name not in names:
-            servers.append(server)
-    return servers
+    project = servers_from_mcp_json(workspace / ".mcp.json", environ=environ, skipped=skipped)
+    servers += [s for s in project if s.name not in names]
+    keys = tuple(sorted({p.api_key_env for p in config.providers.values() if p.api_key_env}))
+    return [dataclasses.replace(s, withheld_env=keys) for s in servers]
 
 
 async def _start_mcp(servers: list[McpServerConfig], data_dir: Path, sink: Sink) -> Any:

@@ -216,13 +216,18 @@ def _mcp(config: Config) -> list[Check]:
     from reasonix.app.runtime import mcp_server_configs
     from reasonix.errors import ConfigError
 
+    skipped: list[ConfigError] = []
     try:
-        configs = mcp_server_configs(config, Path.cwd())
+        configs = mcp_server_configs(config, Path.cwd(), skipped=skipped)
     except ConfigError as exc:
         return [Check("fail", f"MCP configuration: {exc}", "correct [[mcp.servers]] or .mcp.json")]
-    if not configs:
-        return []
-    return asyncio.run(_mcp_status(configs))
+    checks = [
+        Check("warn", f"MCP server skipped: {problem}", "fix or remove that entry in .mcp.json")
+        for problem in skipped
+    ]
+    if configs:
+        checks += asyncio.run(_mcp_status(configs))
+    return checks
 
 
 async def _mcp_status(configs: list[McpServerConfig]) -> list[Check]:

@@ -175,7 +175,10 @@ class TerminalRenderer:
             self._write("\n")
 
     def line(self, text: str | Text, style: str = "") -> None:
-        """A whole line (after finishing any partial one)."""
+        """A whole line (after finishing any partial one). Plain strings are made printable:
+        notices and errors quote servers and tools."""
+        if isinstance(text, str):
+            text = printable(text, keep_layout=True)
         self._end_reasoning()
         self._newline()
         self.console.print(text, style=style, markup=False, highlight=False, soft_wrap=True)

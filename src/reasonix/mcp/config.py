@@ -51,7 +51,9 @@ _HTTP_TYPES = frozenset({"http", "streamable-http", "streamable_http", "streamab
 class McpServerConfig:
     """One MCP server: either a local command spoken to over stdio, or a streamable HTTP ``url``.
 
-    ``env`` is added to (not substituted for) the inherited environment. ``startup_timeout``
+    ``env`` is added to (not substituted for) the inherited environment, less ``withheld_env``
+    (names the host keeps from servers, e.g. its own API-key variables; ``env`` may still set
+    them explicitly). ``startup_timeout``
     bounds the spawn + ``initialize`` + ``tools/list`` handshake; ``call_timeout`` bounds each
     ``tools/call``. ``source`` names where the entry came from, for error messages.
     """
@@ -67,6 +69,7 @@ class McpServerConfig:
     call_timeout: float = DEFAULT_CALL_TIMEOUT
     enabled: bool = True
     source: str = ""
+    withheld_env: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.strip():
@@ -288,14 +291,20 @@ def servers_from_toml(
 
 
 def servers_from_mcp_json(
-    path: str | Path, *, environ: Mapping[str, str] | None = None
+    path: str | Path,
+    *,
+    environ: Mapping[str, str] | None = None,
+    skipped: list[ConfigError] | None = None,
 ) -> list[McpServerConfig]:
     """Parse a ``.mcp.json`` file as other agents write it.
 
     ``{"mcpServers": {"name": {"command": ..., "args": [...], "env": {...}}}}`` for stdio and
     ``{"type": "http", "url": ..., "headers": {...}}`` for streamable HTTP. Keys other agents add
     for their own use are ignored; ``"disabled": true`` (or ``"enabled": false``) turns an entry
-    off. A missing file is an empty list.
+    off. A missing file is an empty list. With ``skipped`` given, an entry we cannot use (a
+    transport we do not speak, an unset ``${VAR}``) is left out and its error appended there
+    instead of raised: the file is shared with other agents and one foreign entry should not
+    stop reasonix from starting.
     """
     env = os.environ if environ is None else environ
     p = Path(path)
@@ -316,23 +325,25 @@ def servers_from_mcp_json(
         )
     configs: list[McpServerConfig] = []
     for name, entry in data.get("mcpServers", {}).items():
-        where = f"mcpServers.{name}"
-        if not isinstance(entry, Mapping):
-            raise ConfigError("must be an object", file=file, key=where)
-        if not str(name).strip():
-            raise ConfigError("a server name must not be empty", file=file, key="mcpServers")
-        disabled = entry.get("disabled", False)
-        enabled = entry.get("enabled", True)
-        if not isinstance(disabled, bool) or not isinstance(enabled, bool):
-            raise ConfigError("'disabled'/'enabled' must be true or false", file=file, key=where)
-        configs.append(
-            _build(
-                str(name),
-                entry,
-                where=where,
-                file=file,
-                environ=env,
-                enabled=enabled and not disabled,
-            )
-        )
+        try:
+            configs.append(_json_entry(name, entry, file, env))
+        except ConfigError as exc:
+            if skipped is None:
+                raise
+            skipped.append(exc)
     return configs
+
+
+def _json_entry(name: Any, entry: Any, file: str, env: Mapping[str, str]) -> McpServerConfig:
+    where = f"mcpServers.{name}"
+    if not isinstance(entry, Mapping):
+        raise ConfigError("must be an object", file=file, key=where)
+    if not str(name).strip():
+        raise ConfigError("a server name must not be empty", file=file, key="mcpServers")
+    disabled = entry.get("disabled", False)
+    enabled = entry.get("enabled", True)
+    if not isinstance(disabled, bool) or not isinstance(enabled, bool):
+        raise ConfigError("'disabled'/'enabled' must be true or false", file=file, key=where)
+    return _build(
+        str(name), entry, where=where, file=file, environ=env, enabled=enabled and not disabled
+    )

@@ -131,7 +131,8 @@ async def open_stdio(
     import mcp_types
     from mcp.shared.message import SessionMessage
 
-    env = {**os.environ, **config.env}
+    inherited = {k: v for k, v in os.environ.items() if k not in config.withheld_env}
+    env = {**inherited, **config.env}
     executable = resolve_command(config, env)
     try:
         process = await anyio.open_process(
