@@ -21,7 +21,9 @@
     │   └── TransientFinishError       finish_reason ``insufficient_system_resource`` (retried)
     ├── ToolDefinitionError            a Python callable cannot be turned into a tool
     ├── SandboxError                   a path outside the workspace or denied by a pattern
-    └── SessionStoreError              the session database could not be read or written
+    ├── SessionStoreError              the session database could not be read or written
+    └── SessionError                   an open session used wrongly (unknown approval id,
+                                       a turn while another runs, a closed session)
 
 Foreign exceptions (httpx, json, sqlite3) are converted at the boundary where they happen.
 ``retryable`` marks what the provider layer retries (only before output reached the caller).
@@ -133,3 +135,7 @@ class SandboxError(ReasonixError):
 
 class SessionStoreError(ReasonixError):
     pass
+
+
+class SessionError(ReasonixError):
+    """A session façade was used in a way it cannot serve; the message says what to do."""

@@ -3,7 +3,7 @@
 Used by ``reasonix demo`` and reusable by benchmarks: :func:`write_project` creates the
 project, :func:`planner_script` / :func:`executor_script` are the replies the two fake model
 servers give, :func:`project_toml` points a ``reasonix.toml`` at those servers, and
-:func:`run_scenario` runs the whole turn through :class:`~reasonix.app.runtime.Runtime` (the
+:func:`run_scenario` runs the whole turn through :class:`~reasonix.app.session.AgentSession` (the
 same code path as the CLI) and returns the outcome.
 
 The turn: the planner reads both files and submits a one-step plan whose verification
@@ -25,7 +25,7 @@ from reasonix.testing.project import fake_project_toml
 from reasonix.testing.script import Reply
 
 if TYPE_CHECKING:
-    from reasonix.app.runtime import TurnOutcome
+    from reasonix.app.turn import TurnOutcome
     from reasonix.events import Sink
     from reasonix.store import SessionStore
 
@@ -139,17 +139,17 @@ async def run_scenario(
     planner_url: str,
 ) -> TurnOutcome:
     """Write the project and its ``reasonix.toml``, then run the demo turn (planner forced)
-    through a :class:`~reasonix.app.runtime.Runtime`. The caller runs the two fake servers
+    through an :class:`~reasonix.app.session.AgentSession`. The caller runs the two fake servers
     (scripted with :func:`planner_script` and :func:`executor_script`)."""
-    from reasonix.app.runtime import Runtime
+    from reasonix.app.session import AgentSession
     from reasonix.config import load_config
 
     write_project(root)
     (root / "reasonix.toml").write_text(project_toml(executor_url, planner_url), encoding="utf-8")
     environ = {KEY_ENV: "sk-demo-not-a-real-key"}
     config = load_config(root, environ=environ, user_config=root / ".no-user-config.toml")
-    runtime = await Runtime.from_config(config, root, store=store, sink=sink, environ=environ)
+    session = await AgentSession.open(config, root, store=store, sink=sink, environ=environ)
     try:
-        return await runtime.run_turn(TASK, plan=True)
+        return await session.run_turn(TASK, plan=True)
     finally:
-        await runtime.aclose()
+        await session.aclose()

@@ -21,7 +21,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from reasonix.app.runtime import Runtime, TurnOutcome
+from reasonix.app.session import AgentSession
+from reasonix.app.turn import TurnOutcome
 from reasonix.cli.commands import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -57,7 +58,7 @@ def exit_code(outcome: TurnOutcome) -> int:
     return EXIT_OK if outcome.result.ok else EXIT_FAILURE
 
 
-def result_object(runtime: Runtime, outcome: TurnOutcome) -> dict[str, Any]:
+def result_object(session: AgentSession, outcome: TurnOutcome) -> dict[str, Any]:
     """The ``{"type": "result", ...}`` object of ``--output-format json|stream-json``."""
     result = outcome.result
     usage = {role: cost.to_dict() for role, cost in result.cost_by_role.items()}
@@ -66,7 +67,7 @@ def result_object(runtime: Runtime, outcome: TurnOutcome) -> dict[str, Any]:
     return {
         "type": "result",
         "result": result.text,
-        "session_id": runtime.session_id,
+        "session_id": session.session_id,
         "turns": outcome.requests,
         "duration_ms": outcome.duration_ms,
         "stop_reason": result.stop_reason,
@@ -128,7 +129,7 @@ async def _run(args: argparse.Namespace, task: str, config: Any, store: Any) -> 
     fmt = args.output_format
     sink: Sink = JsonLinesSink(sys.stdout) if fmt == "stream-json" else NullSink()
     try:
-        runtime = await Runtime.from_config(
+        session = await AgentSession.open(
             config,
             Path.cwd(),
             store=store,
@@ -141,7 +142,7 @@ async def _run(args: argparse.Namespace, task: str, config: Any, store: Any) -> 
     except ReasonixError as exc:
         raise UsageError(str(exc)) from None
     try:
-        outcome = await runtime.run_turn(task, plan=True if args.plan else None)
+        outcome = await session.run_turn(task, plan=True if args.plan else None)
         code = exit_code(outcome)
         if fmt == "text":
             if outcome.is_error:
@@ -151,7 +152,7 @@ async def _run(args: argparse.Namespace, task: str, config: Any, store: Any) -> 
                 for d in outcome.denials:
                     print(f"reasonix: refused {d.tool} ({d.subject}): {d.reason}", file=sys.stderr)
         else:
-            print(json.dumps(result_object(runtime, outcome), ensure_ascii=False), flush=True)
+            print(json.dumps(result_object(session, outcome), ensure_ascii=False), flush=True)
         return code
     finally:
-        await runtime.aclose()
+        await session.aclose()

@@ -1,7 +1,8 @@
 """The interactive terminal app: a prompt_toolkit prompt, Rich rendering of events, slash
 commands, approval prompts, and Ctrl-C that interrupts a running turn without losing the session.
 
-Behaviour lives in :class:`~reasonix.app.runtime.Runtime`; this module parses input and draws.
+Behaviour lives in the session façade (:class:`~reasonix.app.session.AgentSession`); this module
+parses input and draws.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import argparse
 import asyncio
 import contextlib
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,8 @@ from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from rich.console import Console
 from rich.markup import escape
 
-from reasonix.app.runtime import Runtime, TurnOutcome
+from reasonix.app.session import AgentSession
+from reasonix.app.turn import Turn
 from reasonix.cli.commands import EXIT_OK, UsageError, load, open_store, require_credentials
 from reasonix.cli.render import TerminalRenderer
 from reasonix.cli.sessions import session_line
@@ -180,8 +182,8 @@ class App:
         self.args = args
         self.console = Console(highlight=False)
         self.renderer = TerminalRenderer(self.console)
-        self.runtime: Runtime | None = None
-        self._turn: asyncio.Task[TurnOutcome] | None = None
+        self.runtime: AgentSession | None = None
+        self._turn: Turn | None = None
         self._active_role = "idle"
         self._quit_armed = False
         self._quit_now = False
@@ -226,7 +228,7 @@ class App:
         rt = self.runtime
         if rt is None:
             return HTML("starting…")
-        cost = rt.cost_by_role()
+        cost = rt.cost()
         parts = [f" {self._active_role} │ mode {rt.mode}"]
         for use in rt.context_use():
             c = cost.get(use.role)
@@ -254,7 +256,7 @@ class App:
 
     async def main(self) -> int:
         try:
-            self.runtime = await Runtime.from_config(
+            self.runtime = await AgentSession.open(
                 self.config,
                 Path.cwd(),
                 store=self.store,
@@ -266,9 +268,7 @@ class App:
             )
         except ReasonixError as exc:
             raise UsageError(str(exc)) from None
-        self.renderer.set_models(
-            {r: m for r in ("executor", "planner") if (m := self.runtime.model_of(r))}
-        )
+        self.renderer.set_models(self.runtime.models())
         self._banner()
         _warm_up_imports()
         try:
@@ -303,9 +303,8 @@ class App:
     def _banner(self) -> None:
         rt = self.runtime
         assert rt is not None
-        models = ", ".join(f"{r} {m}" for r in ("executor", "planner") if (m := rt.model_of(r)))
-        resumed = len(rt.controller.executor.session) > 0
-        what = "resumed" if resumed else "new"
+        models = ", ".join(f"{r} {m}" for r, m in rt.models().items())
+        what = "resumed" if rt.resumed else "new"
         self.console.print(
             f"[bold]reasonix[/bold] · {models} · mode {rt.mode} · {what} session "
             f"{rt.session_id}\n[dim]/help for commands; Esc+Enter for a new line[/dim]"
@@ -340,29 +339,17 @@ class App:
         self.console.print("[dim](Ctrl-C again or /exit to quit)[/dim]")
 
     def interrupt_turn(self) -> None:
-        if self._turn is not None and not self._turn.done():
-            self._turn.cancel()
+        if self.runtime is not None:
+            self.runtime.interrupt()
 
-    async def run_turn(self, start: Callable[[Runtime], Awaitable[TurnOutcome]]) -> None:
+    async def run_turn(self, start: Callable[[AgentSession], Turn]) -> None:
         rt = self.runtime
         assert rt is not None
-
-        async def go() -> TurnOutcome:
-            return await start(rt)
-
-        self._turn = asyncio.create_task(go())
+        self._turn = start(rt)
         self._arm_interrupt()
         self._escape.start()
         try:
-            outcome = await self._turn
-        except asyncio.CancelledError:
-            if asyncio.current_task() is not None and asyncio.current_task().cancelling():  # type: ignore[union-attr]
-                raise
-            self.renderer.finish()
-            self.console.print(
-                "[yellow]Interrupted.[/yellow] The session is kept; type to continue."
-            )
-            return
+            outcome = await self._turn.result()
         except ReasonixError as exc:
             self.renderer.finish()
             self.console.print(f"[red]{escape(str(exc))}[/red]")
@@ -373,6 +360,11 @@ class App:
             self._active_role = "idle"
             self._arm_interrupt()
         self.renderer.finish()
+        if outcome.interrupted:
+            self.console.print(
+                "[yellow]Interrupted.[/yellow] The session is kept; type to continue."
+            )
+            return
         result = outcome.result
         spent = sum(c.cost for c in result.cost_by_role.values())
         tail = f"{result.stop_reason} · {outcome.requests} requests · ${spent:.4f}"
@@ -404,10 +396,10 @@ class App:
                 else:
                     await self.run_turn(_start_turn(arg, plan=True))
             elif name == "approve":
-                if rt.controller.pending_plan is None:
+                if rt.pending_plan is None:
                     out("No plan is waiting; /plan <task> makes one.")
                 else:
-                    await self.run_turn(lambda runtime: runtime.execute_pending_plan())
+                    await self.run_turn(lambda session: session.approve_plan())
             elif name == "mode":
                 out(rt.set_mode(arg or None))
             elif name == "model":
@@ -455,7 +447,7 @@ class App:
                 if not arg:
                     out("Usage: /remember <note>")
                 else:
-                    path = rt.controller.remember(arg)
+                    path = rt.remember(arg)
                     out(f"Remembered in {path}.", markup=False)
             elif name == "mcp":
                 words = arg.split()
@@ -471,11 +463,9 @@ class App:
         return None
 
 
-def _start_turn(
-    text: str, *, plan: bool | None = None
-) -> Callable[[Runtime], Awaitable[TurnOutcome]]:
-    def start(rt: Runtime) -> Awaitable[TurnOutcome]:
-        return rt.run_turn(text, plan=plan)
+def _start_turn(text: str, *, plan: bool | None = None) -> Callable[[AgentSession], Turn]:
+    def start(session: AgentSession) -> Turn:
+        return session.start_turn(text, plan=plan)
 
     return start
 

@@ -1,0 +1,274 @@
+"""Assembly: configuration → the parts of a session, with no I/O beyond starting MCP servers.
+
+- one :class:`~reasonix.providers.openai_compat.OpenAICompatProvider` per role, from the role's
+  ``[[providers]]`` entry (base_url, api_key_env, headers, extra_body) and the model's
+  :class:`~reasonix.providers.models.ModelInfo` from config (:func:`make_providers`);
+- the :class:`~reasonix.safety.permissions.PermissionEngine` (mode and rules from config, the
+  frontend's approver) (:func:`make_permissions`);
+- the tool registry: built-in tools confined by the workspace sandbox, plus MCP tools when
+  configured, behind the permission engine (:func:`make_registry`);
+- :class:`~reasonix.agent.AgentOptions` per role (``effort`` becomes ``reasoning_effort``;
+  ``"off"`` disables thinking) and the :class:`~reasonix.control.Controller` over both
+  (:func:`make_controller`);
+- the MCP servers: ``[[mcp.servers]]`` plus the project's ``.mcp.json`` (:func:`mcp_server_configs`,
+  :func:`start_mcp`).
+
+The session façade (:mod:`reasonix.app.session`) calls these once per opened session.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from reasonix.agent.agent import DEFAULT_SYSTEM_PROMPT, AgentOptions
+from reasonix.agent.memory import find_memory_files, load_memory, system_prompt_with_memory
+from reasonix.agent.session import Session
+from reasonix.config import Config, RoleConfig
+from reasonix.control import Controller, Options, OrchestratorOptions
+from reasonix.control.gate import GateOptions
+from reasonix.control.orchestrator import PLANNER_SYSTEM_PROMPT, PlanApprover
+from reasonix.errors import ConfigError
+from reasonix.events import NoticeEvent, Sink
+from reasonix.messages import ReasoningEffort
+from reasonix.providers.base import Provider
+from reasonix.safety.checkpoints import CheckpointManager
+from reasonix.safety.permissions import Approver, PermissionEngine, PermissionRecord
+from reasonix.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from reasonix.mcp import McpManager, McpServerConfig
+
+__all__ = [
+    "ProviderFactory",
+    "effort_options",
+    "make_controller",
+    "make_permissions",
+    "make_provider",
+    "make_providers",
+    "make_registry",
+    "mcp_entries",
+    "mcp_server_configs",
+    "project_memory",
+    "start_configured_mcp",
+    "start_mcp",
+]
+
+#: Builds a role's provider (``"executor"`` or ``"planner"``) in place of the configured one.
+ProviderFactory = Callable[[str, RoleConfig], Provider]
+
+#: The planner's step budget per planning round.
+PLANNER_MAX_STEPS = 12
+
+
+def effort_options(role: RoleConfig) -> tuple[bool, ReasoningEffort | None]:
+    """``(thinking, reasoning_effort)`` for a role: ``effort = "off"`` disables thinking."""
+    if role.effort == "off":
+        return False, None
+    return True, role.effort
+
+
+def make_provider(config: Config, role: RoleConfig, environ: Mapping[str, str] | None) -> Provider:
+    """The configured provider for ``role``; the key is read from ``environ`` when given
+    (otherwise from the process environment, by the provider, when it first needs it)."""
+    from reasonix.providers.openai_compat import OpenAICompatProvider
+
+    pc = config.provider_for(role)
+    api_key = pc.api_key(environ) if environ is not None else None
+    return OpenAICompatProvider(
+        base_url=pc.base_url,
+        model=role.model,
+        api_key=api_key,
+        api_key_env=pc.api_key_env or None,
+        info=config.model_info(role.model),
+        headers=dict(pc.headers),
+        extra_body=dict(pc.extra_body),
+    )
+
+
+def make_providers(
+    config: Config,
+    environ: Mapping[str, str] | None = None,
+    factory: ProviderFactory | None = None,
+) -> dict[str, Provider]:
+    """One provider per active role: ``executor`` always, ``planner`` unless disabled."""
+    roles: list[tuple[str, RoleConfig]] = [("executor", config.executor)]
+    if config.planner.enabled:
+        roles.append(("planner", config.planner))
+    return {
+        name: factory(name, role) if factory is not None else make_provider(config, role, environ)
+        for name, role in roles
+    }
+
+
+def make_permissions(
+    config: Config,
+    approver: Approver | None,
+    on_decision: Callable[[PermissionRecord], None] | None = None,
+) -> PermissionEngine:
+    """The permission engine from ``[permissions]``; ``approver`` None makes "ask" a denial."""
+    return PermissionEngine(
+        mode=config.permissions.mode,
+        allow=config.permissions.allow,
+        ask=config.permissions.ask,
+        deny=config.permissions.deny,
+        approver=approver,
+        on_decision=on_decision,
+    )
+
+
+def make_registry(
+    config: Config,
+    workspace: Path,
+    permissions: PermissionEngine,
+    checkpoints: CheckpointManager | None,
+    mcp: McpManager | None = None,
+) -> ToolRegistry:
+    """Built-in tools (sandboxed to the workspace and ``[workspace] roots``) plus MCP tools,
+    every call checked by ``permissions``."""
+    from reasonix.safety.sandbox import DEFAULT_READ_DENY, Sandbox
+    from reasonix.tools.builtin import ShellOptions, default_tools
+
+    ws = config.workspace
+    roots = [workspace, *(workspace / Path(r).expanduser() for r in ws.roots)]
+    # Configured patterns extend the built-in deny list; they never switch it off.
+    sandbox = Sandbox(roots, read_deny=(*DEFAULT_READ_DENY, *ws.read_deny))
+    # The variables our providers read their keys from never reach the model's commands,
+    # whatever they are called.
+    key_vars = sorted({p.api_key_env for p in config.providers.values() if p.api_key_env})
+    shell = ShellOptions(secret_env=tuple(key_vars))
+    tools = default_tools(workspace, sandbox=sandbox, checkpoints=checkpoints, shell_options=shell)
+    registry = ToolRegistry(tools, policy=permissions)
+    if mcp is not None:
+        registry = registry.with_tools(mcp.tools())
+    return registry
+
+
+def project_memory(workspace: Path) -> str:
+    """REASONIX.md / AGENTS.md for a new session's system prompt (a resumed session keeps
+    the system prompt it was stored with, so its prefix does not change)."""
+    from reasonix.config import user_config_path
+
+    try:
+        files = find_memory_files(workspace, user_config_path().parent)
+        return load_memory(files)
+    except OSError:
+        return ""
+
+
+def make_controller(
+    config: Config,
+    workspace: Path,
+    *,
+    providers: Mapping[str, Provider],
+    registry: ToolRegistry,
+    sessions: Mapping[str, Session],
+    sink: Sink,
+    plan_approver: PlanApprover | None,
+    memory: str,
+) -> Controller:
+    """The Controller over both roles, continuing ``sessions`` (empty ones for a new session)."""
+
+    def role_options(role: RoleConfig, system_prompt: str, max_steps: int) -> AgentOptions:
+        thinking, effort = effort_options(role)
+        return AgentOptions(
+            system_prompt=system_prompt_with_memory(system_prompt, memory),
+            compaction_threshold=config.compaction.threshold,
+            compaction_keep_turns=config.compaction.keep_recent_turns,
+            model=role.model,
+            thinking=thinking,
+            reasoning_effort=effort,
+            max_steps=max_steps,
+            prices=config.model_info(role.model).prices,
+            workspace=workspace,
+        )
+
+    executor_options = role_options(
+        config.executor, DEFAULT_SYSTEM_PROMPT, config.executor.max_steps
+    )
+    planner_options = None
+    if "planner" in providers:
+        planner_options = role_options(config.planner, PLANNER_SYSTEM_PROMPT, PLANNER_MAX_STEPS)
+    orchestration = OrchestratorOptions(
+        gate=GateOptions(mode=config.planner.gate, threshold=config.planner.gate_threshold),
+        max_replans=config.planner.max_replans,
+        stall_rounds=config.planner.stall_rounds,
+        approver=plan_approver,
+        max_cost_usd=config.budget.max_session_usd or None,
+    )
+    return Controller(
+        Options(
+            executor_provider=providers["executor"],
+            planner_provider=providers.get("planner"),
+            tool_registry=registry,
+            executor_options=executor_options,
+            planner_options=planner_options,
+            sink=sink,
+            orchestration=orchestration,
+            executor_session=sessions.get("executor"),
+            planner_session=sessions.get("planner"),
+        )
+    )
+
+
+def mcp_entries(config: Config) -> list[dict[str, Any]]:
+    """``[[mcp.servers]]`` from the config as the plain TOML-shaped tables the MCP layer parses
+    (the config freezes them into tuples and read-only mappings)."""
+
+    def thaw(value: Any) -> Any:
+        if isinstance(value, Mapping):
+            return {str(k): thaw(v) for k, v in value.items()}
+        if isinstance(value, tuple | list):
+            return [thaw(v) for v in value]
+        return value
+
+    return [thaw(server) for server in config.mcp.servers]
+
+
+def mcp_server_configs(
+    config: Config,
+    workspace: Path,
+    environ: Mapping[str, str] | None = None,
+    skipped: list[ConfigError] | None = None,
+) -> list[McpServerConfig]:
+    """Every configured MCP server: ``[[mcp.servers]]`` from the TOML config, then the entries
+    of the project's ``.mcp.json`` (the format other agents use). A name defined in both keeps
+    the TOML definition. An unusable ``.mcp.json`` entry is reported through ``skipped`` (when
+    given) instead of stopping start-up. Our providers' API-key variables are withheld from the
+    servers' environment. Imports nothing of the MCP SDK."""
+    from reasonix.mcp import servers_from_mcp_json, servers_from_toml
+
+    servers = servers_from_toml(mcp_entries(config), "reasonix.toml", environ=environ)
+    names = {s.name for s in servers}
+    project = servers_from_mcp_json(workspace / ".mcp.json", environ=environ, skipped=skipped)
+    servers += [s for s in project if s.name not in names]
+    keys = tuple(sorted({p.api_key_env for p in config.providers.values() if p.api_key_env}))
+    return [dataclasses.replace(s, withheld_env=keys) for s in servers]
+
+
+async def start_configured_mcp(
+    config: Config,
+    workspace: Path,
+    environ: Mapping[str, str] | None,
+    data_dir: Path,
+    sink: Sink,
+) -> McpManager | None:
+    """Start every configured MCP server (None when there are none). An unusable
+    ``.mcp.json`` entry becomes a ``mcp_server_skipped`` notice instead of stopping start-up."""
+    skipped: list[ConfigError] = []
+    servers = mcp_server_configs(config, workspace, environ, skipped)
+    for problem in skipped:
+        sink.emit(NoticeEvent("mcp", "mcp_server_skipped", f"MCP server skipped: {problem}"))
+    return await start_mcp(servers, data_dir, sink) if servers else None
+
+
+async def start_mcp(servers: list[McpServerConfig], data_dir: Path, sink: Sink) -> McpManager:
+    """Start the servers (each bounded by its start-up timeout; a failure is reported, not
+    raised); their logs go under ``data_dir/mcp-logs``."""
+    from reasonix.mcp import McpManager
+
+    manager = McpManager(servers, data_dir / "mcp-logs", sink)
+    await manager.start()
+    return manager

@@ -1,0 +1,571 @@
+"""The session façade: one :class:`AgentSession` per open session, for every frontend.
+
+The terminal app, headless ``reasonix run``, and the editor (ACP), web and batch frontends all
+open a session here and call only its methods; behaviour lives below it (the Controller, the
+agents, the permission engine, the store), so a capability added there reaches every frontend.
+
+::
+
+    session = await AgentSession.open(config, workspace, store=store)   # or resume_id=...
+    try:
+        turn = session.start_turn("add a --json flag to the CLI")
+        async for event in turn:                      # typed events, as they happen
+            ...
+        outcome = await turn.result()                 # TurnOutcome
+        print(session.cost_table())
+    finally:
+        await session.aclose()
+
+Approvals: an in-process frontend passes an ``approver`` (asked in place); a remote one opens
+with ``remote_approvals=True`` and answers the :class:`~reasonix.app.approvals.ApprovalRequested`
+events of a turn with :meth:`AgentSession.answer_approval`. With neither, a call that would ask
+is denied with a message saying which rule would allow it (headless).
+
+Construction is one phase: :meth:`AgentSession.open` assembles every part
+(:mod:`reasonix.app.assembly`), opens or resumes the stored session
+(:mod:`reasonix.app.persistence`), and returns a complete object.
+
+This module runs past 500 lines because it is the whole surface frontends call, one short,
+documented method per command; the work behind them lives in :mod:`~reasonix.app.assembly`,
+:mod:`~reasonix.app.persistence`, :mod:`~reasonix.app.turn`, :mod:`~reasonix.app.approvals`
+and :mod:`~reasonix.app.rewind`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from reasonix.agent.session import Session
+from reasonix.app import assembly
+from reasonix.app.approvals import ApprovalChoice, PendingApprovals
+from reasonix.app.persistence import ROLES, SessionRecord, StoredSession, TurnMark
+from reasonix.app.rewind import rewind_turn
+from reasonix.app.turn import SessionEvents, Turn, TurnOutcome
+from reasonix.config import Config
+from reasonix.control import Controller, GateDecision, Route, TurnResult
+from reasonix.control.cost import RoleCost, format_cost_table
+from reasonix.control.orchestrator import PlanApprover
+from reasonix.control.plan import Plan
+from reasonix.errors import ReasonixError, SessionError
+from reasonix.events import NoticeEvent, NullSink, Sink
+from reasonix.providers.base import Provider
+from reasonix.safety.checkpoints import CheckpointManager
+from reasonix.safety.permissions import Approver, PermissionEngine, PermissionRecord
+from reasonix.store import SessionInfo, SessionStore
+
+if TYPE_CHECKING:
+    from reasonix.mcp import McpManager
+
+__all__ = ["AgentSession", "ContextUse"]
+
+
+@dataclass(frozen=True, slots=True)
+class ContextUse:
+    """The last request's prompt size for a role against its model's context window."""
+
+    role: str
+    model: str
+    prompt_tokens: int
+    context_window: int
+
+    @property
+    def fraction(self) -> float:
+        return self.prompt_tokens / self.context_window if self.context_window else 0.0
+
+
+class AgentSession:
+    """One open session of reasonix in a workspace; see the module docstring.
+
+    Build it with :meth:`open`; the constructor takes parts already assembled.
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        workspace: Path,
+        *,
+        store: SessionStore,
+        stored: StoredSession,
+        providers: Mapping[str, Provider],
+        permissions: PermissionEngine,
+        permission_log: list[PermissionRecord],
+        events: SessionEvents,
+        plan_approver: PlanApprover | None,
+        approvals: PendingApprovals | None,
+        mcp: McpManager | None,
+        data_dir: Path,
+    ) -> None:
+        self.config = config
+        self.workspace = workspace
+        self.store = store
+        self._providers = dict(providers)
+        self._permissions = permissions
+        self._permission_log = permission_log
+        self._events = events
+        self._plan_approver = plan_approver
+        self._approvals = approvals
+        self._mcp = mcp
+        self._data_dir = data_dir
+        self._store_error_reported = False
+        self.notices: list[str] = []
+        self._attach(stored)
+
+    # -- opening ----------------------------------------------------------------------------------
+
+    @classmethod
+    async def open(
+        cls,
+        config: Config,
+        workspace: str | os.PathLike[str],
+        *,
+        store: SessionStore,
+        approver: Approver | None = None,
+        remote_approvals: bool = False,
+        sink: Sink | None = None,
+        resume_id: str | None = None,
+        continue_last: bool = False,
+        plan_approver: PlanApprover | None = None,
+        environ: Mapping[str, str] | None = None,
+        start_mcp: bool = True,
+        provider_factory: assembly.ProviderFactory | None = None,
+    ) -> AgentSession:
+        """Assemble everything from ``config`` and open a session in ``workspace``: a new one,
+        ``resume_id``, or (``continue_last``) the folder's most recent (a new one if none).
+        Starts the configured MCP servers.
+
+        ``approver`` answers the permission layer's questions in place; ``remote_approvals``
+        turns them (and plan approvals) into events answered by :meth:`answer_approval`; with
+        neither, "ask" becomes a denial. ``plan_approver`` answers plans that need approval
+        (with neither it nor remote approvals, such a plan is kept for :meth:`approve_plan`).
+        ``environ`` is where API keys are read (default: the process environment);
+        ``provider_factory`` replaces the configured providers (tests, custom clients).
+        Raises :class:`~reasonix.errors.ReasonixError` (e.g. an unknown session id).
+        """
+        ws = _resolve(workspace)
+        if approver is not None and remote_approvals:
+            raise SessionError("pass an approver or remote_approvals=True, not both")
+        providers = assembly.make_providers(config, environ, provider_factory)
+        events = SessionEvents(sink or NullSink())
+        approvals = PendingApprovals(events) if remote_approvals else None
+        if approvals is not None:
+            approver = approvals
+            plan_approver = plan_approver or approvals.approve_plan
+        log: list[PermissionRecord] = []
+        permissions = assembly.make_permissions(config, approver, log.append)
+        data_dir = store.path.parent
+        mcp = None
+        if start_mcp:
+            mcp = await assembly.start_configured_mcp(config, ws, environ, data_dir, events.user)
+        try:
+            target = resume_id
+            if target is None and continue_last:
+                target = store.latest_session(ws)
+            if target is not None:
+                stored = StoredSession.load(store, target)
+            else:
+                stored = StoredSession.create(store, ws, *_role_models(config, providers))
+        except BaseException:
+            # e.g. an unknown session id: do not leave the MCP servers running.
+            if mcp is not None:
+                await mcp.aclose()
+            raise
+        return cls(
+            config,
+            ws,
+            store=store,
+            stored=stored,
+            providers=providers,
+            permissions=permissions,
+            permission_log=log,
+            events=events,
+            plan_approver=plan_approver,
+            approvals=approvals,
+            mcp=mcp,
+            data_dir=data_dir,
+        )
+
+    #: The name this constructor had when the façade was ``Runtime``.
+    from_config = open
+
+    def _attach(self, stored: StoredSession) -> None:
+        """Make ``stored`` the current session: persistence, checkpoints, a new Controller."""
+        self._record = SessionRecord(self.store, stored, self._report_store_error)
+        self._events.record = self._record.sink
+        self._git_error_reported = False
+        self._checkpoints = CheckpointManager(
+            self.workspace, store_dir=self._data_dir / "checkpoints" / stored.session_id
+        )
+        sessions: dict[str, Session] = {
+            role: Session(f"{stored.session_id}:{role}", stored.messages[role]) for role in ROLES
+        }
+        registry = assembly.make_registry(
+            self.config, self.workspace, self._permissions, self._checkpoints, self._mcp
+        )
+        self._controller = assembly.make_controller(
+            self.config,
+            self.workspace,
+            providers=self._providers,
+            registry=registry,
+            sessions=sessions,
+            sink=self._events,
+            plan_approver=self._plan_approver,
+            memory=assembly.project_memory(self.workspace),
+        )
+        self._controller.executor.tool_state["checkpoints"] = self._checkpoints
+        self._record.follow(
+            "executor", self._controller.executor.session, stored.messages["executor"]
+        )
+        if self._controller.planner is not None:
+            self._record.follow(
+                "planner", self._controller.planner.session, stored.messages["planner"]
+            )
+        self._resumed = len(self._controller.executor.session) > 0
+        if stored.marks:
+            # Continue the executor's turn numbering so new checkpoints do not collide.
+            self._controller.executor.turn = max(m.agent_turn for m in stored.marks) + 1
+
+    # -- what the session is ----------------------------------------------------------------------
+
+    @property
+    def session_id(self) -> str:
+        return self._record.session_id
+
+    @property
+    def controller(self) -> Controller:
+        """The Controller of the current session, for library users and tests; frontends use
+        the façade's own methods."""
+        return self._controller
+
+    @property
+    def marks(self) -> list[TurnMark]:
+        """Where each user turn of this session started (oldest first)."""
+        return list(self._record.marks)
+
+    @property
+    def mode(self) -> str:
+        """The permission mode: ``ask``, ``auto-edit``, ``plan`` or ``yolo``."""
+        return self._permissions.mode.value
+
+    @property
+    def resumed(self) -> bool:
+        """The session already had a conversation when it was opened (or switched to)."""
+        return self._resumed
+
+    @property
+    def running(self) -> bool:
+        """A turn is running."""
+        return self._events.turn is not None
+
+    def message_count(self, role: str = "executor") -> int:
+        """How many messages ``role``'s conversation holds (0 for a disabled planner)."""
+        agent = self._controller.executor if role == "executor" else self._controller.planner
+        return len(agent.session) if agent is not None else 0
+
+    def model_of(self, role: str) -> str | None:
+        """The model ``role`` runs on; None for a disabled planner or an unknown role."""
+        if role == "executor":
+            return self.config.executor.model
+        if role == "planner" and "planner" in self._providers:
+            return self.config.planner.model
+        return None
+
+    def models(self) -> dict[str, str]:
+        """The model of each active role."""
+        return {role: model for role in ROLES if (model := self.model_of(role)) is not None}
+
+    def context_use(self) -> list[ContextUse]:
+        """Per role, the last prompt size against the model's context window."""
+        out = []
+        for role, model in self.models().items():
+            window = self.config.model_info(model).context_window
+            out.append(ContextUse(role, model, self._events.last_prompt.get(role, 0), window))
+        return out
+
+    @property
+    def pending_plan(self) -> Plan | None:
+        """A plan kept by ``plan_only`` or a declined approval, waiting for :meth:`approve_plan`."""
+        return self._controller.pending_plan
+
+    def todo(self) -> str:
+        """The executor's todo list (and a pending plan, if any)."""
+        todo = self._controller.executor.todo_state
+        text = todo.render() if len(todo) else "The todo list is empty."
+        pending = self._controller.pending_plan
+        if pending is not None:
+            text += "\n\nA plan is waiting for approval:\n" + pending.to_markdown()
+        return text
+
+    def cost(self) -> dict[str, RoleCost]:
+        """This run's totals keyed by who spent them: ``executor``, ``planner``,
+        ``compaction`` (and any other usage source, such as subagents, as it appears)."""
+        return self._controller.cost.snapshot()
+
+    def cost_table(self) -> str:
+        """Per-role table for this run; plus the stored totals when resuming added earlier
+        runs of the same session."""
+        here = self.cost()
+        table = format_cost_table(here)
+        stored = self.store.usage_summary(self.session_id)
+        if sum(t.requests for t in stored.values()) > sum(c.requests for c in here.values()):
+            whole = {k: RoleCost(v.requests, v.usage, v.cost) for k, v in stored.items()}
+            table += "\n\nWhole session (all runs):\n" + format_cost_table(whole)
+        return table
+
+    def sessions(self, limit: int = 20) -> list[SessionInfo]:
+        """This workspace's sessions, most recent first."""
+        return self.store.list_sessions(self.workspace, limit=limit)
+
+    @staticmethod
+    def list_sessions(
+        store: SessionStore, workspace: str | os.PathLike[str], limit: int = 20
+    ) -> list[SessionInfo]:
+        """A folder's stored sessions, most recent first, without opening one."""
+        return store.list_sessions(_resolve(workspace), limit=limit)
+
+    # -- turns ------------------------------------------------------------------------------------
+
+    def start_turn(self, text: str, *, plan: bool | None = None, plan_only: bool = False) -> Turn:
+        """Start one user turn; iterate the returned :class:`Turn` for its events and await
+        ``turn.result()``. ``plan=True`` forces the planner (``/plan``), ``False`` forbids it;
+        ``plan_only`` plans and stops (the plan waits for :meth:`approve_plan`).
+        Raises SessionError while another turn runs."""
+        self._check_idle("start a turn")
+        ctrl = self._controller
+        self._record.mark_turn(
+            len(ctrl.executor.session),
+            len(ctrl.planner.session) if ctrl.planner is not None else 0,
+            ctrl.executor.turn,
+            text,
+        )
+        return self._start(lambda: ctrl.run_turn(text, plan=plan, plan_only=plan_only))
+
+    def approve_plan(self) -> Turn:
+        """``/approve``: run the plan that is waiting. Raises SessionError when none is."""
+        self._check_idle("run the plan")
+        if self._controller.pending_plan is None:
+            raise SessionError("no plan is waiting; /plan <task> makes one")
+        return self._start(self._controller.execute_pending_plan)
+
+    async def run_turn(
+        self, text: str, *, plan: bool | None = None, plan_only: bool = False
+    ) -> TurnOutcome:
+        """:meth:`start_turn` and wait for its outcome (events go to the session's sink)."""
+        return await self.start_turn(text, plan=plan, plan_only=plan_only).result()
+
+    async def execute_pending_plan(self) -> TurnOutcome:
+        """:meth:`approve_plan` and wait for its outcome."""
+        return await self.approve_plan().result()
+
+    def interrupt(self) -> bool:
+        """Cancel the running turn (the session stays valid); False when none runs."""
+        turn = self._events.turn
+        if turn is None or turn.done():
+            return False
+        turn.interrupt()
+        return True
+
+    def answer_approval(self, approval_id: str, choice: ApprovalChoice, reason: str = "") -> None:
+        """Answer an :class:`~reasonix.app.approvals.ApprovalRequested` (or a plan's
+        :class:`~reasonix.app.approvals.PlanApprovalRequested`) by its id. ``reason`` goes
+        back to the model with a denial. Raises SessionError for an id that is not waiting,
+        or when the session was not opened with ``remote_approvals=True``."""
+        if self._approvals is None:
+            raise SessionError(
+                "this session answers approvals in place; open it with remote_approvals=True "
+                "to answer them by id"
+            )
+        self._approvals.answer(approval_id, choice, reason)
+
+    @property
+    def waiting_approvals(self) -> list[str]:
+        """Ids of the approval questions waiting for :meth:`answer_approval`."""
+        return self._approvals.waiting if self._approvals is not None else []
+
+    def _check_idle(self, what: str) -> None:
+        if self._events.turn is not None:
+            raise SessionError(f"cannot {what}: a turn is running (interrupt it or wait)")
+
+    def _start(self, run: Callable[[], Awaitable[TurnResult]]) -> Turn:
+        log_start = len(self._permission_log)
+        requests_before = self._events.requests
+        cost_before = self._controller.cost.snapshot()
+        began = time.monotonic()
+        self._events.route = Route.EXECUTOR_ONLY
+
+        async def work() -> TurnOutcome:
+            try:
+                result = await run()
+                return self._outcome(result, log_start, requests_before, began)
+            finally:
+                self._events.turn = None
+
+        def interrupted() -> TurnOutcome:
+            route = self._events.route
+            result = TurnResult(
+                "Interrupted; the session is kept.",
+                route,
+                "cancelled",
+                GateDecision(route, "interrupted"),
+                cost_by_role=self._controller.cost.since(cost_before),
+            )
+            return TurnOutcome(
+                result,
+                tuple(r for r in self._permission_log[log_start:] if not r.allowed),
+                duration_ms=int((time.monotonic() - began) * 1000),
+                requests=self._events.requests - requests_before,
+                interrupted=True,
+            )
+
+        turn = Turn(len(self._record.marks), work(), interrupted)
+        self._events.turn = turn
+        return turn
+
+    def _outcome(
+        self, result: TurnResult, log_start: int, requests_before: int, began: float
+    ) -> TurnOutcome:
+        self._record.set_status("error" if result.stop_reason == "error" else "active")
+        self._report_git_error()
+        return TurnOutcome.judge(
+            result,
+            self._permission_log[log_start:],
+            int((time.monotonic() - began) * 1000),
+            self._events.requests - requests_before,
+        )
+
+    # -- session commands -------------------------------------------------------------------------
+
+    def set_mode(self, mode: str | None = None) -> str:
+        """Change the permission mode (``ask``, ``auto-edit``, ``plan``, ``yolo``); with no
+        argument, describe the current one. Raises ConfigError for an unknown mode."""
+        if mode:
+            self._permissions.mode = mode
+            return f"Permission mode: {self._permissions.mode.value}"
+        return f"Permission mode: {self._permissions.mode.value} (ask | auto-edit | plan | yolo)"
+
+    def rewind(self, turn: int | None = None) -> str:
+        """Undo user turn ``turn`` and everything after it (default: the last turn): restore
+        the files the tools changed and cut both conversations back to where it started."""
+        self._check_idle("rewind")
+        return rewind_turn(self._controller, self._checkpoints, self._record, turn)
+
+    async def compact(self) -> str:
+        """``/compact``: summarise the executor's older history now."""
+        self._check_idle("compact")
+        out = await self._controller.executor.compact()
+        if out.accepted:
+            return (
+                f"Compacted the executor's history: {out.messages_before} -> "
+                f"{out.messages_after} messages."
+            )
+        return f"Not compacted: {out.reason}"
+
+    def remember(self, note: str) -> Path:
+        """``/remember``: append ``note`` to the project's REASONIX.md; the running sessions
+        see it at the tail of their next user message. Returns the file written."""
+        return self._controller.remember(note)
+
+    async def clear(self) -> str:
+        """Start a new session (the old one stays in the store)."""
+        self._check_idle("start a new session")
+        if self._mcp is not None:
+            await self._mcp.refresh_snapshot()
+        old = self.session_id
+        models = _role_models(self.config, self._providers)
+        stored = StoredSession.create(self.store, self.workspace, *models)
+        self._switch(stored)
+        return f"New session {self.session_id} (previous: {old}; /resume {old} to go back)."
+
+    async def resume(self, session_id: str) -> str:
+        """Switch to a stored session (both roles)."""
+        self._check_idle("switch sessions")
+        stored = StoredSession.load(
+            self.store, session_id, already_ours=session_id == self.session_id
+        )
+        self._switch(stored)
+        counts = {role: len(stored.messages[role]) for role in ROLES}
+        return (
+            f"Resumed {session_id}: {counts['executor']} executor and {counts['planner']} "
+            "planner messages."
+        )
+
+    def _switch(self, stored: StoredSession) -> None:
+        previous = self.session_id
+        if previous != stored.session_id:
+            self._record.release()
+        self._attach(stored)
+
+    def mcp_status(self) -> list[str]:
+        """One line per MCP server: its state, tools and, when it failed, why."""
+        if self._mcp is None:
+            return ["No MCP servers are configured ([[mcp.servers]] in reasonix.toml)."]
+        return [s.line() for s in self._mcp.status()]
+
+    async def mcp_restart(self, name: str) -> str:
+        """Restart MCP server ``name``; the answer says how it came back (or why not)."""
+        if self._mcp is None:
+            return "No MCP servers are configured."
+        try:
+            status = await self._mcp.restart(name)
+        except (KeyError, ValueError, ReasonixError) as exc:
+            return str(exc)
+        return str(status.line())
+
+    # -- closing ----------------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Interrupt a running turn, stop MCP servers, release the providers' connections and
+        the session's claim."""
+        turn = self._events.turn
+        if turn is not None:
+            turn.interrupt()
+            await turn.result()
+        try:
+            if self._mcp is not None:
+                await self._mcp.aclose()
+            await self._controller.aclose()
+        finally:
+            self._record.release()
+
+    async def __aenter__(self) -> AgentSession:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # -- notices ----------------------------------------------------------------------------------
+
+    def _report_store_error(self, message: str) -> None:
+        if self._store_error_reported:
+            return
+        self._store_error_reported = True
+        text = f"The session could not be saved: {message}. The conversation continues unsaved."
+        self.notices.append(text)
+        self._events.tell(NoticeEvent("controller", "store_error", text))
+
+    def _report_git_error(self) -> None:
+        """A git snapshot before a command failed: say so (once per session), since
+        ``/rewind`` then cannot undo what commands changed."""
+        error = self._checkpoints.last_git_error
+        if error is None or self._git_error_reported:
+            return
+        self._git_error_reported = True
+        text = (
+            f"Could not snapshot the workspace in git before running a command ({error}). "
+            "/rewind restores files the tools edited, but not what commands changed."
+        )
+        self.notices.append(text)
+        self._events.emit(NoticeEvent("controller", "snapshot_failed", text))
+
+
+def _resolve(workspace: str | os.PathLike[str]) -> Path:
+    return Path(workspace).resolve()
+
+
+def _role_models(config: Config, providers: Mapping[str, Provider]) -> tuple[str, str | None]:
+    """(executor model, planner model or None when the planner is disabled)."""
+    return config.executor.model, config.planner.model if "planner" in providers else None

@@ -1,0 +1,170 @@
+"""A running user turn as frontends see it: an async stream of events, then an outcome.
+
+::
+
+    turn = session.start_turn("fix the failing test")
+    async for event in turn:          # every event of this turn, in order, as it happens
+        render(event)
+    outcome = await turn.result()     # TurnOutcome: the Controller's TurnResult and more
+
+Iterating is optional (the session's sink sees the same events); a turn that is never iterated
+still runs to its end. :meth:`Turn.interrupt` (or ``session.interrupt()``) cancels the turn: the
+agent closes its conversation at a valid boundary, and :meth:`Turn.result` returns an outcome
+whose ``interrupted`` is true instead of raising.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from reasonix.control import Route, TurnResult
+from reasonix.events import Event, GateDecided, NullSink, Sink, UsageEvent
+from reasonix.safety.permissions import PermissionRecord
+
+__all__ = ["SessionEvents", "Turn", "TurnOutcome"]
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    """A turn's result plus what the permission layer refused during it.
+
+    ``refused`` is True when a tool call was denied and never performed later in the turn, or
+    a plan was declined: the work that was asked for was (at least partly) not done.
+    ``interrupted`` is True when the turn was cancelled (its ``result.stop_reason`` is then
+    ``"cancelled"``).
+    """
+
+    result: TurnResult
+    denials: tuple[PermissionRecord, ...] = ()
+    refused: bool = False
+    duration_ms: int = 0
+    requests: int = 0
+    interrupted: bool = False
+
+    @property
+    def is_error(self) -> bool:
+        return self.result.stop_reason == "error"
+
+    @classmethod
+    def judge(
+        cls,
+        result: TurnResult,
+        records: Sequence[PermissionRecord],
+        duration_ms: int,
+        requests: int,
+    ) -> TurnOutcome:
+        """The outcome of a finished turn from its permission decisions (oldest first): a
+        denial counts as refused work unless the same call was allowed later in the turn."""
+        refused = result.stop_reason == "plan_declined"
+        for i, rec in enumerate(records):
+            if rec.allowed:
+                continue
+            later = records[i + 1 :]
+            if not any(r.allowed and (r.tool, r.subject) == (rec.tool, rec.subject) for r in later):
+                refused = True
+        denials = tuple(r for r in records if not r.allowed)
+        return cls(result, denials, refused, duration_ms, requests)
+
+
+class _End:
+    """Marks the end of a turn's event stream."""
+
+
+_END = _End()
+
+
+class Turn:
+    """One user turn running in its own task; see the module docstring.
+
+    Built by the session façade (``session.start_turn``), not by frontends. ``work`` is the
+    turn itself; ``interrupted`` builds the outcome of a turn cut short by :meth:`interrupt`.
+    """
+
+    def __init__(
+        self,
+        number: int,
+        work: Coroutine[Any, Any, TurnOutcome],
+        interrupted: Callable[[], TurnOutcome],
+    ) -> None:
+        self.number = number
+        self._events: asyncio.Queue[Event | _End] = asyncio.Queue()
+        self._interrupted = interrupted
+        self._interrupt_requested = False
+        self._task: asyncio.Task[TurnOutcome] = asyncio.get_running_loop().create_task(
+            self._run(work), name=f"reasonix-turn-{number}"
+        )
+        self._task.add_done_callback(lambda _: self._events.put_nowait(_END))
+
+    async def _run(self, work: Coroutine[Any, Any, TurnOutcome]) -> TurnOutcome:
+        try:
+            return await work
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if not self._interrupt_requested or task is None:
+                raise
+            # Our own interrupt: the session is valid again (the agent closed its
+            # conversation), so the turn ends with an outcome rather than an exception.
+            task.uncancel()
+            return self._interrupted()
+
+    def emit(self, event: Event) -> None:
+        """Add an event to this turn's stream (the session routes its events here)."""
+        if not self._task.done():
+            self._events.put_nowait(event)
+
+    def __aiter__(self) -> AsyncIterator[Event]:
+        return self._stream()
+
+    async def _stream(self) -> AsyncIterator[Event]:
+        while True:
+            item = await self._events.get()
+            if isinstance(item, _End):
+                # Let another reader (or a second loop) see the end too.
+                self._events.put_nowait(item)
+                return
+            yield item
+
+    async def result(self) -> TurnOutcome:
+        """Wait for the turn to end. An interrupted turn returns (``interrupted`` is true);
+        an error the core did not turn into a result (a closed store, a bug) is raised."""
+        return await self._task
+
+    def interrupt(self) -> None:
+        """Cancel the turn; the session stays valid for the next one."""
+        if not self._task.done():
+            self._interrupt_requested = True
+            self._task.cancel()
+
+    def done(self) -> bool:
+        return self._task.done()
+
+
+class SessionEvents:
+    """The session's one sink: every event goes to the store, the status tracker, the
+    frontend's sink and the running turn's stream, in that order."""
+
+    def __init__(self, user: Sink) -> None:
+        self.user = user
+        self.record: Sink = NullSink()
+        self.turn: Turn | None = None
+        self.last_prompt: dict[str, int] = {}
+        self.requests = 0
+        self.route = Route.EXECUTOR_ONLY
+
+    def emit(self, event: Event) -> None:
+        self.record.emit(event)
+        if isinstance(event, UsageEvent):
+            self.last_prompt[str(event.source)] = event.usage.prompt_tokens
+            self.requests += 1
+        elif isinstance(event, GateDecided):
+            self.route = Route(event.route)
+        self.tell(event)
+
+    def tell(self, event: Event) -> None:
+        """To the frontend only (not recorded): notices about the session itself."""
+        self.user.emit(event)
+        if self.turn is not None:
+            self.turn.emit(event)
