@@ -84,6 +84,7 @@ async def test_fake_server_rejects_a_tool_turn_without_reasoning_in_thinking_mod
                 },
                 {"role": "tool", "tool_call_id": "call_00_x", "content": "ok"},
             ],
+            "tools": [{"type": "function", "function": {"name": "lookup"}}],
         }
         async with httpx.AsyncClient() as client:
             resp = await client.post(f"{srv.base_url}/chat/completions", json=body)

@@ -49,7 +49,9 @@ def test_doctor_reports_and_exit_codes(project: Project, tmp_path: Path) -> None
     out = proc.stdout
     assert "configuration is valid" in out
     assert f"{KEY_ENV} is set" in out
-    assert "cannot verify" in out  # the fake server has no model list (404)
+    # the fake lists today's deepseek-flash; the configured legacy alias counts as served
+    assert "serves deepseek-v4-flash (an alias of deepseek-flash" in out
+    assert "serves deepseek-v4-pro" in out
     assert "data folder" in out and "writable" in out
     for tool in ("rg", "git"):
         assert re.search(rf"\b{tool}\b", out)

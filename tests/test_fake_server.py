@@ -682,7 +682,11 @@ TOOL_ANSWER = {"role": "tool", "tool_call_id": "call_00_" + "z" * 24, "content":
         (body([TOOL_ANSWER, user("x")]), "preceding"),
         (body([user("x"), ASSISTANT_CALL, user("y")]), "insufficient tool messages"),
         (
-            body([user("x"), NO_REASONING_CALL, TOOL_ANSWER]),
+            body([user("x"), NO_REASONING_CALL, TOOL_ANSWER], tools=TOOLS),
+            REASONING_MUST_BE_PASSED,
+        ),
+        (
+            body([user("x"), {"role": "assistant", "content": "hi"}, user("y")], tools=TOOLS),
             REASONING_MUST_BE_PASSED,
         ),
         (body(tool_choice="required", tools=TOOLS), "tool_choice"),
@@ -691,7 +695,6 @@ TOOL_ANSWER = {"role": "tool", "tool_call_id": "call_00_" + "z" * 24, "content":
             "tool_choice",
         ),
         (body(tool_choice="sometimes"), "tool_choice"),
-        (body(reasoning_effort="extreme"), "reasoning_effort"),
         (body(thinking={"type": "maybe"}), "thinking"),
         (body(response_format={"type": "json_schema"}), "response_format"),
         ({"messages": [user("x")]}, "Model Not Exist"),
@@ -708,7 +711,7 @@ def test_validation_rejects(http: httpx.Client, payload: Any, fragment: str) -> 
 
 def test_reasoning_content_rule_message_is_exact(http: httpx.Client) -> None:
     with FakeDeepSeekServer() as srv:
-        r = post(http, srv, body([user("x"), NO_REASONING_CALL, TOOL_ANSWER]))
+        r = post(http, srv, body([user("x"), NO_REASONING_CALL, TOOL_ANSWER], tools=TOOLS))
     assert r.json()["error"]["message"] == REASONING_MUST_BE_PASSED
 
 
@@ -728,8 +731,9 @@ def test_reasoning_content_rule_message_is_exact(http: httpx.Client) -> None:
         ),
         # a complete, valid tool round trip in thinking mode
         body([system(), user("x"), ASSISTANT_CALL, TOOL_ANSWER], tools=TOOLS),
-        # reasoning of a turn without tool calls may be left out
+        # without tools in the request, earlier reasoning may be left out (it is ignored)
         body([user("x"), {"role": "assistant", "content": "hi"}, user("y")]),
+        body([user("x"), NO_REASONING_CALL, TOOL_ANSWER]),
         body(tools=[{"type": "function", "function": {"name": "a-Z_9" + "x" * 59}}]),
         body(tools=[{"type": "function", "function": {"name": f"t{i}"}} for i in range(128)]),
         body(reasoning_effort="max"),

@@ -69,7 +69,7 @@ async def test_config_reaches_the_wire_and_store(
     stored = store.load_messages(rt.session_id, "executor")
     assert [m.to_wire() for m in stored] == [
         *ex.requests[0].messages,
-        {"role": "assistant", "content": "hi"},
+        {"role": "assistant", "content": "hi", "reasoning_content": ""},
     ]
     kinds = [e["kind"] for e in store.load_events(rt.session_id)]
     assert kinds[0] == "turn_mark"
@@ -149,7 +149,7 @@ async def test_modes_clear_resume_and_slash_helpers(
         assert "3 executor" in msg
         ex.push(Reply.text("second"))
         await rt.run_turn("two")
-        first = {"role": "assistant", "content": "first"}
+        first = {"role": "assistant", "content": "first", "reasoning_content": ""}
         assert ex.last_request.messages[:3] == [*ex.requests[0].messages, first]
         with pytest.raises(SessionStoreError):
             await rt.resume("missing")

@@ -54,11 +54,14 @@ class UserMessage:
 
 @dataclass(frozen=True, slots=True)
 class AssistantMessage:
-    """A complete assistant turn.
+    """A complete assistant turn, stored whole and sent back unchanged.
 
-    ``reasoning_content`` is sent back whenever the turn made tool calls (DeepSeek answers 400
-    otherwise in thinking mode); without tool calls it is kept in storage but not sent, because
-    the API ignores it there and it would only cost prompt tokens.
+    ``reasoning_content`` is sent whenever it is not None, on every turn (tool calls or not):
+    DeepSeek's thinking mode answers 400 when a request with tools lacks the reasoning of any
+    earlier assistant turn, and an empty string is a valid value. A session gives every
+    assistant message a reasoning (``""`` when there was none) as it enters
+    (:func:`with_reasoning`), so its bytes never change after they were first sent; None only
+    survives in messages loaded from a store written before that rule, which a resume repairs.
     """
 
     content: str = ""
@@ -68,9 +71,9 @@ class AssistantMessage:
 
     def to_wire(self) -> dict[str, Any]:
         wire: dict[str, Any] = {"role": "assistant", "content": self.content}
+        if self.reasoning_content is not None:
+            wire["reasoning_content"] = self.reasoning_content
         if self.tool_calls:
-            if self.reasoning_content is not None:
-                wire["reasoning_content"] = self.reasoning_content
             wire["tool_calls"] = [c.to_wire() for c in self.tool_calls]
         return wire
 
@@ -90,6 +93,14 @@ class ToolMessage:
 
 
 Message: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolMessage
+
+
+def with_reasoning(message: Message) -> Message:
+    """``message`` as it must enter a session: an assistant message always carries a
+    ``reasoning_content`` (``""`` when the model gave none or the host wrote it)."""
+    if isinstance(message, AssistantMessage) and message.reasoning_content is None:
+        return AssistantMessage(message.content, "", message.tool_calls)
+    return message
 
 
 def message_to_dict(message: Message) -> dict[str, Any]:
@@ -212,7 +223,8 @@ class Usage:
 # Requests
 
 
-ReasoningEffort: TypeAlias = Literal["low", "medium", "high", "max", "none"]
+#: What DeepSeek accepts today (it maps minimal→low, medium/xhigh→high, ultra→max itself).
+ReasoningEffort: TypeAlias = Literal["low", "high", "max"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -320,7 +320,7 @@ class Agent:
     def _close_dangling_turn(self, note: str) -> None:
         """Keep user/assistant alternation valid when a turn ends without an answer."""
         if isinstance(self.session.last, UserMessage):
-            self.session.add(AssistantMessage(content=note))
+            self.session.add(AssistantMessage(content=note, reasoning_content=""))
 
     def build_request(self) -> ModelRequest:
         o = self.options

@@ -129,7 +129,10 @@ async def compact_session(
 
     new_messages: list[Message] = [system] if system else []
     if isinstance(messages[cut], UserMessage):
-        new_messages += [UserMessage(block), AssistantMessage(content=SUMMARY_ACK)]
+        new_messages += [
+            UserMessage(block),
+            AssistantMessage(content=SUMMARY_ACK, reasoning_content=""),
+        ]
     else:
         # Cut inside a turn: the summary is the user message the kept steps answer to. The
         # turn's own request was in the summarised part: it is carried over verbatim, not left

@@ -13,7 +13,7 @@ import secrets
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from reasonix.messages import Message, message_from_dict, message_to_dict
+from reasonix.messages import Message, message_from_dict, message_to_dict, with_reasoning
 
 AppendListener = Callable[["Session", int, Message], None]
 RewriteListener = Callable[["Session", str], None]
@@ -23,6 +23,8 @@ class Session:
     """An id and an append-only list of messages. Never shared between agents."""
 
     def __init__(self, id: str | None = None, messages: Iterable[Message] = ()) -> None:
+        # Given messages are kept exactly as they were stored (a resume must send the same
+        # bytes); reasonix.agent.repair fixes ones stored before the reasoning rule.
         self.id = id or secrets.token_hex(6)
         self._messages: list[Message] = list(messages)
         self.epoch = 0
@@ -30,7 +32,12 @@ class Session:
         self._rewrite_listeners: list[RewriteListener] = []
 
     def add(self, message: Message) -> None:
-        """Append one message and tell the listeners (e.g. the session store) at once."""
+        """Append one message and tell the listeners (e.g. the session store) at once.
+
+        An assistant message without reasoning enters with ``reasoning_content=""``: DeepSeek
+        needs the field on every earlier assistant turn of a request with tools, and setting it
+        here, once, keeps the message's bytes the same on every later request."""
+        message = with_reasoning(message)
         self._messages.append(message)
         index = len(self._messages) - 1
         for listener in self._append_listeners:
@@ -48,8 +55,9 @@ class Session:
         return self._messages[-1] if self._messages else None
 
     def rewrite(self, messages: Iterable[Message], reason: str) -> None:
-        """Replace the history (compaction, rewind). The only planned break of the prefix."""
-        self._messages = list(messages)
+        """Replace the history (compaction, rewind, a resume's repair). The only planned break
+        of the prefix; assistant messages get their reasoning field as in :meth:`add`."""
+        self._messages = [with_reasoning(m) for m in messages]
         self.epoch += 1
         for listener in self._rewrite_listeners:
             listener(self, reason)

@@ -65,9 +65,7 @@ PLANNER_MAX_STEPS = 12
 
 def effort_options(role: RoleConfig) -> tuple[bool, ReasoningEffort | None]:
     """``(thinking, reasoning_effort)`` for a role: ``effort = "off"`` disables thinking."""
-    if role.effort == "off":
-        return False, None
-    return True, role.effort
+    return role.thinking, role.reasoning_effort
 
 
 def make_provider(config: Config, role: RoleConfig, environ: Mapping[str, str] | None) -> Provider:

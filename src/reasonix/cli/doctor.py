@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from reasonix.cli.commands import EXIT_FAILURE, EXIT_OK, overrides_from
+from reasonix.providers.models import served_names
 
 if TYPE_CHECKING:
     from reasonix.config import Config, RoleConfig
@@ -129,6 +130,12 @@ def _endpoints(config: Config, roles: list[tuple[str, RoleConfig]]) -> list[Chec
             )
         elif role.model in models:
             checks.append(Check("ok", f"{where}: serves {role.model}"))
+        elif served := [n for n in served_names(role.model) if n in models]:
+            checks.append(
+                Check(
+                    "ok", f"{where}: serves {role.model} (an alias of {served[0]}, which it lists)"
+                )
+            )
         else:
             shown = ", ".join(sorted(models)[:8]) or "none"
             checks.append(

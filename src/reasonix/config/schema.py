@@ -60,6 +60,14 @@ class RoleConfig:
         """False when ``effort = "off"``: the role runs without thinking."""
         return self.effort != "off"
 
+    @property
+    def reasoning_effort(self) -> Literal["low", "high", "max"] | None:
+        """The level sent to the server: None when thinking is off; ``medium`` means ``high``
+        (DeepSeek maps it so; we send the level it runs at)."""
+        if self.effort == "off":
+            return None
+        return "high" if self.effort == "medium" else self.effort
+
 
 @dataclass(frozen=True, slots=True)
 class ExecutorConfig(RoleConfig):

@@ -385,7 +385,7 @@ class TurnOrchestrator:
             return None
         if isinstance(planner.session.last, ToolMessage):
             # Close the transcript at a valid boundary without paying another model round.
-            planner.session.add(AssistantMessage(content=PLAN_CLOSING))
+            planner.session.add(AssistantMessage(content=PLAN_CLOSING, reasoning_content=""))
         self.plans.append(plan)
         self.sink.emit(PlanProduced("controller", round_no, plan.to_markdown(), plan.to_dict()))
         return plan

@@ -96,6 +96,18 @@ PRESETS: Mapping[str, ModelInfo] = {
     "deepseek-reasoner": replace(_FLASH, name="deepseek-reasoner"),
 }
 
+#: Names a server still accepts for another model (billed as it, not listed by ``GET /models``).
+MODEL_ALIASES: Mapping[str, str] = {"deepseek-v4-flash": "deepseek-flash"}
+
+
+def served_names(name: str) -> tuple[str, ...]:
+    """``name`` and every name the server may list for the same model (alias and target)."""
+    names = {name}
+    names.update(target for alias, target in MODEL_ALIASES.items() if alias == name)
+    names.update(alias for alias, target in MODEL_ALIASES.items() if target == name)
+    return tuple(sorted(names))
+
+
 DEFAULT_EXECUTOR_MODEL = "deepseek-v4-flash"
 DEFAULT_PLANNER_MODEL = "deepseek-v4-pro"
 

@@ -55,16 +55,46 @@ __all__ = [
 ]
 
 UsageStyle = Literal["deepseek", "openai"]
+#: ``units``: whole stored units (see PrefixCache); ``measured``: the 2026-09 fit on
+#: deepseek-flash, ``cached = 128 * max(0, floor(n / 128) - 1)`` for a fully matched prefix.
+CacheFormula = Literal["units", "measured"]
 
 _PATHS = frozenset({"/chat/completions", "/v1/chat/completions"})
+_MODELS_PATHS = frozenset({"/models", "/v1/models"})
+_BALANCE_PATHS = frozenset({"/user/balance", "/v1/user/balance"})
 _ROLES = ("system", "user", "assistant", "tool")
 _TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
-_EFFORTS = frozenset({"low", "medium", "high", "xhigh", "max", "none"})
+#: The effort levels the server knows, and the names it maps onto them.
+EFFORT_LEVELS = ("low", "high", "max")
+EFFORT_ALIASES: Mapping[str, str] = {
+    "minimal": "low",
+    "medium": "high",
+    "xhigh": "high",
+    "ultra": "max",
+}
 _MAX_TOOLS = 128
+MAX_OUTPUT_TOKENS = 393_216
+CONTEXT_WINDOW = 1_048_576
 _FINGERPRINT = "fp_reasonix_fake"
+#: The models ``GET /models`` lists today, the legacy alias still served, the retired names.
+LISTED_MODELS = ("deepseek-flash", "deepseek-v4-pro")
+LEGACY_ALIASES: Mapping[str, str] = {"deepseek-v4-flash": "deepseek-flash"}
+RETIRED_MODELS = ("deepseek-chat", "deepseek-reasoner")
+#: The documented 400 message when an earlier assistant turn lacks its reasoning.
 REASONING_MUST_BE_PASSED = (
-    "The reasoning_content in the thinking mode must be passed back to the API"
+    "The `reasoning_content` in the thinking mode must be passed back to the API."
 )
+DEFAULT_BALANCE: Mapping[str, Any] = {
+    "is_available": True,
+    "balance_infos": [
+        {
+            "currency": "USD",
+            "total_balance": "110.00",
+            "granted_balance": "10.00",
+            "topped_up_balance": "100.00",
+        }
+    ],
+}
 
 #: DeepSeek-like default messages for injected error statuses.
 STATUS_MESSAGES: Mapping[int, tuple[str, str]] = {
@@ -90,20 +120,21 @@ def _text(content: Any) -> str:
     return canonical_json(content)
 
 
-def render_message(message: Mapping[str, Any]) -> str:
+def render_message(message: Mapping[str, Any], *, with_reasoning: bool = True) -> str:
     """One message as the model "sees" it, in a canonical text form.
 
-    Assistant messages render ``content`` and ``tool_calls``; their ``reasoning_content`` only
-    when they made tool calls, because the API ignores the reasoning of turns without tool calls.
-    Tool calls render id, name and the raw ``arguments`` string, so JSON key order of the call
-    object does not matter but the argument bytes do.
+    Assistant messages render ``content`` and ``tool_calls``, and their ``reasoning_content``
+    (when present) if ``with_reasoning``: DeepSeek concatenates the reasoning of every earlier
+    turn into the context when the request carries tools, and ignores it otherwise. Tool calls
+    render id, name and the raw ``arguments`` string, so JSON key order of the call object does
+    not matter but the argument bytes do.
     """
     role = str(message.get("role"))
     if role == "assistant":
         calls = message.get("tool_calls") or []
         parts = ["<|assistant|>"]
         reasoning = message.get("reasoning_content")
-        if calls and reasoning is not None:
+        if with_reasoning and reasoning is not None:
             parts.append(f"<think>{_text(reasoning)}</think>")
         parts.append(_text(message.get("content")))
         for call in calls:
@@ -120,12 +151,16 @@ def render_message(message: Mapping[str, Any]) -> str:
 
 
 def render_prompt(body: Mapping[str, Any]) -> list[str]:
-    """The request as a list of text segments: canonical tools JSON first, then each message."""
+    """The request as a list of text segments: canonical tools JSON first, then each message
+    (earlier reasoning only when the request carries tools, as DeepSeek does)."""
     segments: list[str] = []
     tools = body.get("tools")
     if tools:
         segments.append("<|tools|>" + canonical_json(tools))
-    segments.extend(render_message(m) for m in body.get("messages") or ())
+    with_reasoning = bool(tools)
+    segments.extend(
+        render_message(m, with_reasoning=with_reasoning) for m in body.get("messages") or ()
+    )
     return segments
 
 
@@ -199,10 +234,18 @@ class RecordedRequest:
 
 def _thinking_enabled(body: Mapping[str, Any]) -> bool:
     thinking = body.get("thinking")
-    if isinstance(thinking, Mapping) and thinking.get("type") == "disabled":
-        return False
-    # reasoning_effort "none" means no reasoning at all: treat it as thinking disabled
-    return body.get("reasoning_effort") != "none"
+    return not (isinstance(thinking, Mapping) and thinking.get("type") == "disabled")
+
+
+def effective_effort(body: Mapping[str, Any]) -> str | None:
+    """The effort level the server runs a (valid) request at: None with thinking disabled,
+    ``high`` when none is given, aliases mapped (minimal→low, medium/xhigh→high, ultra→max)."""
+    if not _thinking_enabled(body):
+        return None
+    effort = body.get("reasoning_effort")
+    if effort is None:
+        return "high"
+    return EFFORT_ALIASES.get(str(effort), str(effort))
 
 
 class _Rejection(Exception):
@@ -237,6 +280,27 @@ def _bad(message: str, param: str | None = None) -> _Rejection:
     return _Rejection(400, message, param=param)
 
 
+_AUTH_FAILED = _Rejection(
+    401,
+    "Authentication Fails, Your api key is invalid",
+    type_="authentication_error",
+    code="invalid_request_error",
+)
+
+
+def _model_entry(name: str) -> dict[str, Any]:
+    """One ``GET /models`` entry with the metadata DeepSeek publishes."""
+    return {
+        "id": name,
+        "object": "model",
+        "owned_by": "deepseek",
+        "context_window": CONTEXT_WINDOW,
+        "max_output_tokens": MAX_OUTPUT_TOKENS,
+        "input_modalities": ["text"],
+        "effort": {"supported_levels": list(EFFORT_LEVELS), "default_level": "high"},
+    }
+
+
 # ---------------------------------------------------------------------------------------------
 # Validation
 
@@ -245,6 +309,12 @@ def _validate(body: Any, *, models: frozenset[str] | None) -> None:
     if not isinstance(body, dict):
         raise _bad("Failed to deserialize the JSON body: expected a JSON object")
     model = body.get("model")
+    if isinstance(model, str) and model in RETIRED_MODELS:
+        raise _bad(
+            f"Model Not Exist: {model} was retired on 2026-07-24; use deepseek-flash or "
+            "deepseek-v4-pro",
+            "model",
+        )
     if not isinstance(model, str) or (models is not None and model not in models):
         raise _bad("Model Not Exist", "model")
 
@@ -254,10 +324,25 @@ def _validate(body: Any, *, models: frozenset[str] | None) -> None:
     ):
         raise _bad('thinking.type must be "enabled" or "disabled"', "thinking")
     effort = body.get("reasoning_effort")
-    if effort is not None and effort not in _EFFORTS:
+    if effort is not None and (
+        not isinstance(effort, str)
+        or (effort not in EFFORT_LEVELS and effort not in EFFORT_ALIASES)
+    ):
+        raise _Rejection(
+            422,
+            f"Failed to deserialize the JSON body into the target type: reasoning_effort: "
+            f"unknown variant `{effort}`, expected one of `low`, `high`, `max`",
+            param="reasoning_effort",
+        )
+    max_tokens = body.get("max_tokens")
+    if max_tokens is not None and (
+        not isinstance(max_tokens, int)
+        or isinstance(max_tokens, bool)
+        or not 1 <= max_tokens <= MAX_OUTPUT_TOKENS
+    ):
         raise _bad(
-            f"Invalid reasoning_effort {effort!r}: expected one of low, medium, high, max, none",
-            "reasoning_effort",
+            f"Invalid max_tokens value, the valid range of max_tokens is [1, {MAX_OUTPUT_TOKENS}]",
+            "max_tokens",
         )
     thinking_on = _thinking_enabled(body)
 
@@ -266,7 +351,9 @@ def _validate(body: Any, *, models: frozenset[str] | None) -> None:
         if not isinstance(tools, list):
             raise _bad("tools must be a list", "tools")
         if len(tools) > _MAX_TOOLS:
-            raise _bad(f"Too many tools: at most {_MAX_TOOLS} are supported", "tools")
+            raise _bad(
+                f"Too many tools: {len(tools)} given, at most {_MAX_TOOLS} are supported", "tools"
+            )
         for i, tool in enumerate(tools):
             fn = tool.get("function") if isinstance(tool, dict) else None
             if (
@@ -300,10 +387,13 @@ def _validate(body: Any, *, models: frozenset[str] | None) -> None:
     ):
         raise _bad("response_format.type must be 'text' or 'json_object'", "response_format")
 
-    _validate_messages(body.get("messages"), thinking_on=thinking_on)
+    _validate_messages(body.get("messages"), reasoning_required=thinking_on and bool(tools))
 
 
-def _validate_messages(messages: Any, *, thinking_on: bool) -> None:
+def _validate_messages(messages: Any, *, reasoning_required: bool) -> None:
+    """Roles, tool answers, and the reasoning rule: in thinking mode, when the request carries
+    tools, *every* earlier assistant message must carry ``reasoning_content`` (a string, empty
+    allowed), whether or not it made tool calls."""
     if not isinstance(messages, list) or not messages:
         raise _bad("messages must be a non-empty list", "messages")
     answered_ids: set[str] = set()
@@ -357,8 +447,8 @@ def _validate_messages(messages: Any, *, thinking_on: bool) -> None:
                         )
                     called_ids.add(call["id"])
                     pending.add(call["id"])
-                if thinking_on and msg.get("reasoning_content") is None:
-                    raise _bad(REASONING_MUST_BE_PASSED, "messages")
+            if reasoning_required and not isinstance(msg.get("reasoning_content"), str):
+                raise _bad(REASONING_MUST_BE_PASSED, "messages")
         elif msg.get("content") is None:
             raise _bad(f"messages[{i}].content is required", "messages")
     if pending:
@@ -486,6 +576,61 @@ def _usage_wire(usage: Usage, style: UsageStyle) -> dict[str, Any]:
     return wire
 
 
+_PART_KEYS: Mapping[str, str] = {
+    "reasoning": "reasoning_content",
+    "text": "content",
+    "tool_arguments": "tool_calls",
+}
+
+
+def _part_spans(events: Sequence[bytes], part: str) -> list[tuple[int, int]]:
+    """Byte ranges (within ``events`` joined) of the chunks carrying ``part`` of the answer."""
+    key = _PART_KEYS[part]
+    offset = 0
+    spans: list[tuple[int, int]] = []
+    for event in events:
+        delta: Any = None
+        if event.startswith(b"data: {"):
+            try:
+                chunk = json.loads(event[6:])
+                delta = chunk["choices"][0]["delta"] if chunk.get("choices") else None
+            except (ValueError, KeyError, IndexError):
+                delta = None
+        value = delta.get(key) if isinstance(delta, dict) else None
+        if part == "tool_arguments" and isinstance(value, list):
+            value = "".join(
+                str((frag.get("function") or {}).get("arguments") or "")
+                for frag in value
+                if isinstance(frag, dict) and "id" not in frag
+            )
+        if value:
+            spans.append((offset, offset + len(event)))
+        offset += len(event)
+    return spans
+
+
+def _place_fault(fault: Fault, prefix_len: int, events: Sequence[bytes]) -> Fault:
+    """Turn ``cut_in`` / ``stall_in`` into byte offsets for this body: inside the part, after
+    at least one whole chunk of it reached the client (so output was shown), before its end."""
+    from dataclasses import replace
+
+    changes: dict[str, Any] = {}
+    for part, name in ((fault.cut_in, "cut_after_bytes"), (fault.stall_in, "stall_after_bytes")):
+        if part is None:
+            continue
+        spans = _part_spans(events, part)
+        if not spans:
+            raise ValueError(f"Fault placed in {part!r}, but the answer has no {part} part")
+        if len(spans) == 1:
+            point = spans[0][1]
+        else:
+            k = min(max(int(len(spans) * fault.at), 1), len(spans) - 1)
+            start, end = spans[k]
+            point = start + (end - start) // 2
+        changes[name] = prefix_len + point
+    return replace(fault, **changes)
+
+
 class _Cut(Exception):
     """The injected fault closes the connection here."""
 
@@ -562,7 +707,10 @@ class _Handler(BaseHTTPRequestHandler):
         pass  # keep test output clean
 
     def do_GET(self) -> None:
-        self._send_json(404, _Rejection(404, "Not Found", code=None).body())
+        path = self.path.split("?", 1)[0]
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        status, payload = self.server.fake._get(path, headers)
+        self._send_json(status, payload)
 
     def do_POST(self) -> None:
         path = self.path.split("?", 1)[0]
@@ -621,6 +769,21 @@ class FakeDeepSeekServer:
       ``stream_options.include_usage``, on a separate final chunk with ``choices: []``, with
       ``prompt_tokens_details.cached_tokens`` as the only cache figure.
 
+    - ``cache_formula``: ``"measured"`` applies the 2026-09 fit (128-token units, the unit holding
+      the end of the matched prefix never counts: a full match of ``n`` tokens hits
+      ``128 * max(0, n // 128 - 1)``); it sets ``unit_tokens`` to 128.
+    - ``listed_models``: the ids ``GET /models`` lists (None answers 404, like a server without
+      a model list); by default today's ``deepseek-flash`` and ``deepseek-v4-pro``.
+    - ``balance``: the ``GET /user/balance`` answer (None answers 404).
+
+    The server enforces DeepSeek's documented rules with its documented error bodies: in
+    thinking mode a request that carries tools must pass back the ``reasoning_content`` of
+    every earlier assistant message (400 otherwise); at most 128 tools with names matching
+    ``[a-zA-Z0-9_-]{1,64}``; ``reasoning_effort`` ``low|high|max`` (minimal, medium, xhigh,
+    ultra are mapped; anything else is 422 "unknown variant"); no ``required`` or named
+    ``tool_choice`` in thinking mode; the retired ``deepseek-chat`` / ``deepseek-reasoner`` are
+    400; ``max_tokens`` within 1..393216. The effort is part of the cache identity.
+
     In thinking mode (the default), a scripted reply with tool calls but no reasoning gets a short
     generated ``reasoning_content``, as the real model always reasons before calling tools; with
     thinking disabled a reply's reasoning is never sent. ``Reply.meta["raw_sse"]`` (bytes) is
@@ -638,7 +801,14 @@ class FakeDeepSeekServer:
         count_last_unit: bool = True,
         chars_per_token: int = 4,
         usage_style: UsageStyle = "deepseek",
+        cache_formula: CacheFormula = "units",
+        listed_models: Iterable[str] | None = LISTED_MODELS,
+        balance: Mapping[str, Any] | None = DEFAULT_BALANCE,
     ) -> None:
+        if cache_formula not in ("units", "measured"):
+            raise ValueError(f"cache_formula must be 'units' or 'measured', not {cache_formula!r}")
+        if cache_formula == "measured":
+            unit_tokens = 128
         if chars_per_token < 1:
             raise ValueError("chars_per_token must be at least 1")
         if usage_style not in ("deepseek", "openai"):
@@ -651,12 +821,17 @@ class FakeDeepSeekServer:
         self.count_last_unit = count_last_unit
         self.chars_per_token = chars_per_token
         self.usage_style: UsageStyle = usage_style
+        self.cache_formula: CacheFormula = cache_formula
+        self.listed_models = tuple(listed_models) if listed_models is not None else None
+        self.balance = balance
         #: every request received on the chat-completions paths, in arrival order
         self.requests: list[RecordedRequest] = []
+        #: paths of the GET requests answered (``/models``, ``/user/balance``)
+        self.get_requests: list[str] = []
         #: problems on the server side (script exhausted, handler errors), for tests to see
         self.errors: list[str] = []
         self._lock = threading.Lock()
-        self._caches: dict[tuple[str, str | None], PrefixCache] = {}
+        self._caches: dict[tuple[str, str | None, str | None], PrefixCache] = {}
         self._stop = threading.Event()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -767,6 +942,26 @@ class FakeDeepSeekServer:
 
     # -- serving ----------------------------------------------------------------------------------
 
+    def _authorised(self, headers: Mapping[str, str]) -> bool:
+        return self.api_key is None or headers.get("authorization", "") == f"Bearer {self.api_key}"
+
+    def _get(self, path: str, headers: Mapping[str, str]) -> tuple[int, dict[str, Any]]:
+        """``GET /models`` and ``GET /user/balance`` (with or without ``/v1``)."""
+        if path in _MODELS_PATHS and self.listed_models is not None:
+            payload: Mapping[str, Any] = {
+                "object": "list",
+                "data": [_model_entry(name) for name in self.listed_models],
+            }
+        elif path in _BALANCE_PATHS and self.balance is not None:
+            payload = self.balance
+        else:
+            return 404, _Rejection(404, f"Not Found: {path}", code=None).body()
+        if not self._authorised(headers):
+            return 401, _AUTH_FAILED.body()
+        with self._lock:
+            self.get_requests.append(path)
+        return 200, dict(payload)
+
     def _serve(self, http: _Handler, path: str, headers: dict[str, str], raw: bytes) -> None:
         with self._lock:
             record = RecordedRequest(len(self.requests), path, headers, raw)
@@ -794,15 +989,8 @@ class FakeDeepSeekServer:
 
     def _accept(self, record: RecordedRequest) -> Reply:
         """Authenticate, parse, validate and pick the reply; raise ``_Rejection`` to refuse."""
-        if self.api_key is not None:
-            auth = record.headers.get("authorization", "")
-            if auth != f"Bearer {self.api_key}":
-                raise _Rejection(
-                    401,
-                    "Authentication Fails, Your api key is invalid",
-                    type_="authentication_error",
-                    code="invalid_request_error",
-                )
+        if not self._authorised(record.headers):
+            raise _AUTH_FAILED
         try:
             body = json.loads(record.raw_body)
         except (ValueError, UnicodeDecodeError) as exc:
@@ -847,20 +1035,27 @@ class FakeDeepSeekServer:
         if fault is not None and fault.insufficient_resource:
             finish = "insufficient_system_resource"
 
-        # The output as the next request replays it (reasoning only alongside tool calls).
-        replayed: dict[str, Any] = {"role": "assistant", "content": reply.content}
+        # The output as a client that stores it whole replays it in the next request.
+        replayed: dict[str, Any] = {
+            "role": "assistant",
+            "content": reply.content,
+            "reasoning_content": reasoning or "",
+        }
         if tool_calls:
             replayed["tool_calls"] = tool_calls
-            if reasoning is not None:
-                replayed["reasoning_content"] = reasoning
         c = self.chars_per_token
         prompt = tokenize(render_prompt(body), c)
-        output = tokenize([render_message(replayed)], c)
-        key = (str(body.get("model")), body.get("user_id"))
+        output = tokenize([render_message(replayed, with_reasoning=bool(body.get("tools")))], c)
+        # The effort is part of the cache identity: changing it breaks prefix reuse.
+        key = (str(body.get("model")), body.get("user_id"), effective_effort(body))
         with self._lock:
             cache = self._caches.get(key)
             if cache is None:
-                cache = self._caches[key] = PrefixCache(self.unit_tokens, self.count_last_unit)
+                cache = self._caches[key] = PrefixCache(
+                    self.unit_tokens,
+                    self.count_last_unit,
+                    drop_last_unit=self.cache_formula == "measured",
+                )
             outcome = cache.process(prompt, output)
 
         reasoning_tokens = _count(reasoning, c)
@@ -881,7 +1076,9 @@ class FakeDeepSeekServer:
             stream_options.get("include_usage")
         )
         reported = self.usage_style == "deepseek" or include_usage or not record.stream
-        clean = fault is None or not (fault.cut_after_bytes is not None or fault.malformed_chunk)
+        clean = fault is None or not (
+            fault.cut_after_bytes is not None or fault.malformed_chunk or fault.cut_in is not None
+        )
         if reported and clean and "raw_sse" not in reply.meta:
             record.usage = usage
         return _Answer(
@@ -917,6 +1114,8 @@ class FakeDeepSeekServer:
             http._start_body("application/json")
             prefix = b"\n" * keepalives
             events = [json.dumps(answer.completion(), ensure_ascii=False).encode()]
+        if fault is not None and (fault.cut_in or fault.stall_in) and record.stream:
+            fault = _place_fault(fault, len(prefix), events)
         writer = _BodyWriter(http.wfile, fault, self._stop)
         try:
             if prefix:

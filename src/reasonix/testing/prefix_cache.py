@@ -24,6 +24,11 @@ For a token sequence, ``h[k]`` is a chained hash of its first ``k * unit_tokens`
 3. store the input-end and output-end boundaries (rounded down to a unit);
 4. add all boundaries of input + output to ``seen``.
 
+``drop_last_unit=True`` models the 2026-09 measurement on ``deepseek-flash`` that fitted
+``cached = 128 * max(0, floor(n / 128) - 1)`` for a prompt of ``n`` tokens whose whole prefix
+was stored: the hit is capped at one unit below the prompt's whole units (a prefix under two
+units caches nothing).
+
 Fixed-interval storage of very long texts, which DeepSeek also mentions, is not modelled.
 
 ``count_last_unit=False`` models a 2026 measurement that fitted "128-token blocks, last block not
@@ -65,11 +70,14 @@ class PrefixCache:
     Not thread-safe by itself: the fake server calls it under its own lock.
     """
 
-    def __init__(self, unit_tokens: int = 64, count_last_unit: bool = True) -> None:
+    def __init__(
+        self, unit_tokens: int = 64, count_last_unit: bool = True, *, drop_last_unit: bool = False
+    ) -> None:
         if unit_tokens < 1:
             raise ValueError("unit_tokens must be at least 1")
         self.unit_tokens = unit_tokens
         self.count_last_unit = count_last_unit
+        self.drop_last_unit = drop_last_unit
         self._seen: set[bytes] = set()
         self._cached: set[bytes] = set()
 
@@ -97,6 +105,9 @@ class PrefixCache:
     def _best_hit_units(self, chain: list[bytes], prompt_len: int) -> int:
         for k in range(len(chain), 0, -1):
             if chain[k - 1] in self._cached:
+                if self.drop_last_unit:
+                    # the measured fit: never more than floor(n / unit) - 1 units of a prompt
+                    return min(k, max(0, prompt_len // self.unit_tokens - 1))
                 if not self.count_last_unit and k * self.unit_tokens >= prompt_len:
                     return k - 1
                 return k

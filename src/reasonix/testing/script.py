@@ -8,11 +8,14 @@ import itertools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, TypeAlias
 
 from reasonix.messages import AssistantMessage, ToolCall
 
 _counter = itertools.count()
+
+#: The parts of a streamed answer a fault can be placed in.
+StreamPart: TypeAlias = Literal["reasoning", "text", "tool_arguments"]
 
 
 def make_call_id(seed: str = "") -> str:
@@ -33,6 +36,9 @@ class Fault:
     - ``stall_seconds`` (with ``stall_after_bytes``): stop sending for this long at that point.
     - ``malformed_chunk``: send one chunk that is not valid JSON.
     - ``insufficient_resource``: finish with ``finish_reason: insufficient_system_resource``.
+    - ``cut_in`` / ``stall_in``: cut the connection, or stall for ``stall_seconds``, in the middle
+      of a part of the streamed answer: ``"reasoning"``, ``"text"`` or ``"tool_arguments"``
+      (after output has reached the client). ``at`` (0..1) places the point inside that part.
     """
 
     status: int | None = None
@@ -43,6 +49,9 @@ class Fault:
     stall_after_bytes: int = 0
     malformed_chunk: bool = False
     insufficient_resource: bool = False
+    cut_in: StreamPart | None = None
+    stall_in: StreamPart | None = None
+    at: float = 0.5
 
 
 @dataclass(frozen=True)
