@@ -24,7 +24,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal, Protocol, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Protocol, Union, get_args, get_origin, overload
 
 from reasonix.errors import ToolDefinitionError
 from reasonix.messages import canonical_json
@@ -169,6 +169,22 @@ class Tool:
         )
 
 
+@overload
+def tool(func: ToolFunc, /) -> Tool: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    read_only: bool = False,
+    destructive: bool = False,
+    timeout: float | None = None,
+    category: str = "",
+) -> Callable[[ToolFunc], Tool]: ...
+
+
 def tool(
     func: ToolFunc | None = None,
     *,
@@ -178,8 +194,9 @@ def tool(
     destructive: bool = False,
     timeout: float | None = None,
     category: str = "",
-) -> Any:
-    """Decorator form of :meth:`Tool.from_function`: ``@tool(read_only=True)``."""
+) -> Tool | Callable[[ToolFunc], Tool]:
+    """Decorator form of :meth:`Tool.from_function`: bare ``@tool`` or ``@tool(read_only=True)``
+    (the overloads let a strict type checker see a :class:`Tool` either way)."""
 
     def wrap(f: ToolFunc) -> Tool:
         return Tool.from_function(
