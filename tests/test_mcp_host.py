@@ -34,6 +34,9 @@ async def test_withheld_variables_do_not_reach_the_server(tmp_path: Path) -> Non
             command=sys.executable,
             args=(str(probe),),
             withheld_env=("REASONIX_TEST_KEY",),
+            # The user's [environment] include: even a pattern that matches the key variable
+            # does not pass it.
+            pass_env=("REASONIX_TEST_*",),
         )
         async with McpManager([config], tmp_path / "logs") as manager:
             (status,) = manager.status()

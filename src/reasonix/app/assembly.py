@@ -18,7 +18,6 @@ The session façade (:mod:`reasonix.app.session`) calls these once per opened se
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -231,19 +230,12 @@ def mcp_server_configs(
     environ: Mapping[str, str] | None = None,
     skipped: list[ConfigError] | None = None,
 ) -> list[McpServerConfig]:
-    """Every configured MCP server: ``[[mcp.servers]]`` from the TOML config, then the entries
-    of the project's ``.mcp.json`` (the format other agents use). A name defined in both keeps
-    the TOML definition. An unusable ``.mcp.json`` entry is reported through ``skipped`` (when
-    given) instead of stopping start-up. Our providers' API-key variables are withheld from the
-    servers' environment. Imports nothing of the MCP SDK."""
-    from reasonix.mcp import servers_from_mcp_json, servers_from_toml
+    """Every configured MCP server (see :func:`reasonix.mcp.config.configured_servers`: what an
+    untrusted folder's files define is left out; ``${VAR}`` reads only allowed variables; our
+    key variables are withheld). Imports nothing of the MCP SDK."""
+    from reasonix.mcp.config import configured_servers
 
-    servers = servers_from_toml(mcp_entries(config), "reasonix.toml", environ=environ)
-    names = {s.name for s in servers}
-    project = servers_from_mcp_json(workspace / ".mcp.json", environ=environ, skipped=skipped)
-    servers += [s for s in project if s.name not in names]
-    keys = tuple(sorted({p.api_key_env for p in config.providers.values() if p.api_key_env}))
-    return [dataclasses.replace(s, withheld_env=keys) for s in servers]
+    return configured_servers(config, workspace, environ, skipped)
 
 
 async def start_configured_mcp(

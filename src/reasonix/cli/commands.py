@@ -128,6 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the effective configuration",
         description="Print the effective configuration and where each value came from.",
     )
+    config.add_argument(
+        "--keys", action="store_true", help="list every configuration key, its type and default"
+    )
     _config_flags(config, sub=True)
 
     sessions = sub.add_parser(
@@ -245,8 +248,11 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
         return run_headless(args)
     if command == "config":
-        from reasonix.config import render_config
+        from reasonix.config import describe_keys, render_config
 
+        if args.keys:
+            print("\n".join(describe_keys()))
+            return EXIT_OK
         config = load(args)
         print("\n".join(render_config(config)))
         return EXIT_OK

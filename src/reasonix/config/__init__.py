@@ -1,7 +1,9 @@
 """Configuration: typed, frozen settings merged from defaults, user file, project file and flags.
 
 ``load_config()`` returns a :class:`Config`; ``render_config()`` explains where each value came
-from; ``check_credentials()`` lists missing API keys in words a user can act on.
+from; ``check_credentials()`` lists missing API keys in words a user can act on;
+``describe_keys()`` lists every key. Keys are declared once, in :mod:`reasonix.config.schema`;
+whether a folder's project files count is :mod:`reasonix.config.trust`.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from reasonix.config.loader import (
     user_config_path,
 )
 from reasonix.config.schema import (
+    DEEPSEEK_KEY_ENV,
     EFFORTS,
     GATES,
     PERMISSION_MODES,
@@ -24,19 +27,25 @@ from reasonix.config.schema import (
     CompactionConfig,
     Config,
     Effort,
+    EnvironmentConfig,
     ExecutorConfig,
     Gate,
     McpConfig,
+    McpServerConfig,
     PermissionMode,
     PermissionsConfig,
     PlannerConfig,
     ProviderConfig,
     RoleConfig,
+    TrustConfig,
     WorkspaceConfig,
+    setting,
 )
+from reasonix.config.spec import describe_keys
 
 __all__ = [
     "CONFIG_DIR_ENV",
+    "DEEPSEEK_KEY_ENV",
     "EFFORTS",
     "GATES",
     "PERMISSION_MODES",
@@ -47,17 +56,22 @@ __all__ = [
     "CompactionConfig",
     "Config",
     "Effort",
+    "EnvironmentConfig",
     "ExecutorConfig",
     "Gate",
     "McpConfig",
+    "McpServerConfig",
     "PermissionMode",
     "PermissionsConfig",
     "PlannerConfig",
     "ProviderConfig",
     "RoleConfig",
+    "TrustConfig",
     "WorkspaceConfig",
     "check_credentials",
+    "describe_keys",
     "load_config",
     "render_config",
+    "setting",
     "user_config_path",
 ]

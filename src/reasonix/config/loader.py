@@ -9,8 +9,13 @@ wrong and says what would be valid. Cross-references (a role naming a provider o
 checked after merging and reported at the place the offending value was written.
 
 Merging: plain tables merge key by key; ``[[providers]]`` entries merge by ``name`` key by key (a
-project can change only ``base_url`` of ``deepseek``); ``[models."name"]`` tables merge key by
+user can change only ``base_url`` of ``deepseek``); ``[models."name"]`` tables merge key by
 key over the presets; ``[[mcp.servers]]`` entries with the same ``name`` replace each other whole.
+
+What the keys are comes from :mod:`reasonix.config.schema` (through :mod:`reasonix.config.spec`);
+nothing here names a section's keys. A project file is held to the rules the schema declares
+(``project=`` on each key) and to the user's trust (:mod:`reasonix.config.trust`): what it may
+not set is left out and listed in ``Config.ignored``.
 """
 
 from __future__ import annotations
@@ -23,211 +28,38 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, cast
+from typing import Any
 
+from reasonix.config import spec as _spec
 from reasonix.config._locate import PathPart, locate, scan
 from reasonix.config.schema import (
-    EFFORTS,
-    GATES,
-    PERMISSION_MODES,
-    PROVIDER_KINDS,
-    BudgetConfig,
-    CompactionConfig,
+    DEEPSEEK_KEY_ENV,
+    DEFAULT_PROVIDERS,
     Config,
-    ExecutorConfig,
-    McpConfig,
-    PermissionsConfig,
     PlannerConfig,
     ProviderConfig,
     RoleConfig,
-    WorkspaceConfig,
 )
+from reasonix.config.spec import ArrayOf, Scalar, StrList
+from reasonix.config.trust import TRUST_FILE, TrustDecision, TrustStore, decide
 from reasonix.errors import ConfigError
-from reasonix.providers.models import (
-    DEFAULT_EXECUTOR_MODEL,
-    DEFAULT_PLANNER_MODEL,
-    PRESETS,
-    ModelInfo,
-)
+from reasonix.providers.models import PRESETS, ModelInfo
 
 PROJECT_FILE = "reasonix.toml"
+MCP_JSON_FILE = ".mcp.json"
 USER_FILE = "config.toml"
 CONFIG_DIR_ENV = "REASONIX_CONFIG_DIR"
-DEEPSEEK_KEY_ENV = "DEEPSEEK_API_KEY"
 
-# ---------------------------------------------------------------------------------------------
-# Schema as data: one walker validates every layer against it.
-
-
-# Plain classes rather than dataclasses: each dataclass costs about a millisecond to create at
-# import time, and config loads on every interactive start.
-
-
-class _Scalar:
-    __slots__ = ("choices", "kind", "maximum", "minimum", "what")
-
-    def __init__(
-        self,
-        kind: str,  # str | int | float | bool
-        choices: tuple[str, ...] = (),
-        what: str = "",  # noun for enum errors: "mode", "gate", ...
-        minimum: float | None = None,
-        maximum: float | None = None,
-    ) -> None:
-        self.kind, self.choices, self.what = kind, choices, what
-        self.minimum, self.maximum = minimum, maximum
-
-
-class _StrList:
-    __slots__ = ()
-
-
-class _FreeTable:
-    """A table with arbitrary keys; ``strings`` requires every value to be a string."""
-
-    __slots__ = ("strings",)
-
-    def __init__(self, strings: bool = False) -> None:
-        self.strings = strings
-
-
-class _Table:
-    __slots__ = ("fields", "required")
-
-    def __init__(self, fields: Mapping[str, _Spec], required: tuple[str, ...] = ()) -> None:
-        self.fields, self.required = fields, required
-
-
-class _MapOf:
-    """A table whose keys are names chosen by the user (``[models."x"]``)."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: _Table) -> None:
-        self.value = value
-
-
-class _ArrayOf:
-    """An array of tables (``[[providers]]``) keyed by a unique ``name``."""
-
-    __slots__ = ("item",)
-
-    def __init__(self, item: _Table) -> None:
-        self.item = item
-
-
-_Spec = _Scalar | _StrList | _FreeTable | _Table | _MapOf | _ArrayOf
-
-_STR = _Scalar("str")
-_BOOL = _Scalar("bool")
-_PRICE = _Scalar("float", minimum=0)
-
-
-def _int(minimum: int) -> _Scalar:
-    return _Scalar("int", minimum=minimum)
-
-
-_ROLE_FIELDS: dict[str, _Spec] = {
-    "provider": _STR,
-    "model": _STR,
-    "effort": _Scalar("str", EFFORTS, "effort"),
-}
-
-SCHEMA = _Table(
-    {
-        "executor": _Table({**_ROLE_FIELDS, "max_steps": _int(1)}),
-        "planner": _Table(
-            {
-                "enabled": _BOOL,
-                **_ROLE_FIELDS,
-                "gate": _Scalar("str", GATES, "gate"),
-                "max_replans": _int(0),
-                "stall_rounds": _int(1),
-                "gate_threshold": _int(1),
-            }
-        ),
-        "providers": _ArrayOf(
-            _Table(
-                {
-                    "name": _STR,
-                    "kind": _Scalar("str", PROVIDER_KINDS, "provider kind"),
-                    "base_url": _STR,
-                    "api_key_env": _STR,
-                    "headers": _FreeTable(strings=True),
-                    "extra_body": _FreeTable(),
-                },
-                required=("name",),
-            )
-        ),
-        "models": _MapOf(
-            _Table(
-                {
-                    "context_window": _int(1),
-                    "max_output": _int(1),
-                    "supports_thinking": _BOOL,
-                    "prices": _Table(
-                        {
-                            "hit": _PRICE,
-                            "miss": _PRICE,
-                            "output": _PRICE,
-                            "peak_multiplier": _Scalar("float", minimum=0),
-                        }
-                    ),
-                }
-            )
-        ),
-        "permissions": _Table(
-            {
-                "mode": _Scalar("str", PERMISSION_MODES, "mode"),
-                "allow": _StrList(),
-                "ask": _StrList(),
-                "deny": _StrList(),
-            }
-        ),
-        "workspace": _Table({"roots": _StrList(), "read_deny": _StrList()}),
-        "compaction": _Table(
-            {
-                "threshold": _Scalar("float", minimum=0.01, maximum=1.0),
-                "keep_recent_turns": _int(0),
-            }
-        ),
-        "budget": _Table({"max_session_usd": _Scalar("float", minimum=0)}),
-        "mcp": _Table(
-            {
-                "servers": _ArrayOf(
-                    _Table(
-                        {
-                            "name": _STR,
-                            "command": _STR,
-                            "args": _StrList(),
-                            "env": _FreeTable(strings=True),
-                            "cwd": _STR,
-                            "url": _STR,
-                            "headers": _FreeTable(strings=True),
-                            "enabled": _BOOL,
-                            "startup_timeout": _Scalar("float", minimum=0),
-                            "call_timeout": _Scalar("float", minimum=0),
-                        },
-                        required=("name",),
-                    )
-                )
-            }
-        ),
-    }
-)
-
-_MODEL_KEYS = (
-    "context_window",
-    "max_output",
-    "supports_thinking",
-    "prices.hit",
-    "prices.miss",
-    "prices.output",
-    "prices.peak_multiplier",
-)
-
-#: Tables whose keys merge one by one and may be set by flags.
-_PLAIN_TABLES = ("executor", "planner", "permissions", "workspace", "compaction", "budget")
+__all__ = [
+    "CONFIG_DIR_ENV",
+    "DEEPSEEK_KEY_ENV",
+    "PROJECT_FILE",
+    "USER_FILE",
+    "check_credentials",
+    "load_config",
+    "render_config",
+    "user_config_path",
+]
 
 # ---------------------------------------------------------------------------------------------
 # Layers
@@ -243,6 +75,10 @@ class _Layer:
     ) -> None:
         self.label, self.data, self.path, self.text = label, data, path, text
 
+    @property
+    def is_project(self) -> bool:
+        return self.label.startswith("project:")
+
     def error(self, key: tuple[PathPart, ...], message: str) -> ConfigError:
         line = locate(self.text, key) if self.text is not None else None
         if self.label == "flag":
@@ -251,129 +87,31 @@ class _Layer:
             message,
             file=str(self.path) if self.path else None,
             line=line,
-            key=_display(key),
+            key=_spec.display(key),
         )
-
-
-def _display(key: tuple[PathPart, ...]) -> str:
-    """``permissions.mode``, ``models."my.model".prices``, ``providers[1].base_url``."""
-    out = ""
-    for part in key:
-        if isinstance(part, int):
-            out += f"[{part}]"
-            continue
-        text = part if re.fullmatch(r"[A-Za-z0-9_-]+", part) else json.dumps(part)
-        out += ("." if out else "") + text
-    return out
 
 
 def _k(name: str) -> str:
     """A name as one segment of a dotted provenance key (quoted unless bare)."""
-    return _display((name,))
+    return _spec.display((name,))
 
 
 def _freeze(value: Any) -> Any:
     """Lists become tuples and tables read-only mappings, so a Config cannot be mutated."""
-    if isinstance(value, list):
+    if isinstance(value, list | tuple):
         return tuple(_freeze(v) for v in value)
-    if isinstance(value, dict):
+    if isinstance(value, dict | MappingProxyType):
         return MappingProxyType({k: _freeze(v) for k, v in value.items()})
     return value
 
 
-def _suggest(word: str, options: list[str] | tuple[str, ...]) -> str:
-    import difflib  # only needed on the error path
-
-    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
-    return f'; did you mean "{close[0]}"?' if close else ""
-
-
-def _type_name(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "a table"
-    return type(value).__name__
-
-
-_KIND_NOUN = {"str": "a string", "int": "an integer", "float": "a number", "bool": "true or false"}
-
-
-def _validate(value: Any, spec: _Spec, key: tuple[PathPart, ...], layer: _Layer) -> None:
-    """Raise ConfigError at the first problem in ``value`` against ``spec``."""
-    got = f"got {_type_name(value)} ({json.dumps(value, default=str)[:60]})"
-    if isinstance(spec, _Scalar):
-        ok = {
-            "str": isinstance(value, str),
-            "int": isinstance(value, int) and not isinstance(value, bool),
-            "float": isinstance(value, int | float) and not isinstance(value, bool),
-            "bool": isinstance(value, bool),
-        }[spec.kind]
-        if not ok:
-            raise layer.error(key, f"expected {_KIND_NOUN[spec.kind]}, {got}")
-        if spec.choices and value not in spec.choices:
-            raise layer.error(
-                key,
-                f'"{value}" is not a valid {spec.what}; use one of {", ".join(spec.choices)}'
-                + _suggest(str(value), spec.choices),
-            )
-        if spec.minimum is not None and value < spec.minimum:
-            raise layer.error(key, f"must be at least {spec.minimum:g}, got {value}")
-        if spec.maximum is not None and value > spec.maximum:
-            raise layer.error(key, f"must be at most {spec.maximum:g}, got {value}")
-    elif isinstance(spec, _StrList):
-        if not isinstance(value, list):
-            raise layer.error(key, f"expected an array of strings, {got}")
-        for i, item in enumerate(value):
-            if not isinstance(item, str):
-                raise layer.error(key, f"item {i + 1} should be a string, got {_type_name(item)}")
-    elif isinstance(spec, _FreeTable):
-        if not isinstance(value, dict):
-            raise layer.error(key, f"expected a table, {got}")
-        if spec.strings:
-            for name, item in value.items():
-                if not isinstance(item, str):
-                    raise layer.error((*key, name), f"expected a string, got {_type_name(item)}")
-    elif isinstance(spec, _Table):
-        if not isinstance(value, dict):
-            raise layer.error(key, f"expected a table, {got}")
-        for name, item in value.items():
-            sub = spec.fields.get(name)
-            if sub is None:
-                where = f"in [{_display(key)}]" if key else "at the top level"
-                noun = "table" if isinstance(item, dict | list) and not key else "key"
-                hint = _suggest(name, list(spec.fields)) or ";"
-                raise layer.error(
-                    (*key, name),
-                    f'unknown {noun} "{name}" {where}{hint} valid: {", ".join(spec.fields)}',
-                )
-            _validate(item, sub, (*key, name), layer)
-        for name in spec.required:
-            if name not in value:
-                raise layer.error(key, f'missing required key "{name}"')
-    elif isinstance(spec, _MapOf):
-        if not isinstance(value, dict):
-            raise layer.error(key, f"expected a table of named tables, {got}")
-        for name, item in value.items():
-            _validate(item, spec.value, (*key, name), layer)
-    else:
-        if not isinstance(value, list):
-            raise layer.error(key, f"expected an array of tables ([[{_display(key)}]]), {got}")
-        seen: set[str] = set()
-        for i, item in enumerate(value):
-            _validate(item, spec.item, (*key, i), layer)
-            name = item["name"]
-            if name in seen:
-                raise layer.error((*key, i, "name"), f'duplicate name "{name}" in this file')
-            seen.add(name)
+def _thaw(value: Any) -> Any:
+    """Tuples become lists and mappings dicts: the shape ``tomllib`` gives."""
+    if isinstance(value, Mapping):
+        return {str(k): _thaw(v) for k, v in value.items()}
+    if isinstance(value, tuple | list):
+        return [_thaw(v) for v in value]
+    return value
 
 
 def _read_layer(label: str, path: Path) -> _Layer | None:
@@ -402,10 +140,10 @@ def _read_layer(label: str, path: Path) -> _Layer | None:
         key = None
         if line is not None:
             on_line = [e for e in scan(text) if e.line == line]
-            key = _display(on_line[0].path) if on_line else None
+            key = _spec.display(on_line[0].path) if on_line else None
         raise ConfigError(f"invalid TOML: {reason}", file=str(path), line=line, key=key) from exc
     layer = _Layer(label, data, path, text)
-    _validate(data, SCHEMA, (), layer)
+    _spec.validate(data, _spec.config_spec(), (), layer.error)
     return layer
 
 
@@ -416,16 +154,14 @@ _FALSE = {"false", "no", "off", "0"}
 def _coerce_flag(dotted: str, value: Any) -> Any:
     """Command-line values arrive as strings: convert them to what the key expects."""
     table, _, name = dotted.partition(".")
-    spec: _Spec | None = None
-    if table in _PLAIN_TABLES and name:
-        table_spec = SCHEMA.fields[table]
-        assert isinstance(table_spec, _Table)
-        spec = table_spec.fields.get(name)
+    spec: _spec.Spec | None = None
+    if table in _spec.sections() and name:
+        spec = _spec.section_of(table).fields.get(name)
     if not isinstance(value, str) or spec is None:
         return value
-    if isinstance(spec, _StrList):
+    if isinstance(spec, StrList):
         return [part.strip() for part in value.split(",") if part.strip()]
-    if not isinstance(spec, _Scalar) or spec.kind == "str":
+    if not isinstance(spec, Scalar) or spec.kind == "str":
         return value
     try:
         if spec.kind == "int":
@@ -447,50 +183,49 @@ def _flag_layer(overrides: Mapping[str, Any]) -> _Layer:
         if value is None:  # a flag that was not given (argparse default)
             continue
         table, _, name = dotted.partition(".")
-        if table not in _PLAIN_TABLES or not name or "." in name:
-            valid = [
-                f"{t}.{k}" for t in _PLAIN_TABLES for k in cast(_Table, SCHEMA.fields[t]).fields
-            ]
+        valid = _flag_keys()
+        if table not in _spec.sections() or not name or "." in name:
             raise ConfigError(
-                f"cannot be set from the command line{_suggest(dotted, valid) or ';'} "
+                f"cannot be set from the command line{_spec.suggest(dotted, valid) or ';'} "
                 f"settable keys: {', '.join(valid)}",
                 key=dotted,
             )
         data.setdefault(table, {})[name] = _coerce_flag(dotted, value)
     layer = _Layer("flag", data)
-    _validate(data, SCHEMA, (), layer)
+    _spec.validate(data, _spec.config_spec(), (), layer.error)
     return layer
 
 
-def _plain_defaults(instance: Any) -> dict[str, Any]:
-    return {
-        f.name: list(v) if isinstance(v := getattr(instance, f.name), tuple) else v
-        for f in dataclasses.fields(instance)
-    }
+def _flag_keys() -> list[str]:
+    """Keys a command-line override may set: every plain key of every section."""
+    return [
+        f"{table}.{key}"
+        for table in _spec.sections()
+        for key, sub in _spec.section_of(table).fields.items()
+        if isinstance(sub, Scalar | StrList)
+    ]
+
+
+def _plain_defaults(name: str, instance: Any) -> dict[str, Any]:
+    """A section's defaults as TOML-shaped data (arrays of tables have no default entries)."""
+    out: dict[str, Any] = {}
+    section = _spec.section_of(name)
+    for name, sub in section.fields.items():
+        if not isinstance(sub, ArrayOf):
+            out[name] = _thaw(getattr(instance, name))
+    return out
 
 
 def _default_layer() -> _Layer:
-    """Built-in defaults: DeepSeek flash executes, DeepSeek pro plans."""
-    executor = ExecutorConfig(provider="deepseek", model=DEFAULT_EXECUTOR_MODEL)
-    planner = PlannerConfig(provider="deepseek", model=DEFAULT_PLANNER_MODEL)
-    data = {
-        "executor": _plain_defaults(executor),
-        "planner": _plain_defaults(planner),
-        "providers": [
-            {
-                "name": "deepseek",
-                "kind": "openai",
-                "base_url": "https://api.deepseek.com",
-                "api_key_env": DEEPSEEK_KEY_ENV,
-                "headers": {},
-                "extra_body": {},
-            }
-        ],
-        "permissions": _plain_defaults(PermissionsConfig()),
-        "workspace": _plain_defaults(WorkspaceConfig()),
-        "compaction": _plain_defaults(CompactionConfig()),
-        "budget": _plain_defaults(BudgetConfig()),
+    """Built-in defaults, from the dataclasses: DeepSeek flash executes, DeepSeek pro plans."""
+    defaults = Config()
+    data: dict[str, Any] = {
+        name: _plain_defaults(name, getattr(defaults, name)) for name in _spec.sections()
     }
+    data["providers"] = [
+        {k: _thaw(getattr(p, k)) for k in _spec.config_keys(ProviderConfig)}
+        for p in DEFAULT_PROVIDERS
+    ]
     return _Layer("default", data)
 
 
@@ -499,16 +234,19 @@ def _default_layer() -> _Layer:
 
 
 class _Merged:
-    """Effective values by dotted key, with the layer and path each came from."""
+    """Effective values by dotted key, with the layer and path each came from, and what was
+    left out of project files (and why)."""
 
-    __slots__ = ("models", "origin", "providers", "servers", "values")
+    __slots__ = ("arrays", "ignored", "models", "origin", "providers", "values")
 
     def __init__(self) -> None:
         self.values: dict[str, Any] = {}
         self.origin: dict[str, tuple[_Layer, tuple[PathPart, ...]]] = {}
         self.providers: dict[str, dict[str, Any]] = {}
         self.models: dict[str, dict[str, Any]] = {}
-        self.servers: dict[str, dict[str, Any]] = {}
+        # "section.key" of an array of tables -> entries by name, in order
+        self.arrays: dict[str, dict[str, Any]] = {}
+        self.ignored: list[str] = []
 
     def put(self, dotted: str, value: Any, layer: _Layer, path: tuple[PathPart, ...]) -> None:
         self.values.pop(dotted, None)  # re-insert so provenance lists keys in a stable order
@@ -522,27 +260,67 @@ class _Merged:
         layer, path = self.origin[dotted]
         return layer.error(path, message)
 
+    def ignore(self, layer: _Layer, what: str) -> None:
+        name = layer.path.name if layer.path is not None else layer.label
+        self.ignored.append(f"{name}: {what}")
 
-def _merge(layers: list[_Layer]) -> _Merged:
+
+def _lowers(previous: Any, value: Any) -> bool:
+    """For ``project = "lower"`` keys, where 0 means no limit: True when ``value`` is at least
+    as strict as ``previous`` (a limit where there was none, or a smaller one)."""
+    if value == previous:
+        return True
+    if value == 0:
+        return False
+    return bool(previous == 0 or value < previous)
+
+
+def _merge(layers: list[_Layer], trust: TrustDecision) -> _Merged:
     merged = _Merged()
     for layer in layers:
+        project = layer.is_project
         data = layer.data
-        for table in _PLAIN_TABLES:
+        dropped = _merge_providers(merged, layer, trust) if project else set()
+        if not project:
+            for i, entry in enumerate(data.get("providers", [])):
+                _put_provider(merged, layer, i, entry)
+        for table in _spec.sections():
+            section = _spec.section_of(table)
             for name, value in data.get(table, {}).items():
-                merged.put(f"{table}.{name}", value, layer, (table, name))
-        for i, entry in enumerate(data.get("providers", [])):
-            name = entry["name"]
-            target = merged.providers.setdefault(name, {})
-            for key, value in entry.items():
-                target[key] = value
-                if key != "name":
-                    merged.put(f"providers.{_k(name)}.{key}", value, layer, ("providers", i, key))
-            if f"providers.{_k(name)}" not in merged.origin:
-                merged.origin[f"providers.{_k(name)}"] = (layer, ("providers", i))
-        for model, table in data.get("models", {}).items():
+                dotted = f"{table}.{name}"
+                if isinstance(section.fields[name], ArrayOf):
+                    _merge_array(merged, layer, trust, table, name, value)
+                    continue
+                rule = _spec.project_rule(table, name)
+                if project:
+                    if rule == "never":
+                        merged.ignore(layer, f"{dotted} (only your own config can set it)")
+                        continue
+                    if not trust.trusted and rule not in ("add", "lower"):
+                        merged.ignore(layer, dotted)
+                        continue
+                    previous = merged.values.get(dotted)
+                    if rule == "add" and isinstance(previous, list):
+                        value = previous + [v for v in value if v not in previous]
+                    elif rule == "lower" and not _lowers(previous, value):
+                        merged.ignore(layer, f"{dotted} (a project may only lower it)")
+                        continue
+                    if name == "provider" and value in dropped:
+                        merged.ignore(layer, dotted)
+                        continue
+                merged.put(dotted, value, layer, (table, name))
+        for model, table_data in data.get("models", {}).items():
+            if project and not trust.trusted:
+                merged.ignore(layer, f"models.{_k(model)}")
+                continue
             target = merged.models.setdefault(model, {})
-            for key, value in table.items():
+            for key, value in table_data.items():
                 if key == "prices":
+                    known = model in PRESETS or any(k.startswith("prices.") for k in target)
+                    if project and known:
+                        # The budget relies on these prices: a project may not cheapen them.
+                        merged.ignore(layer, f"models.{_k(model)}.prices (a known model's)")
+                        continue
                     for price_key, price in value.items():
                         target[f"prices.{price_key}"] = price
                         path = ("models", model, "prices", price_key)
@@ -550,11 +328,64 @@ def _merge(layers: list[_Layer]) -> _Merged:
                 else:
                     target[key] = value
                     merged.put(f"models.{_k(model)}.{key}", value, layer, ("models", model, key))
-        for i, server in enumerate(data.get("mcp", {}).get("servers", [])):
-            name = server["name"]
-            merged.servers[name] = server
-            merged.put(f"mcp.servers.{_k(name)}", server, layer, ("mcp", "servers", i))
     return merged
+
+
+def _put_provider(merged: _Merged, layer: _Layer, i: int, entry: Mapping[str, Any]) -> None:
+    name = entry["name"]
+    target = merged.providers.setdefault(name, {})
+    for key, value in entry.items():
+        target[key] = value
+        if key != "name":
+            merged.put(f"providers.{_k(name)}.{key}", value, layer, ("providers", i, key))
+    if f"providers.{_k(name)}" not in merged.origin:
+        merged.origin[f"providers.{_k(name)}"] = (layer, ("providers", i))
+
+
+def _merge_providers(merged: _Merged, layer: _Layer, trust: TrustDecision) -> set[str]:
+    """Apply a project file's ``[[providers]]``: nothing from an untrusted folder; from a trusted
+    one, nothing that would send a key the user's providers use to a base URL the user did not
+    configure or confirm. Returns the names left out."""
+    dropped: set[str] = set()
+    user_urls: dict[str, set[str]] = {}
+    for entry in merged.providers.values():
+        if entry.get("api_key_env"):
+            user_urls.setdefault(entry["api_key_env"], set()).add(entry.get("base_url", ""))
+    for i, entry in enumerate(layer.data.get("providers", [])):
+        name = entry["name"]
+        if not trust.trusted:
+            merged.ignore(layer, f"providers.{_k(name)}")
+            dropped.add(name)
+            continue
+        result = {**merged.providers.get(name, {}), **entry}
+        var, url = result.get("api_key_env", ""), result.get("base_url", "")
+        if var in user_urls and url not in user_urls[var] and (var, url) not in trust.confirmed:
+            merged.ignore(
+                layer,
+                f"providers.{_k(name)} (would send your {var} to {url}, a base URL you have not "
+                "configured; set it in your own config.toml to use it)",
+            )
+            dropped.add(name)
+            continue
+        _put_provider(merged, layer, i, entry)
+    return dropped
+
+
+def _merge_array(
+    merged: _Merged, layer: _Layer, trust: TrustDecision, table: str, key: str, entries: Any
+) -> None:
+    """Entries of an array of tables (``[[mcp.servers]]``) with the same name replace each
+    other whole; an untrusted project adds none."""
+    dotted = f"{table}.{key}"
+    target = merged.arrays.setdefault(dotted, {})
+    for i, entry in enumerate(entries):
+        name = entry["name"]
+        if layer.is_project and not trust.trusted:
+            merged.ignore(layer, f"{dotted}.{_k(name)}")
+            continue
+        target.pop(name, None)
+        target[name] = entry
+        merged.put(f"{dotted}.{_k(name)}", entry, layer, (table, key, i))
 
 
 def _build_models(merged: _Merged) -> tuple[dict[str, ModelInfo], dict[str, str]]:
@@ -592,7 +423,7 @@ def _build_models(merged: _Merged) -> tuple[dict[str, ModelInfo], dict[str, str]
         plain = {k: v for k, v in table.items() if not k.startswith("prices.")}
         infos[name] = dataclasses.replace(base, name=name, prices=prices, **plain)
     for name in infos:
-        for key in _MODEL_KEYS:
+        for key in _spec.model_keys():
             provenance[f"models.{_k(name)}.{key}"] = "default"
     return infos, provenance
 
@@ -606,7 +437,7 @@ def _check_references(merged: _Merged, infos: Mapping[str, ModelInfo]) -> None:
                 "(the OpenAI-compatible endpoint)",
             )
     roles = ["executor"]
-    if merged.values["planner.enabled"]:
+    if merged.values.get("planner.enabled", PlannerConfig().enabled):
         roles.append("planner")
     names = sorted(merged.providers)
     for role in roles:
@@ -616,7 +447,7 @@ def _check_references(merged: _Merged, infos: Mapping[str, ModelInfo]) -> None:
                 f"{role}.provider",
                 f'no provider named "{provider}"; define it with [[providers]] '
                 f'name = "{provider}", or use one of {", ".join(names)}'
-                + _suggest(provider, names),
+                + _spec.suggest(provider, names),
             )
         model = merged.values[f"{role}.model"]
         if model not in infos:
@@ -625,7 +456,7 @@ def _check_references(merged: _Merged, infos: Mapping[str, ModelInfo]) -> None:
                 f"{role}.model",
                 f'"{model}" has no preset and no [models."{model}"] table; add one with '
                 f"context_window and prices, or use one of {', '.join(known)}"
-                + _suggest(model, known),
+                + _spec.suggest(model, known),
             )
 
 
@@ -650,6 +481,7 @@ def load_config(
     overrides: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
     user_config: str | os.PathLike[str] | None = None,
+    trust: bool | None = True,
 ) -> Config:
     """Build the effective :class:`Config`.
 
@@ -658,56 +490,83 @@ def load_config(
     :func:`user_config_path`); ``overrides`` are dotted keys from flags
     (``{"executor.model": "deepseek-v4-pro", "permissions.mode": "plan"}``). Missing API keys
     do not fail here: call :func:`check_credentials`. Raises :class:`ConfigError`.
+
+    ``trust`` says whether the project folder's files may decide anything: ``True`` (a library
+    caller who chose the folder, or ``--trust``), ``False``, or ``None`` to ask the user's own
+    records (:mod:`reasonix.config.trust`: ``[trust] folders`` and remembered answers), which is
+    what the command line does. An untrusted project's ``reasonix.toml`` may only add deny
+    rules and lower the budget; everything else it says, and its ``.mcp.json``, is listed in
+    ``Config.ignored`` instead. Even a trusted project may only add deny rules, only lower the
+    budget, and never send a key your providers use to a base URL you did not configure.
     """
     project = Path(project_dir) if project_dir is not None else Path.cwd()
     user_path = Path(user_config) if user_config is not None else user_config_path(environ)
     layers = [_default_layer()]
-    for label, path in (("user", user_path), ("project", project / PROJECT_FILE)):
-        layer = _read_layer(f"{label}:{path}", path)
-        if layer is not None:
-            layers.append(layer)
+    user_layer = _read_layer(f"user:{user_path}", user_path)
+    if user_layer is not None:
+        layers.append(user_layer)
+    project_layer = _read_layer(f"project:{project / PROJECT_FILE}", project / PROJECT_FILE)
+    if project_layer is not None:
+        layers.append(project_layer)
     if overrides and any(value is not None for value in overrides.values()):
         layers.append(_flag_layer(overrides))
-    merged = _merge(layers)
+    folders = (user_layer.data if user_layer else {}).get("trust", {}).get("folders", [])
+    decision = decide(
+        project,
+        flag=trust is True,
+        folders=folders if trust is None else (),
+        store=TrustStore(user_path.parent / TRUST_FILE),
+    )
+    if trust is False:
+        decision = TrustDecision(False)
+    merged = _merge(layers, decision)
+    if not decision.trusted and (project / MCP_JSON_FILE).exists():
+        merged.ignored.append(f"{MCP_JSON_FILE}: {_mcp_json_names(project / MCP_JSON_FILE)}")
     infos, model_provenance = _build_models(merged)
     _check_references(merged, infos)
 
     values = merged.values
 
-    def table(name: str) -> dict[str, Any]:
+    def section(name: str) -> Any:
+        cls = type(getattr(Config(), name))
         prefix = name + "."
-        return {
-            k.removeprefix(prefix): tuple(v) if isinstance(v, list) else v
+        kwargs: dict[str, Any] = {
+            k.removeprefix(prefix): _freeze(v)
             for k, v in values.items()
-            if k.startswith(prefix)
+            if k.startswith(prefix) and "." not in k.removeprefix(prefix)
         }
+        for dotted, entries in merged.arrays.items():
+            if dotted.startswith(prefix):
+                kwargs[dotted.removeprefix(prefix)] = tuple(_freeze(e) for e in entries.values())
+        return cls(**kwargs)
 
     providers = {
         name: ProviderConfig(
-            name=name,
-            kind=entry.get("kind", "openai"),
-            base_url=entry["base_url"],
-            api_key_env=entry.get("api_key_env", ""),
-            headers=_freeze(entry.get("headers", {})),
-            extra_body=_freeze(entry.get("extra_body", {})),
+            **{k: _freeze(v) for k, v in entry.items() if k in _spec.config_keys(ProviderConfig)}
         )
         for name, entry in merged.providers.items()
     }
     provenance = {key: merged.label(key) for key in values}
     provenance.update({k: v for k, v in model_provenance.items() if k not in provenance})
     return Config(
-        executor=ExecutorConfig(**table("executor")),
-        planner=PlannerConfig(**table("planner")),
+        **{name: section(name) for name in _spec.sections()},
         providers=MappingProxyType(providers),
         model_infos=MappingProxyType(infos),
-        permissions=PermissionsConfig(**table("permissions")),
-        workspace=WorkspaceConfig(**table("workspace")),
-        compaction=CompactionConfig(**table("compaction")),
-        budget=BudgetConfig(**table("budget")),
-        mcp=McpConfig(tuple(_freeze(s) for s in merged.servers.values())),
         provenance=MappingProxyType(provenance),
         sources=tuple(layer.label for layer in layers[1:]),
+        ignored=tuple(merged.ignored),
+        trusted=decision.trusted,
     )
+
+
+def _mcp_json_names(path: Path) -> str:
+    """``MCP servers a, b`` from a ``.mcp.json`` we are not going to use, read leniently."""
+    try:
+        servers = json.loads(path.read_text(encoding="utf-8")).get("mcpServers", {})
+        names = ", ".join(str(n) for n in servers) if isinstance(servers, dict) else ""
+    except (OSError, ValueError, AttributeError):
+        names = ""
+    return f"MCP servers {names}" if names else "MCP servers"
 
 
 def check_credentials(config: Config, environ: Mapping[str, str] | None = None) -> list[str]:
@@ -752,29 +611,32 @@ def _format_value(value: Any) -> str:
 
 def _effective_items(config: Config) -> list[tuple[str, Any]]:
     items: list[tuple[str, Any]] = []
-    for name in _PLAIN_TABLES:
+    for name in _spec.sections():
         section = getattr(config, name)
-        for f in dataclasses.fields(section):
-            items.append((f"{name}.{f.name}", getattr(section, f.name)))
+        for key, sub in _spec.section_of(name).fields.items():
+            if isinstance(sub, ArrayOf):
+                for entry in getattr(section, key):
+                    items.append((f"{name}.{key}.{_k(entry['name'])}", entry))
+            else:
+                items.append((f"{name}.{key}", getattr(section, key)))
     for provider in config.providers.values():
-        for f in dataclasses.fields(provider):
-            if f.name != "name":
-                items.append((f"providers.{_k(provider.name)}.{f.name}", getattr(provider, f.name)))
+        for key in _spec.config_keys(ProviderConfig):
+            if key != "name":
+                items.append((f"providers.{_k(provider.name)}.{key}", getattr(provider, key)))
     shown = {config.executor.model}
     if config.planner.enabled:
         shown.add(config.planner.model)
+    model_keys = _spec.model_keys()
     for name, info in config.model_infos.items():
         configured = any(
             config.provenance.get(f"models.{_k(name)}.{key}", "default") != "default"
-            for key in _MODEL_KEYS
+            for key in model_keys
         )
         if name not in shown and not configured:
             continue
-        for key in _MODEL_KEYS:
+        for key in model_keys:
             holder = info.prices if key.startswith("prices.") else info
             items.append((f"models.{_k(name)}.{key}", getattr(holder, key.removeprefix("prices."))))
-    for server in config.mcp.servers:
-        items.append((f"mcp.servers.{_k(server['name'])}", server))
     return items
 
 

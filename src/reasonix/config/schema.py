@@ -1,8 +1,20 @@
-"""The typed, frozen shape of an effective configuration.
+"""The typed, frozen shape of an effective configuration — and the specification of every key.
 
-These dataclasses are what the rest of reasonix reads; nothing here does I/O. The loader
-(:mod:`reasonix.config.loader`) builds a :class:`Config` from built-in defaults, the user's
-``config.toml``, the project's ``reasonix.toml`` and command-line overrides, in that order.
+These dataclasses are what the rest of reasonix reads, and they are also the one place a
+configuration key is declared: its name (the field), its type (the annotation: ``str``, ``int``,
+``float``, ``bool``, a ``Literal`` of choices, ``tuple[str, ...]``, ``Mapping[str, str]``), its
+default, its bounds and its help text (:func:`setting`). Validation, defaults, the provenance shown
+by ``reasonix config``, command-line coercion and ``reasonix config --keys`` all derive from them
+(:mod:`reasonix.config.spec`). Nothing here does I/O.
+
+To add a key, add a field with :func:`setting` to its section. To add a section (``[sandbox]``),
+write a frozen dataclass whose fields all have defaults and add it to :class:`Config` with
+``field(default_factory=TheSection)``: the loader validates, merges and builds it like the others.
+
+Who may set a key is declared too (``project=``): ``"trusted"`` (the default: a project file sets
+it once the user trusts the folder), ``"add"`` (a project may only add items, even untrusted:
+deny rules), ``"lower"`` (a project may only lower the value, even untrusted: a budget) and
+``"never"`` (only the user's own config and flags: the trust settings themselves).
 """
 
 from __future__ import annotations
@@ -10,35 +22,99 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, TypeVar, get_args
 
-from reasonix.providers.models import ModelInfo, get_model_info
+from reasonix.errors import ConfigError
+from reasonix.providers.models import (
+    DEFAULT_EXECUTOR_MODEL,
+    DEFAULT_PLANNER_MODEL,
+    ModelInfo,
+    get_model_info,
+)
 
 Effort: TypeAlias = Literal["low", "medium", "high", "max", "off"]
 Gate: TypeAlias = Literal["auto", "explicit", "always", "off"]
 PermissionMode: TypeAlias = Literal["ask", "auto-edit", "plan", "yolo"]
+ProviderKind: TypeAlias = Literal["openai"]
+ProjectRule: TypeAlias = Literal["trusted", "add", "lower", "never"]
 
 #: Valid values of the enum-like keys, in the order error messages list them.
-EFFORTS: tuple[str, ...] = ("low", "medium", "high", "max", "off")
-GATES: tuple[str, ...] = ("auto", "explicit", "always", "off")
-PERMISSION_MODES: tuple[str, ...] = ("ask", "auto-edit", "plan", "yolo")
+EFFORTS: tuple[str, ...] = get_args(Effort)
+GATES: tuple[str, ...] = get_args(Gate)
+PERMISSION_MODES: tuple[str, ...] = get_args(PermissionMode)
 #: Wire protocols a ``[[providers]]`` entry may speak. DeepSeek speaks the OpenAI one.
-PROVIDER_KINDS: tuple[str, ...] = ("openai",)
+PROVIDER_KINDS: tuple[str, ...] = get_args(ProviderKind)
+#: ``type`` values of an MCP server entry: stdio, the streamable HTTP spellings other agents
+#: write, and the legacy ``sse`` (refused with a clear message by the MCP layer).
+MCP_TRANSPORT_TYPES: tuple[str, ...] = (
+    "stdio",
+    "http",
+    "streamable-http",
+    "streamable_http",
+    "streamableHttp",
+    "sse",
+)
+
+DEEPSEEK_KEY_ENV = "DEEPSEEK_API_KEY"
+DEEPSEEK_BASE_URL = "https://api.deepseek.com"
+DEFAULT_STARTUP_TIMEOUT = 10.0
+DEFAULT_CALL_TIMEOUT = 60.0
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
+_T = TypeVar("_T")
+
+
+def setting(
+    default: _T,
+    doc: str,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    what: str = "",
+    project: ProjectRule = "trusted",
+    item: type | None = None,
+) -> _T:
+    """Declare one configuration key: its default and help text, optional numeric bounds, the
+    noun used in an error about a wrong choice (``what``) and who may set it (``project``, see
+    the module docstring). ``item`` makes the key an array of tables (``[[mcp.servers]]``)
+    whose entries have that dataclass's keys and a unique ``name``. Mutable defaults are not
+    allowed: use tuples and ``_EMPTY``."""
+    meta = MappingProxyType(
+        {
+            "doc": doc,
+            "minimum": minimum,
+            "maximum": maximum,
+            "what": what,
+            "project": project,
+            "item": item,
+        }
+    )
+    if isinstance(default, Mapping):
+        frozen = default
+        return field(default_factory=lambda: frozen, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def internal(default: _T) -> _T:
+    """A field that is part of the record but not a configuration key (set by the program)."""
+    if isinstance(default, Mapping):
+        frozen = default
+        return field(default_factory=lambda: frozen, metadata={"config": False})
+    return field(default=default, metadata={"config": False})
 
 
 @dataclass(frozen=True, slots=True)
 class ProviderConfig:
-    """One model endpoint. The key is read from ``api_key_env`` in the environment, never from a
-    file; an empty ``api_key_env`` means the endpoint needs no key (a local server)."""
+    """One model endpoint (``[[providers]]``, merged by ``name``). The key is read from
+    ``api_key_env`` in the environment, never from a file; an empty ``api_key_env`` means the
+    endpoint needs no key (a local server)."""
 
-    name: str
-    kind: str = "openai"
-    base_url: str = ""
-    api_key_env: str = ""
-    headers: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
-    extra_body: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    name: str = setting("", "the name roles refer to ([executor] provider = ...)")
+    kind: ProviderKind = setting("openai", "wire protocol", what="provider kind")
+    base_url: str = setting("", "the OpenAI-compatible endpoint, e.g. https://api.deepseek.com")
+    api_key_env: str = setting("", "environment variable holding the API key ('' for none)")
+    headers: Mapping[str, str] = setting(_EMPTY, "extra HTTP headers sent on every request")
+    extra_body: Mapping[str, Any] = setting(_EMPTY, "extra JSON fields merged into each request")
 
     def api_key(self, environ: Mapping[str, str]) -> str | None:
         """The key from ``environ``, or None when unset/empty or when none is needed."""
@@ -47,13 +123,19 @@ class ProviderConfig:
         return environ.get(self.api_key_env) or None
 
 
+#: The provider that exists without any configuration.
+DEFAULT_PROVIDERS: tuple[ProviderConfig, ...] = (
+    ProviderConfig(name="deepseek", base_url=DEEPSEEK_BASE_URL, api_key_env=DEEPSEEK_KEY_ENV),
+)
+
+
 @dataclass(frozen=True, slots=True)
 class RoleConfig:
     """What one agent role runs on: a provider name, a model name and a thinking effort."""
 
-    provider: str
-    model: str
-    effort: Effort = "high"
+    provider: str = setting("deepseek", "a [[providers]] name")
+    model: str = setting(DEFAULT_EXECUTOR_MODEL, "model name (a preset or a [models] table)")
+    effort: Effort = setting("high", "thinking effort ('off' disables thinking)", what="effort")
 
     @property
     def thinking(self) -> bool:
@@ -71,35 +153,37 @@ class RoleConfig:
 
 @dataclass(frozen=True, slots=True)
 class ExecutorConfig(RoleConfig):
-    """The executor role; ``max_steps`` bounds model ↔ tool rounds per turn."""
+    """The executor role (``[executor]``); ``max_steps`` bounds model ↔ tool rounds per turn."""
 
-    max_steps: int = 50
+    max_steps: int = setting(50, "model <-> tool rounds per turn", minimum=1)
 
 
 @dataclass(frozen=True, slots=True)
 class PlannerConfig(RoleConfig):
-    """The planner role and the gate that decides when it runs.
+    """The planner role and the gate that decides when it runs (``[planner]``).
 
     ``gate``: ``auto`` (scored request or stall), ``explicit`` (only when asked), ``always``,
     ``off``. ``stall_rounds``: executor rounds without progress before a re-plan;
     ``gate_threshold``: multi-step score at which ``auto`` plans; ``max_replans`` per turn.
     """
 
-    enabled: bool = True
-    gate: Gate = "auto"
-    max_replans: int = 2
-    stall_rounds: int = 4
-    gate_threshold: int = 3
+    model: str = setting(DEFAULT_PLANNER_MODEL, "model name (a preset or a [models] table)")
+    enabled: bool = setting(True, "false runs the executor alone")
+    gate: Gate = setting("auto", "when the planner runs", what="gate")
+    max_replans: int = setting(2, "re-plans per turn", minimum=0)
+    stall_rounds: int = setting(4, "executor rounds without progress before a re-plan", minimum=1)
+    gate_threshold: int = setting(3, "multi-step score at which gate=auto plans", minimum=1)
 
 
 @dataclass(frozen=True, slots=True)
 class PermissionsConfig:
-    """Approval mode and rule patterns such as ``bash(git status*)``."""
+    """Approval mode and rule patterns such as ``bash(git status*)`` (``[permissions]``). A
+    project file may add deny rules but never remove the user's."""
 
-    mode: PermissionMode = "ask"
-    allow: tuple[str, ...] = ()
-    ask: tuple[str, ...] = ()
-    deny: tuple[str, ...] = ()
+    mode: PermissionMode = setting("ask", "approval mode", what="mode")
+    allow: tuple[str, ...] = setting((), "rules allowed without asking")
+    ask: tuple[str, ...] = setting((), "rules that always ask")
+    deny: tuple[str, ...] = setting((), "rules always refused", project="add")
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +191,8 @@ class WorkspaceConfig:
     """Extra workspace roots besides the project dir, and patterns the tools may not read —
     added to the sandbox's built-in list (``.env``, keys, certificates, …), never replacing it."""
 
-    roots: tuple[str, ...] = ()
-    read_deny: tuple[str, ...] = ()
+    roots: tuple[str, ...] = setting((), "extra folders the tools may use")
+    read_deny: tuple[str, ...] = setting((), "extra patterns the tools may not read", project="add")
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,23 +200,118 @@ class CompactionConfig:
     """Compact when the prompt passes ``threshold`` of the context window; keep the last
     ``keep_recent_turns`` user turns verbatim."""
 
-    threshold: float = 0.8
-    keep_recent_turns: int = 4
+    threshold: float = setting(0.8, "fraction of the context window", minimum=0.01, maximum=1.0)
+    keep_recent_turns: int = setting(4, "user turns kept verbatim", minimum=0)
 
 
 @dataclass(frozen=True, slots=True)
 class BudgetConfig:
     """Stop a session once it has spent ``max_session_usd`` (all roles, USD); 0 means no
-    limit."""
+    limit. A project file may only lower it."""
 
-    max_session_usd: float = 0.0
+    max_session_usd: float = setting(
+        0.0, "stop the session at this cost (USD, 0 = no limit)", minimum=0, project="lower"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class McpServerConfig:
+    """One MCP server (``[[mcp.servers]]`` or a ``.mcp.json`` entry): either a local command
+    spoken to over stdio, or a streamable HTTP ``url``.
+
+    ``env`` is added to the allowlisted environment the server gets
+    (:mod:`reasonix.safety.environment`); ``pass_env`` are the user's ``[environment] include``
+    patterns; ``withheld_env`` names variables the host never passes (its own API-key
+    variables) unless ``env`` sets them explicitly. ``startup_timeout`` bounds the
+    spawn + ``initialize`` + ``tools/list`` handshake; ``call_timeout`` bounds each
+    ``tools/call``. ``source`` names where the entry came from, for error messages.
+    """
+
+    name: str = setting("", "server name (tools are called mcp__<name>__<tool>)")
+    command: str | None = setting(None, "stdio: the program to run")
+    args: tuple[str, ...] = setting((), "stdio: its arguments")
+    env: Mapping[str, str] = setting(_EMPTY, "stdio: variables added to its environment")
+    cwd: str | None = setting(None, "stdio: its working folder")
+    url: str | None = setting(None, "http: the streamable HTTP endpoint")
+    headers: Mapping[str, str] = setting(_EMPTY, "http: headers sent on every request")
+    startup_timeout: float = setting(DEFAULT_STARTUP_TIMEOUT, "seconds to start", minimum=0)
+    call_timeout: float = setting(DEFAULT_CALL_TIMEOUT, "seconds per tool call", minimum=0)
+    enabled: bool = setting(True, "false keeps the entry but does not start it")
+    type: str | None = setting(None, "transport: stdio or http (default: from command/url)")
+    source: str = internal("")
+    withheld_env: tuple[str, ...] = internal(())
+    pass_env: tuple[str, ...] = internal(())
+
+    def __post_init__(self) -> None:
+        if not self.name or not self.name.strip():
+            raise ConfigError("an MCP server needs a non-empty name", file=self.source or None)
+        if (self.command is None) == (self.url is None):
+            raise ConfigError(
+                f"MCP server {self.name!r} needs exactly one of 'command' (stdio) or 'url' (HTTP)",
+                file=self.source or None,
+                key=self.name,
+            )
+        for label, value in (
+            ("startup_timeout", self.startup_timeout),
+            ("call_timeout", self.call_timeout),
+        ):
+            if not value > 0:
+                raise ConfigError(
+                    f"{label} must be a positive number of seconds, got {value!r}",
+                    file=self.source or None,
+                    key=f"{self.name}.{label}",
+                )
+
+    @property
+    def transport(self) -> Literal["stdio", "http"]:
+        """``stdio`` for a command, ``http`` for a URL."""
+        return "stdio" if self.command is not None else "http"
+
+    def describe(self) -> str:
+        """A one-line human description: the command line or the URL."""
+        if self.command is not None:
+            return " ".join([self.command, *self.args])
+        return str(self.url)
 
 
 @dataclass(frozen=True, slots=True)
 class McpConfig:
-    """MCP servers as validated plain mappings; the MCP layer interprets them."""
+    """MCP servers (``[[mcp.servers]]``, validated plain mappings the MCP layer interprets) and
+    which environment variables ``${VAR}`` in an entry may read.
 
-    servers: tuple[Mapping[str, Any], ...] = ()
+    ``expand_env`` is the user's: a project entry may expand only the variables listed there;
+    an entry in the user's own config may expand any variable but our providers' key variables,
+    unless listed there too.
+    """
+
+    servers: tuple[Mapping[str, Any], ...] = setting((), "MCP servers", item=McpServerConfig)
+    expand_env: tuple[str, ...] = setting(
+        (), "variables ${VAR} in MCP entries may read (user config only)", project="never"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class EnvironmentConfig:
+    """What subprocesses (bash, MCP servers, git) get besides the built-in allowlist of
+    :mod:`reasonix.safety.environment` (``[environment]``, user config only)."""
+
+    include: tuple[str, ...] = setting(
+        (), "also pass these variables through (fnmatch patterns)", project="never"
+    )
+    set: Mapping[str, str] = setting(
+        _EMPTY, "variables to set in every subprocess", project="never"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class TrustConfig:
+    """Folders whose project files (``reasonix.toml``, ``.mcp.json``) the user trusts without
+    being asked, for headless use (``[trust]``, user config only). A folder answered "yes" at
+    the interactive trust question is remembered separately, with a hash of its files."""
+
+    folders: tuple[str, ...] = setting(
+        (), "trusted project folders (and the folders below them)", project="never"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,20 +322,32 @@ class Config:
     presets key by key). ``provenance`` maps each effective dotted key (``executor.model``,
     ``providers.deepseek.base_url``, ``models.deepseek-v4-flash.context_window``,
     ``mcp.servers.time``) to where its value came from: ``default``, ``user:<path>``,
-    ``project:<path>`` or ``flag``. ``sources`` lists the files that were read.
+    ``project:<path>`` or ``flag``. ``sources`` lists the files that were read. ``ignored``
+    lists, in words, the project settings that were not applied (an untrusted folder, or a
+    setting a project may not make); ``trusted`` says whether the project folder was trusted.
     """
 
-    executor: ExecutorConfig
-    planner: PlannerConfig
-    providers: Mapping[str, ProviderConfig]
-    model_infos: Mapping[str, ModelInfo]
+    executor: ExecutorConfig = field(default_factory=ExecutorConfig)
+    planner: PlannerConfig = field(default_factory=PlannerConfig)
+    providers: Mapping[str, ProviderConfig] = field(
+        default_factory=lambda: MappingProxyType({p.name: p for p in DEFAULT_PROVIDERS}),
+        metadata={"toml": "providers", "shape": "named_array", "item": ProviderConfig},
+    )
+    model_infos: Mapping[str, ModelInfo] = field(
+        default_factory=lambda: _EMPTY,
+        metadata={"toml": "models", "shape": "models"},
+    )
     permissions: PermissionsConfig = field(default_factory=PermissionsConfig)
     workspace: WorkspaceConfig = field(default_factory=WorkspaceConfig)
     compaction: CompactionConfig = field(default_factory=CompactionConfig)
     budget: BudgetConfig = field(default_factory=BudgetConfig)
     mcp: McpConfig = field(default_factory=McpConfig)
-    provenance: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
-    sources: tuple[str, ...] = ()
+    environment: EnvironmentConfig = field(default_factory=EnvironmentConfig)
+    trust: TrustConfig = field(default_factory=TrustConfig)
+    provenance: Mapping[str, str] = internal(_EMPTY)
+    sources: tuple[str, ...] = internal(())
+    ignored: tuple[str, ...] = internal(())
+    trusted: bool = internal(True)
 
     def provider_for(self, role: RoleConfig) -> ProviderConfig:
         """The provider a role names (the loader has checked it exists)."""

@@ -14,104 +14,69 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
+from reasonix.config.schema import (
+    DEFAULT_CALL_TIMEOUT,
+    DEFAULT_STARTUP_TIMEOUT,
+    MCP_TRANSPORT_TYPES,
+    Config,
+    McpServerConfig,
+)
+from reasonix.config.spec import config_keys, display
 from reasonix.errors import ConfigError
 
-DEFAULT_STARTUP_TIMEOUT = 10.0
-DEFAULT_CALL_TIMEOUT = 60.0
+__all__ = [
+    "DEFAULT_CALL_TIMEOUT",
+    "DEFAULT_STARTUP_TIMEOUT",
+    "McpServerConfig",
+    "Transport",
+    "configured_servers",
+    "expand_vars",
+    "servers_from_mcp_json",
+    "servers_from_toml",
+]
 
 Transport = Literal["stdio", "http"]
 
 _VAR_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
-# Keys accepted in a [[mcp.servers]] entry; anything else is a typo worth reporting.
-_TOML_KEYS = frozenset(
-    {
-        "name",
-        "type",
-        "command",
-        "args",
-        "env",
-        "cwd",
-        "url",
-        "headers",
-        "startup_timeout",
-        "call_timeout",
-        "enabled",
-    }
-)
-_HTTP_TYPES = frozenset({"http", "streamable-http", "streamable_http", "streamableHttp"})
-
-
-@dataclass(frozen=True, slots=True)
-class McpServerConfig:
-    """One MCP server: either a local command spoken to over stdio, or a streamable HTTP ``url``.
-
-    ``env`` is added to (not substituted for) the inherited environment, less ``withheld_env``
-    (names the host keeps from servers, e.g. its own API-key variables; ``env`` may still set
-    them explicitly). ``startup_timeout``
-    bounds the spawn + ``initialize`` + ``tools/list`` handshake; ``call_timeout`` bounds each
-    ``tools/call``. ``source`` names where the entry came from, for error messages.
-    """
-
-    name: str
-    command: str | None = None
-    args: tuple[str, ...] = ()
-    env: Mapping[str, str] = field(default_factory=dict)
-    cwd: str | None = None
-    url: str | None = None
-    headers: Mapping[str, str] = field(default_factory=dict)
-    startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
-    call_timeout: float = DEFAULT_CALL_TIMEOUT
-    enabled: bool = True
-    source: str = ""
-    withheld_env: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        if not self.name or not self.name.strip():
-            raise ConfigError("an MCP server needs a non-empty name", file=self.source or None)
-        if (self.command is None) == (self.url is None):
-            raise ConfigError(
-                f"MCP server {self.name!r} needs exactly one of 'command' (stdio) or 'url' (HTTP)",
-                file=self.source or None,
-                key=self.name,
-            )
-        for label, value in (
-            ("startup_timeout", self.startup_timeout),
-            ("call_timeout", self.call_timeout),
-        ):
-            if not value > 0:
-                raise ConfigError(
-                    f"{label} must be a positive number of seconds, got {value!r}",
-                    file=self.source or None,
-                    key=f"{self.name}.{label}",
-                )
-
-    @property
-    def transport(self) -> Transport:
-        """``stdio`` for a command, ``http`` for a URL."""
-        return "stdio" if self.command is not None else "http"
-
-    def describe(self) -> str:
-        """A one-line human description: the command line or the URL."""
-        if self.command is not None:
-            return " ".join([self.command, *self.args])
-        return str(self.url)
+# Keys accepted in a [[mcp.servers]] entry (declared once, by the dataclass); anything else is a
+# typo worth reporting.
+_TOML_KEYS = frozenset(config_keys(McpServerConfig))
+_HTTP_TYPES = frozenset(t for t in MCP_TRANSPORT_TYPES if t not in ("stdio", "sse"))
 
 
 # ---------------------------------------------------------------------------------------------
 # ${VAR} expansion
 
 
-def expand_vars(value: str, *, where: str, file: str, environ: Mapping[str, str]) -> str:
-    """Replace ``${VAR}`` / ``${VAR:-default}`` in ``value`` from ``environ``."""
+VarFilter = Callable[[str], bool]
+
+
+def expand_vars(
+    value: str,
+    *,
+    where: str,
+    file: str,
+    environ: Mapping[str, str],
+    allowed: VarFilter | None = None,
+) -> str:
+    """Replace ``${VAR}`` / ``${VAR:-default}`` in ``value`` from ``environ``; with ``allowed``,
+    a variable it refuses is an error naming the setting that would allow it."""
 
     def repl(m: re.Match[str]) -> str:
         var, default = m.group(1), m.group(2)
+        if allowed is not None and not allowed(var):
+            raise ConfigError(
+                f"${{{var}}} may not be read here: an MCP entry expands only variables you "
+                f'allow; add "{var}" to [mcp] expand_env in your own config.toml',
+                file=file,
+                key=where,
+            )
         got = environ.get(var)
         if got is not None and (got != "" or default is None):
             return got
@@ -178,6 +143,7 @@ def _build(
     file: str,
     environ: Mapping[str, str],
     enabled: bool,
+    allowed: VarFilter | None = None,
 ) -> McpServerConfig:
     kind = entry.get("type")
     if kind is not None and not isinstance(kind, str):
@@ -215,7 +181,9 @@ def _build(
         raise ConfigError("must not be empty", file=file, key=f"{where}.command")
 
     def x(value: str, key: str) -> str:
-        return expand_vars(value, where=f"{where}.{key}", file=file, environ=environ)
+        return expand_vars(
+            value, where=f"{where}.{key}", file=file, environ=environ, allowed=allowed
+        )
 
     args = _str_list(entry, "args", where, file)
     env = _str_map(entry, "env", where, file)
@@ -232,6 +200,7 @@ def _build(
         startup_timeout=_seconds(entry, "startup_timeout", DEFAULT_STARTUP_TIMEOUT, where, file),
         call_timeout=_seconds(entry, "call_timeout", DEFAULT_CALL_TIMEOUT, where, file),
         enabled=enabled,
+        type=kind,
         source=file,
     )
 
@@ -253,12 +222,14 @@ def servers_from_toml(
     source: str = "reasonix.toml",
     *,
     environ: Mapping[str, str] | None = None,
+    allowed: VarFilter | None = None,
 ) -> list[McpServerConfig]:
     """Parse the ``[[mcp.servers]]`` array of tables (already loaded by ``tomllib``).
 
     Each entry has ``name`` and either ``command`` (+ ``args``, ``env``, ``cwd``) or ``url``
-    (+ ``headers``); optional ``startup_timeout``, ``call_timeout``, ``enabled``. Unknown keys are
-    errors, so a typo does not silently drop a setting.
+    (+ ``headers``); optional ``type``, ``startup_timeout``, ``call_timeout``, ``enabled``.
+    Unknown keys are errors, so a typo does not silently drop a setting. ``allowed`` limits which
+    variables ``${VAR}`` may read (default: any in ``environ``).
     """
     env = os.environ if environ is None else environ
     if entries is None:
@@ -285,7 +256,11 @@ def servers_from_toml(
         enabled = entry.get("enabled", True)
         if not isinstance(enabled, bool):
             raise ConfigError("must be true or false", file=source, key=f"{where}.enabled")
-        configs.append(_build(name, entry, where=where, file=source, environ=env, enabled=enabled))
+        configs.append(
+            _build(
+                name, entry, where=where, file=source, environ=env, enabled=enabled, allowed=allowed
+            )
+        )
     _check_unique(configs, source, "mcp.servers")
     return configs
 
@@ -295,6 +270,7 @@ def servers_from_mcp_json(
     *,
     environ: Mapping[str, str] | None = None,
     skipped: list[ConfigError] | None = None,
+    allowed: VarFilter | None = None,
 ) -> list[McpServerConfig]:
     """Parse a ``.mcp.json`` file as other agents write it.
 
@@ -326,7 +302,7 @@ def servers_from_mcp_json(
     configs: list[McpServerConfig] = []
     for name, entry in data.get("mcpServers", {}).items():
         try:
-            configs.append(_json_entry(name, entry, file, env))
+            configs.append(_json_entry(name, entry, file, env, allowed))
         except ConfigError as exc:
             if skipped is None:
                 raise
@@ -334,7 +310,9 @@ def servers_from_mcp_json(
     return configs
 
 
-def _json_entry(name: Any, entry: Any, file: str, env: Mapping[str, str]) -> McpServerConfig:
+def _json_entry(
+    name: Any, entry: Any, file: str, env: Mapping[str, str], allowed: VarFilter | None
+) -> McpServerConfig:
     where = f"mcpServers.{name}"
     if not isinstance(entry, Mapping):
         raise ConfigError("must be an object", file=file, key=where)
@@ -345,5 +323,68 @@ def _json_entry(name: Any, entry: Any, file: str, env: Mapping[str, str]) -> Mcp
     if not isinstance(disabled, bool) or not isinstance(enabled, bool):
         raise ConfigError("'disabled'/'enabled' must be true or false", file=file, key=where)
     return _build(
-        str(name), entry, where=where, file=file, environ=env, enabled=enabled and not disabled
+        str(name),
+        entry,
+        where=where,
+        file=file,
+        environ=env,
+        enabled=enabled and not disabled,
+        allowed=allowed,
     )
+
+
+def configured_servers(
+    config: Config,
+    workspace: Path,
+    environ: Mapping[str, str] | None = None,
+    skipped: list[ConfigError] | None = None,
+) -> list[McpServerConfig]:
+    """Every MCP server the effective configuration allows: ``[[mcp.servers]]`` (an untrusted
+    project's were already left out by the loader), then the entries of the project's
+    ``.mcp.json`` when the folder is trusted. A name defined in both keeps the TOML definition.
+
+    ``${VAR}``: an entry from the user's own config may read any variable except our
+    providers' key variables; a project entry only the variables the user listed in
+    ``[mcp] expand_env`` (which also lifts the key-variable rule). An unusable ``.mcp.json``
+    entry is reported through ``skipped`` (when given) instead of stopping start-up. Servers
+    get the allowlisted environment plus the user's ``[environment]`` settings, never our
+    key variables. Imports nothing of the MCP SDK."""
+    env = os.environ if environ is None else environ
+    key_vars = {p.api_key_env for p in config.providers.values() if p.api_key_env}
+    listed = set(config.mcp.expand_env)
+
+    def user_may(var: str) -> bool:
+        return var in listed or var not in key_vars
+
+    def project_may(var: str) -> bool:
+        return var in listed
+
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for entry in config.mcp.servers:
+        origin = config.provenance.get(f"mcp.servers.{display((str(entry['name']),))}", "")
+        groups.setdefault(origin, []).append(_thaw(entry))
+    servers: list[McpServerConfig] = []
+    for origin, entries in groups.items():
+        kind, _, path = origin.partition(":")
+        allowed = project_may if kind == "project" else user_may
+        servers += servers_from_toml(entries, path or "reasonix.toml", environ=env, allowed=allowed)
+    if config.trusted:
+        names = {s.name for s in servers}
+        project = servers_from_mcp_json(
+            workspace / ".mcp.json", environ=env, skipped=skipped, allowed=project_may
+        )
+        servers += [s for s in project if s.name not in names]
+    withheld = tuple(sorted(key_vars))
+    include = tuple(config.environment.include)
+    extra = dict(config.environment.set)
+    return [
+        replace(s, withheld_env=withheld, pass_env=include, env={**extra, **s.env}) for s in servers
+    ]
+
+
+def _thaw(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _thaw(v) for k, v in value.items()}
+    if isinstance(value, tuple | list):
+        return [_thaw(v) for v in value]
+    return value

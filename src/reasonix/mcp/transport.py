@@ -131,8 +131,13 @@ async def open_stdio(
     import mcp_types
     from mcp.shared.message import SessionMessage
 
-    inherited = {k: v for k, v in os.environ.items() if k not in config.withheld_env}
-    env = {**inherited, **config.env}
+    from reasonix.safety.environment import build_environment
+
+    # The allowlist, the user's own additions, never our key variables; the entry's own env on
+    # top (written by whoever configured the server).
+    env = build_environment(
+        include=config.pass_env, extra=dict(config.env), withheld=config.withheld_env
+    )
     executable = resolve_command(config, env)
     try:
         process = await anyio.open_process(

@@ -1,0 +1,166 @@
+"""Whether the user trusts a folder's project files, and the record of what they trusted.
+
+Project files come from whoever wrote the repository: ``reasonix.toml`` and ``.mcp.json`` (read by
+reasonix), and ``.reasonix/`` and ``.claude/settings.json`` (hashed too, so that a hook or setting
+added there later makes the folder ask again). Until the user trusts the folder they decide nothing
+about where a key goes, what runs or what is allowed (:func:`reasonix.config.load_config` keeps
+only their tightening settings: added deny rules, a lower budget).
+
+A folder is trusted by the user only, in one of three ways:
+
+- answering "yes" to the interactive question (:func:`describe_project` lists what the files
+  would change). The answer is remembered in ``trusted-folders.json`` in the user's config
+  folder together with a SHA-256 of the project files: a changed, added or removed file asks
+  again. The endpoints the question listed are remembered as confirmed;
+- ``--trust`` on the command line, for this run;
+- ``[trust] folders = ["/path"]`` in the user's own ``config.toml`` (the folder and those below).
+
+Nothing a project file says can make its folder trusted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: Project files read by reasonix.
+PROJECT_CONFIG_FILES = ("reasonix.toml", ".mcp.json")
+#: Project files read by other agents (and by reasonix's future hooks): part of the hash.
+PROJECT_EXTRA_FILES = (".claude/settings.json", ".claude/settings.local.json")
+PROJECT_EXTRA_DIRS = (".reasonix",)
+TRUST_FILE = "trusted-folders.json"
+_MAX_HASHED_FILES = 200
+_MAX_HASHED_BYTES = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class TrustDecision:
+    """Whether the project folder is trusted, how (``flag``, ``config``, ``remembered`` or
+    ``""``), and the ``(key variable, base URL)`` pairs the user confirmed for it."""
+
+    trusted: bool
+    how: str = ""
+    confirmed: frozenset[tuple[str, str]] = field(default_factory=frozenset)
+
+
+def project_files(project_dir: Path) -> list[Path]:
+    """The project configuration files present in ``project_dir`` (sorted, regular files)."""
+    found: list[Path] = []
+    for name in (*PROJECT_CONFIG_FILES, *PROJECT_EXTRA_FILES):
+        path = project_dir / name
+        if path.is_file() or path.is_symlink():
+            found.append(path)
+    for name in PROJECT_EXTRA_DIRS:
+        folder = project_dir / name
+        if folder.is_dir() and not folder.is_symlink():
+            for root, dirs, files in os.walk(folder):
+                dirs.sort()
+                found += [Path(root) / f for f in sorted(files)]
+                if len(found) > _MAX_HASHED_FILES:
+                    break
+        elif folder.is_symlink():
+            found.append(folder)
+    return found[:_MAX_HASHED_FILES]
+
+
+def fingerprint(project_dir: Path) -> str:
+    """SHA-256 over the project files' names and contents (a symlink hashes as its target
+    path, so re-pointing it changes the hash)."""
+    digest = hashlib.sha256()
+    for path in project_files(project_dir):
+        digest.update(str(path.relative_to(project_dir)).encode() + b"\0")
+        try:
+            if path.is_symlink():
+                digest.update(b"link:" + os.readlink(path).encode())
+            else:
+                with path.open("rb") as fh:
+                    digest.update(fh.read(_MAX_HASHED_BYTES))
+        except OSError as exc:
+            digest.update(f"unreadable:{exc.errno}".encode())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def _key(folder: Path) -> str:
+    return str(folder.resolve())
+
+
+class TrustStore:
+    """The remembered answers: ``{folder: {"sha256": ..., "confirmed": [[var, url], ...]}}`` in
+    a JSON file only the user can read."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def lookup(self, folder: Path) -> TrustDecision | None:
+        """The remembered trust of ``folder``, if its files are unchanged since."""
+        record = self._read().get(_key(folder))
+        if not isinstance(record, dict) or record.get("sha256") != fingerprint(folder):
+            return None
+        confirmed = frozenset(
+            (str(pair[0]), str(pair[1]))
+            for pair in record.get("confirmed", [])
+            if isinstance(pair, list) and len(pair) == 2
+        )
+        return TrustDecision(True, "remembered", confirmed)
+
+    def remember(self, folder: Path, confirmed: Iterable[tuple[str, str]] = ()) -> None:
+        """Trust ``folder`` as its files are now (and the endpoints the user was shown)."""
+        data = self._read()
+        data[_key(folder)] = {
+            "sha256": fingerprint(folder),
+            "confirmed": sorted([var, url] for var, url in confirmed),
+        }
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=1, sort_keys=True)
+        os.replace(tmp, self.path)
+
+
+def _inside(folder: Path, parent: Path) -> bool:
+    try:
+        folder.relative_to(parent)
+    except ValueError:
+        return False
+    return True
+
+
+def decide(
+    project_dir: Path,
+    *,
+    flag: bool,
+    folders: Iterable[str],
+    store: TrustStore,
+) -> TrustDecision:
+    """Trust of ``project_dir``: the ``--trust`` flag, then ``[trust] folders`` from the user's
+    config, then a remembered answer whose hash still matches."""
+    if flag:
+        return TrustDecision(True, "flag")
+    here = project_dir.resolve()
+    for entry in folders:
+        if _inside(here, Path(entry).expanduser().resolve()):
+            return TrustDecision(True, "config")
+    return store.lookup(here) or TrustDecision(False)
+
+
+def keyed_endpoints(providers: Mapping[str, Mapping[str, Any]]) -> set[tuple[str, str]]:
+    """``(api_key_env, base_url)`` of every provider entry that sends a key."""
+    return {
+        (str(p.get("api_key_env")), str(p.get("base_url", "")))
+        for p in providers.values()
+        if p.get("api_key_env")
+    }

@@ -1,0 +1,170 @@
+"""The one builder of subprocess environments: an allowlist, plus what the user configures.
+
+Every process reasonix starts — the bash tool, MCP servers, git — gets its environment from
+:func:`build_environment`, never from ``os.environ`` minus a denylist. A denylist misses the secret
+nobody thought of (``AWS_SECRET_ACCESS_KEY``, ``GITHUB_TOKEN``, ``NPM_TOKEN``, a proxy URL with a
+password, ``PIP_INDEX_URL`` with a token); an allowlist passes only what programs need to run:
+
+- the basics: ``PATH``, ``HOME``, ``USER``, ``LOGNAME``, ``SHELL``, ``TERM``, ``TMPDIR``, ``TZ``,
+  ``LANG``, ``LANGUAGE``, ``LC_*``, colour switches;
+- toolchain locations that hold no secret: virtualenv/conda, pyenv, Go, Rust, Java, Node, the XDG
+  folders, CA bundles (see :data:`ALLOWED_NAMES`).
+
+Then what the user asked for in their own ``config.toml``::
+
+    [environment]
+    include = ["HTTPS_PROXY", "MY_TOOL_HOME"]   # also pass these through (fnmatch patterns)
+    set = { CI = "1" }                          # and set these
+
+``withheld`` names are removed last from what was passed through (our providers' key variables),
+so not even ``include = ["*"]`` hands over a key; only an explicit value in ``extra`` (for example
+an MCP entry's own ``env``) sets one.
+
+Usage (the bash tool, an MCP server, git)::
+
+    from reasonix.safety.environment import build_environment, git_environment
+
+    env = build_environment(include=cfg.environment.include, extra=cfg.environment.set)
+    subprocess.run(cmd, env=env)
+    subprocess.run(["git", ...], env=git_environment())
+
+This module imports nothing heavy and does no I/O.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Iterable, Mapping
+
+__all__ = [
+    "ALLOWED_NAMES",
+    "ALLOWED_PREFIXES",
+    "build_environment",
+    "git_environment",
+    "is_allowed",
+]
+
+#: Variables every subprocess gets when the parent has them.
+ALLOWED_NAMES: frozenset[str] = frozenset(
+    {
+        # the basics
+        "PATH",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "SHELL",
+        "TERM",
+        "COLORTERM",
+        "NO_COLOR",
+        "FORCE_COLOR",
+        "CLICOLOR",
+        "COLUMNS",
+        "LINES",
+        "TMPDIR",
+        "TEMP",
+        "TMP",
+        "TZ",
+        "LANG",
+        "LANGUAGE",
+        "PWD",
+        # where toolchains live (locations, not credentials)
+        "VIRTUAL_ENV",
+        "CONDA_PREFIX",
+        "CONDA_DEFAULT_ENV",
+        "PYENV_ROOT",
+        "PYTHONIOENCODING",
+        "PYTHONUTF8",
+        "PYTHONDONTWRITEBYTECODE",
+        "UV_CACHE_DIR",
+        "PIP_CACHE_DIR",
+        "GOPATH",
+        "GOROOT",
+        "GOCACHE",
+        "GOMODCACHE",
+        "GOFLAGS",
+        "CARGO_HOME",
+        "RUSTUP_HOME",
+        "JAVA_HOME",
+        "GRADLE_USER_HOME",
+        "MAVEN_OPTS",
+        "NVM_DIR",
+        "NODE_PATH",
+        "NPM_CONFIG_CACHE",
+        "XDG_CACHE_HOME",
+        "XDG_CONFIG_HOME",
+        "XDG_DATA_HOME",
+        "XDG_STATE_HOME",
+        "XDG_RUNTIME_DIR",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+        "REQUESTS_CA_BUNDLE",
+        "CURL_CA_BUNDLE",
+        "NODE_EXTRA_CA_CERTS",
+        # Windows needs these to start anything at all
+        "SYSTEMROOT",
+        "SYSTEMDRIVE",
+        "COMSPEC",
+        "PATHEXT",
+        "WINDIR",
+        "USERPROFILE",
+        "APPDATA",
+        "LOCALAPPDATA",
+    }
+)
+#: Prefixes of variables every subprocess gets (locale settings).
+ALLOWED_PREFIXES: tuple[str, ...] = ("LC_",)
+
+
+def is_allowed(name: str, include: Iterable[str] = ()) -> bool:
+    """Whether ``name`` passes the allowlist, or one of the user's ``include`` patterns."""
+    if name in ALLOWED_NAMES or name.startswith(ALLOWED_PREFIXES):
+        return True
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in include)
+
+
+def build_environment(
+    *,
+    include: Iterable[str] = (),
+    extra: Mapping[str, str] | None = None,
+    withheld: Iterable[str] = (),
+    base: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The environment for a subprocess.
+
+    ``base`` (default ``os.environ``) filtered through the allowlist and the user's ``include``
+    patterns, less the ``withheld`` names, then ``extra`` set on top (explicit values always
+    win: the user wrote them).
+    """
+    source = os.environ if base is None else base
+    patterns = tuple(include)
+    keep_out = set(withheld)
+    env = {
+        name: value
+        for name, value in source.items()
+        if name not in keep_out and is_allowed(name, patterns)
+    }
+    if extra:
+        env.update(extra)
+    return env
+
+
+def git_environment(
+    *,
+    include: Iterable[str] = (),
+    withheld: Iterable[str] = (),
+    base: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The environment for our own git commands: the allowlist (so no ``GIT_DIR``,
+    ``GIT_CONFIG_*`` or ``GIT_SSH_COMMAND`` from the parent steers them), no system config, no
+    credential prompts, and a fixed locale so output can be parsed."""
+    env = build_environment(include=include, withheld=withheld, base=base)
+    env.update(
+        {
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_OPTIONAL_LOCKS": "0",
+            "LC_ALL": "C",
+        }
+    )
+    return env
