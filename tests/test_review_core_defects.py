@@ -66,7 +66,7 @@ def planned_agent(replies: list[Reply], items: list[TodoItem]) -> tuple[Agent, C
     verdicts: list[tuple[str, bool, str]] = []
     agent.tool_state["step_callback"] = lambda s, ok, why: verdicts.append((s, ok, why))
     agent.seed_todo_state(items)
-    agent.tool_state[STEP_BASELINE] = agent.ledger.mark()
+    STEP_BASELINE.set(agent.tool_state, agent.ledger.mark())
     return agent, sink
 
 

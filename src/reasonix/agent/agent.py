@@ -22,9 +22,9 @@ from typing import Any, Literal
 
 from reasonix.agent.compaction import compact_session
 from reasonix.agent.prefix import PrefixShape, PrefixTracker
-from reasonix.agent.progress import ProgressLedger
+from reasonix.agent.progress import LEDGER_KEY, ProgressLedger
 from reasonix.agent.session import Session
-from reasonix.agent.todo import TodoItem, TodoState
+from reasonix.agent.todo import TODO_KEY, TodoItem, TodoState
 from reasonix.errors import ProviderError, StreamCutError
 from reasonix.events import (
     CacheMissExplained,
@@ -158,7 +158,9 @@ class Agent:
         self.cost_total = 0.0
         self.requests = 0
         #: host objects tools may use through ``ToolContext.state``
-        self.tool_state: dict[str, Any] = {"todo": self.todo_state, "ledger": self.ledger}
+        self.tool_state: dict[str, Any] = {}
+        TODO_KEY.set(self.tool_state, self.todo_state)
+        LEDGER_KEY.set(self.tool_state, self.ledger)
         self.prefix_shapes: list[PrefixShape] = []
         self._tracker = PrefixTracker()
         self._last_prompt_tokens: int | None = None

@@ -24,6 +24,7 @@ from reasonix.messages import (
     UserMessage,
     wire_messages,
 )
+from reasonix.tools.state import StateKey
 
 if TYPE_CHECKING:
     from reasonix.agent.agent import Agent
@@ -38,7 +39,7 @@ SUMMARY_HEADER = "[Summary of the earlier conversation, written when it was comp
 SUMMARY_ACK = "Understood. I will continue from this summary."
 CONTINUE_NOTE = "The latest steps follow verbatim; continue the current task."
 REQUEST_NOTE = "The request being worked on, verbatim:"
-PLAN_STATE_KEY = "plan_markdown"
+PLAN_STATE_KEY = StateKey("plan_markdown", str)
 
 
 def _chars(messages: tuple[Message, ...] | list[Message]) -> int:
@@ -111,8 +112,8 @@ async def compact_session(
     parts = [SUMMARY_HEADER, summary]
     if len(agent.todo_state):
         parts.append("Current todo list:\n" + agent.todo_state.render())
-    plan = agent.tool_state.get(PLAN_STATE_KEY)
-    if isinstance(plan, str) and plan:
+    plan = PLAN_STATE_KEY.get(agent.tool_state)
+    if plan:
         parts.append("Current plan:\n" + plan)
     block = "\n\n".join(parts)
     replaced = _chars(middle)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from reasonix.agent.todo import TodoItem
 from reasonix.tools.registry import Effect
+from reasonix.tools.state import StateKey
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,3 +113,7 @@ class ProgressLedger:
         if not first[2] and all(t == first for t in tail):
             return first[0]
         return None
+
+
+#: The agent's progress ledger in its tools' context.
+LEDGER_KEY = StateKey("ledger", ProgressLedger)

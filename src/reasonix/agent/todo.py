@@ -6,6 +6,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Literal, TypeAlias
 
+from reasonix.tools.state import StateKey
+
 TodoStatus: TypeAlias = Literal["pending", "in_progress", "completed"]
 TodoOrigin: TypeAlias = Literal["planner", "executor", "user"]
 
@@ -90,3 +92,7 @@ class TodoState:
             indent = "  " * item.level
             lines.append(f"{indent}- {_MARK[item.status]} {item.id}. {item.content}")
         return "\n".join(lines)
+
+
+#: The executor's todo list in its tools' context.
+TODO_KEY = StateKey("todo", TodoState)

@@ -54,7 +54,7 @@ from reasonix.control.plan import Plan
 from reasonix.errors import ReasonixError, SessionError
 from reasonix.events import NoticeEvent, NullSink, Sink
 from reasonix.providers.base import Provider
-from reasonix.safety.checkpoints import CheckpointManager
+from reasonix.safety.checkpoints import CHECKPOINTS_KEY, CheckpointManager
 from reasonix.safety.permissions import Approver, PermissionEngine, PermissionRecord
 from reasonix.store import SessionInfo, SessionStore
 
@@ -216,7 +216,7 @@ class AgentSession:
             plan_approver=self._plan_approver,
             memory=assembly.project_memory(self.workspace),
         )
-        self._controller.executor.tool_state["checkpoints"] = self._checkpoints
+        CHECKPOINTS_KEY.set(self._controller.executor.tool_state, self._checkpoints)
         self._record.follow(
             "executor", self._controller.executor.session, stored.messages["executor"]
         )

@@ -151,7 +151,7 @@ class TurnOrchestrator:
         self._exec_mark = 0  # executor session length when the planner last saw it
         self._exec_epoch = 0  # ... and its epoch (a compaction or rewind rewrites it)
         self._exec_last: Message | None = None  # the last message the planner was briefed on
-        executor.tool_state[STEP_CALLBACK] = self._step_signed
+        STEP_CALLBACK.set(executor.tool_state, self._step_signed)
 
     def _step_signed(self, step: str, accepted: bool, reason: str) -> None:
         self.sink.emit(StepCompleted("executor", step, accepted, reason))
@@ -216,7 +216,7 @@ class TurnOrchestrator:
 
         self.pending_plan, self.pending_task = None, ""
         self._seed(new_plan)
-        self.executor.tool_state[STEP_BASELINE] = self.executor.ledger.mark()
+        STEP_BASELINE.set(self.executor.tool_state, self.executor.ledger.mark())
         handoff = f"{text}\n\n{self._handoff(new_plan)}"
         outcome, replans, note, why = await self._execute(handoff, task=text, plan=new_plan)
         return result(note or outcome.text, why or outcome.stop_reason, new_plan, replans)
@@ -235,7 +235,7 @@ class TurnOrchestrator:
         task = self.pending_task or text
         self.pending_plan, self.pending_task = None, ""
         self._seed(pending)
-        self.executor.tool_state[STEP_BASELINE] = self.executor.ledger.mark()
+        STEP_BASELINE.set(self.executor.tool_state, self.executor.ledger.mark())
         request = text if task == text else f"{text}\n\nThe task:\n{task}"
         handoff = f"{request}\n\n{self._handoff(pending)}"
         outcome, replans, note, why = await self._execute(handoff, task=task, plan=pending)
@@ -297,7 +297,7 @@ class TurnOrchestrator:
                 return outcome, replans, note, "stalled"
             plans.append(revised)
             self._seed(revised)
-            self.executor.tool_state[STEP_BASELINE] = self.executor.ledger.mark()
+            STEP_BASELINE.set(self.executor.tool_state, self.executor.ledger.mark())
             next_text = (
                 f"The previous approach stalled ({watch.reason}). The planner revised the plan; "
                 f"it replaces your todo list.\n\n{self._handoff(revised)}\n\n"
@@ -308,7 +308,7 @@ class TurnOrchestrator:
         """The plan becomes the executor's todo list; its markdown is kept so compaction can
         carry it over."""
         self.executor.seed_todo_state(plan.todo_items())
-        self.executor.tool_state[PLAN_STATE_KEY] = plan.to_markdown()
+        PLAN_STATE_KEY.set(self.executor.tool_state, plan.to_markdown())
 
     def _over_budget(self) -> float | None:
         """What the session has spent, if that reached the budget; None otherwise."""
@@ -342,12 +342,12 @@ class TurnOrchestrator:
         planner = self.planner
         assert planner is not None
         start = len(planner.session)
-        planner.tool_state.pop(PLAN_KEY, None)
+        PLAN_KEY.pop(planner.tool_state)
         failures = 0
 
         def on_step(info: StepInfo) -> StepDecision:
             nonlocal failures
-            if PLAN_KEY in planner.tool_state or self._over_budget() is not None:
+            if PLAN_KEY.present(planner.tool_state) or self._over_budget() is not None:
                 return "pause"
             bad = [
                 r
@@ -365,13 +365,13 @@ class TurnOrchestrator:
         parts.append("Investigate with the read-only tools as needed, then call submit_plan once.")
         outcome = await planner.run("\n\n".join(parts), on_step=on_step)
         if (
-            PLAN_KEY not in planner.tool_state
+            not PLAN_KEY.present(planner.tool_state)
             and outcome.stop_reason in ("done", "length", "step_limit")
             and failures < 2
         ):
             outcome = await planner.run(CORRECTIVE, on_step=on_step, continue_turn=True)
-        plan = planner.tool_state.pop(PLAN_KEY, None)
-        if not isinstance(plan, Plan):
+        plan = PLAN_KEY.pop(planner.tool_state)
+        if plan is None:
             why = (
                 "the planner returned a malformed plan twice"
                 if failures >= 2

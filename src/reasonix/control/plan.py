@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 from reasonix.agent.todo import TodoItem
 from reasonix.tools.registry import Tool, ToolContext, ToolResult
+from reasonix.tools.state import StateKey
 
 MAX_STEPS = 20
 
@@ -85,7 +86,7 @@ class Plan:
         return items
 
 
-PLAN_KEY = "submitted_plan"
+PLAN_KEY = StateKey("submitted_plan", Plan)
 
 
 async def submit_plan(
@@ -118,7 +119,7 @@ async def submit_plan(
         risks=tuple(risks or ()),
         requires_approval=requires_approval,
     )
-    ctx.state[PLAN_KEY] = plan
+    PLAN_KEY.set(ctx.state, plan)
     return ToolResult(f"Plan accepted ({len(plan.steps)} steps). Stop here.")
 
 

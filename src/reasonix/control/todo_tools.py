@@ -3,16 +3,21 @@ sign-off the host accepts only with evidence it observed itself)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Annotated, Literal
 
-from reasonix.agent.progress import ProgressLedger
-from reasonix.agent.todo import TodoItem, TodoState
+from reasonix.agent.progress import LEDGER_KEY, ProgressLedger
+from reasonix.agent.todo import TODO_KEY, TodoItem, TodoState
 from reasonix.tools.registry import Effect, Tool, ToolContext, ToolResult
+from reasonix.tools.state import StateKey
 
-#: ``ctx.state`` key of the ledger mark when the current step started (evidence baseline)
-STEP_BASELINE = "step_baseline"
-STEP_CALLBACK = "step_callback"
+#: Told of each ``complete_step`` verdict: ``(step, accepted, reason)``.
+StepCallback = Callable[[str, bool, str], None]
+
+#: The ledger mark when the current step started (the evidence baseline).
+STEP_BASELINE = StateKey("step_baseline", int)
+STEP_CALLBACK = StateKey[StepCallback]("step_callback")
 
 
 @dataclass(frozen=True)
@@ -23,9 +28,9 @@ class TodoInput:
 
 
 def _state(ctx: ToolContext) -> tuple[TodoState, ProgressLedger]:
-    todo = ctx.state.get("todo")
-    ledger = ctx.state.get("ledger")
-    if not isinstance(todo, TodoState) or not isinstance(ledger, ProgressLedger):
+    todo = TODO_KEY.get(ctx.state)
+    ledger = LEDGER_KEY.get(ctx.state)
+    if todo is None or ledger is None:
         raise RuntimeError("todo tools need the agent's todo state and ledger in ctx.state")
     return todo, ledger
 
@@ -49,7 +54,7 @@ async def todo_write(items: list[TodoInput], ctx: ToolContext) -> ToolResult:
             replace(base, status=given.status, level=min(max(given.level, 0), 1), origin=origin)
         )
     todo.replace(replace(item, id="") for item in new_items)
-    ctx.state[STEP_BASELINE] = ledger.mark()
+    STEP_BASELINE.set(ctx.state, ledger.mark())
     return ToolResult(
         "Todo list updated:\n" + todo.render(),
         effects=(Effect("todo_write", "list", str(hash(todo.render()))),),
@@ -65,11 +70,11 @@ async def complete_step(
 ) -> ToolResult:
     """Mark a todo step done. The host checks the evidence against what it observed."""
     todo, ledger = _state(ctx)
-    callback = ctx.state.get(STEP_CALLBACK)
+    callback = STEP_CALLBACK.get(ctx.state)
     item = todo.find(step)
 
     def refuse(why: str) -> ToolResult:
-        if callable(callback):
+        if callback is not None:
             callback(step, False, why)
         return ToolResult.error(f"complete_step refused: {why}")
 
@@ -83,7 +88,7 @@ async def complete_step(
             f"steps are completed in order; finish step {first_open.id} "
             f"({first_open.content!r}) first, or change the list with todo_write."
         )
-    baseline = ctx.state.get(STEP_BASELINE, 0)
+    baseline = STEP_BASELINE.get(ctx.state) or 0
     if item.verify:
         # It must have passed during this step and after the step's last write: a run from an
         # earlier step, or one made before the change, proves nothing about this change.
@@ -106,8 +111,8 @@ async def complete_step(
     nxt = next((i for i in todo.items if i.status == "pending"), None)
     if nxt is not None:
         todo.set_status(nxt.id, "in_progress")
-    ctx.state[STEP_BASELINE] = ledger.mark()
-    if callable(callback):
+    STEP_BASELINE.set(ctx.state, ledger.mark())
+    if callback is not None:
         callback(step, True, "")
     remaining = sum(1 for i in todo.items if i.status != "completed")
     tail = f"Next: step {nxt.id}: {nxt.content}" if nxt else "All steps are completed."

@@ -33,6 +33,8 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reasonix.tools.state import StateKey
+
 GIT_REF_PREFIX = "refs/reasonix/checkpoints/"
 _GIT_IDENTITY = {
     "GIT_AUTHOR_NAME": "reasonix",
@@ -417,3 +419,7 @@ class CheckpointManager:
                     path, content, f.get("mode"), tuple(Path(d) for d in f.get("created_dirs", []))
                 )
             self._turns[int(data["turn"])] = entry
+
+
+#: The session's checkpoint manager in the file and shell tools' context.
+CHECKPOINTS_KEY = StateKey("checkpoints", CheckpointManager)

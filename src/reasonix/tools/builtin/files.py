@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Annotated, Any, ParamSpec
 
 from reasonix.errors import SandboxError
-from reasonix.safety.checkpoints import CheckpointManager
+from reasonix.safety.checkpoints import CHECKPOINTS_KEY, CheckpointManager
 from reasonix.safety.sandbox import Sandbox
 from reasonix.tools.builtin.editing import (
     EditError,
@@ -158,9 +158,7 @@ class FileTools:
     # -- helpers -------------------------------------------------------------------------------
 
     def _checkpoint(self, ctx: ToolContext, real: Path) -> None:
-        manager = ctx.state.get("checkpoints")
-        if not isinstance(manager, CheckpointManager):
-            manager = self.checkpoints
+        manager = CHECKPOINTS_KEY.get(ctx.state) or self.checkpoints
         if manager is not None:
             manager.record(ctx.turn, real)
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal
 
-from reasonix.safety.checkpoints import CheckpointManager
+from reasonix.safety.checkpoints import CHECKPOINTS_KEY, CheckpointManager
 from reasonix.tools.builtin.files import builtin_tool
 from reasonix.tools.registry import Effect, Tool, ToolContext, ToolResult
 
@@ -183,9 +183,7 @@ class ShellTool:
         argv = self._argv(command)
         if isinstance(argv, str):
             return ToolResult.error(argv)
-        manager = ctx.state.get("checkpoints")
-        if not isinstance(manager, CheckpointManager):
-            manager = self.checkpoints
+        manager = CHECKPOINTS_KEY.get(ctx.state) or self.checkpoints
         if manager is not None:
             await asyncio.to_thread(manager.before_command, ctx.turn)
         output = _CappedOutput(opts.output_limit)
