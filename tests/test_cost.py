@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
+from reasonix.control.cost import RoleCost
 from reasonix.messages import Usage
 from reasonix.providers.models import PRESETS, Prices, get_model_info, price_usage
 
@@ -90,3 +91,14 @@ def test_no_time_means_off_peak_and_models_without_peak_ignore_it() -> None:
     assert price_usage(USAGE, no_peak, at) == price_usage(USAGE, no_peak)
     # the old flash names are priced like deepseek-flash, peak hours included
     assert PRESETS["deepseek-v4-flash"].prices == FLASH
+
+
+def test_usage_subtracts_field_by_field_in_one_place() -> None:
+    total = Usage(100, 60, 40, 30, 10)
+    earlier = Usage(70, 50, 20, 10, 5)
+    assert total - earlier == Usage(30, 10, 20, 20, 5)
+    assert earlier + (total - earlier) == total
+    spent = RoleCost(3, total, 0.5) - RoleCost(1, earlier, 0.2)
+    assert spent.requests == 2
+    assert spent.usage == Usage(30, 10, 20, 20, 5)
+    assert spent.cost == pytest.approx(0.3)

@@ -183,6 +183,16 @@ class Usage:
             self.reasoning_tokens + other.reasoning_tokens,
         )
 
+    def __sub__(self, other: Usage) -> Usage:
+        """What was spent since ``other`` (an earlier total of the same counter)."""
+        return Usage(
+            self.prompt_tokens - other.prompt_tokens,
+            self.cache_hit_tokens - other.cache_hit_tokens,
+            self.cache_miss_tokens - other.cache_miss_tokens,
+            self.completion_tokens - other.completion_tokens,
+            self.reasoning_tokens - other.reasoning_tokens,
+        )
+
     @property
     def hit_ratio(self) -> float:
         return self.cache_hit_tokens / self.prompt_tokens if self.prompt_tokens else 0.0

@@ -310,7 +310,7 @@ class Agent:
             final_text,
             reason,
             steps,
-            _usage_diff(self.usage_total, usage_before),
+            self.usage_total - usage_before,
             self.cost_total - cost_before,
             error,
         )
@@ -473,16 +473,6 @@ def _normalise_args(arguments: str) -> str:
         return canonical_json(json.loads(arguments))
     except (ValueError, TypeError):
         return arguments.strip()
-
-
-def _usage_diff(after: Usage, before: Usage) -> Usage:
-    return Usage(
-        after.prompt_tokens - before.prompt_tokens,
-        after.cache_hit_tokens - before.cache_hit_tokens,
-        after.cache_miss_tokens - before.cache_miss_tokens,
-        after.completion_tokens - before.completion_tokens,
-        after.reasoning_tokens - before.reasoning_tokens,
-    )
 
 
 __all__ = [

@@ -22,17 +22,8 @@ class RoleCost:
         )
 
     def __sub__(self, other: RoleCost) -> RoleCost:
-        u, o = self.usage, other.usage
         return RoleCost(
-            self.requests - other.requests,
-            Usage(
-                u.prompt_tokens - o.prompt_tokens,
-                u.cache_hit_tokens - o.cache_hit_tokens,
-                u.cache_miss_tokens - o.cache_miss_tokens,
-                u.completion_tokens - o.completion_tokens,
-                u.reasoning_tokens - o.reasoning_tokens,
-            ),
-            self.cost - other.cost,
+            self.requests - other.requests, self.usage - other.usage, self.cost - other.cost
         )
 
     @property
