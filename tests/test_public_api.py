@@ -111,6 +111,9 @@ EXPORTED = [
     "UsageEvent",
     "UsageSource",
     "UserMessage",
+    "StopReason",
+    "TurnStopReason",
+    "StateKey",
     "__version__",
     "load_config",
     "tool",
@@ -190,6 +193,8 @@ def test_a_strict_user_program_type_checks_with_real_types(tmp_path: Path) -> No
     assert at("reveal_type(shout)") == "reasonix.tools.registry.Tool"
     assert at("reveal_type(count)") == "reasonix.tools.registry.Tool"
     assert at("reveal_type(result)") == "reasonix.control.orchestrator.TurnResult"
+    reasons = set(re.findall(r"Literal\['(\w+)'\]", at("reveal_type(result.stop_reason)")))
+    assert {"done", "step_limit", "error", "stalled", "plan_declined", "budget"} <= reasons
     assert at("reveal_type(exc)") == "reasonix.errors.ReasonixError"
     assert at("reveal_type(session)") == "reasonix.app.session.AgentSession"
     assert at("reveal_type(turn)") == "reasonix.app.turn.Turn"

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from reasonix._version import __version__
 
 if TYPE_CHECKING:
-    from reasonix.agent.agent import Agent, AgentOptions, AgentResult
+    from reasonix.agent.agent import Agent, AgentOptions, AgentResult, StopReason
     from reasonix.agent.session import Session
     from reasonix.agent.todo import TodoItem, TodoState
     from reasonix.app.approvals import (
@@ -42,7 +42,12 @@ if TYPE_CHECKING:
     from reasonix.control.controller import Controller, Options
     from reasonix.control.cost import RoleCost
     from reasonix.control.gate import GateOptions, Route
-    from reasonix.control.orchestrator import OrchestratorOptions, TurnOrchestrator, TurnResult
+    from reasonix.control.orchestrator import (
+        OrchestratorOptions,
+        TurnOrchestrator,
+        TurnResult,
+        TurnStopReason,
+    )
     from reasonix.control.plan import Plan, PlanStep
     from reasonix.errors import (
         APIStatusError,
@@ -113,6 +118,7 @@ if TYPE_CHECKING:
     from reasonix.testing.providers import FunctionProvider, ScriptedProvider
     from reasonix.testing.script import Fault, Reply
     from reasonix.tools.registry import Tool, ToolContext, ToolRegistry, ToolResult, tool
+    from reasonix.tools.state import StateKey
 
 _LAZY = {
     "APIStatusError": "reasonix.errors",
@@ -180,7 +186,9 @@ _LAZY = {
     "SessionStore": "reasonix.store",
     "SessionStoreError": "reasonix.errors",
     "Sink": "reasonix.events",
+    "StateKey": "reasonix.tools.state",
     "StepCompleted": "reasonix.events",
+    "StopReason": "reasonix.agent.agent",
     "StreamCutError": "reasonix.errors",
     "StreamError": "reasonix.errors",
     "StreamIdleTimeout": "reasonix.errors",
@@ -205,6 +213,7 @@ _LAZY = {
     "TurnOutcome": "reasonix.app.turn",
     "TurnResult": "reasonix.control.orchestrator",
     "TurnStarted": "reasonix.events",
+    "TurnStopReason": "reasonix.control.orchestrator",
     "UnknownModelError": "reasonix.errors",
     "Usage": "reasonix.messages",
     "UsageEvent": "reasonix.events",
@@ -280,7 +289,9 @@ __all__ = [
     "SessionStore",
     "SessionStoreError",
     "Sink",
+    "StateKey",
     "StepCompleted",
+    "StopReason",
     "StreamCutError",
     "StreamError",
     "StreamIdleTimeout",
@@ -305,6 +316,7 @@ __all__ = [
     "TurnOutcome",
     "TurnResult",
     "TurnStarted",
+    "TurnStopReason",
     "UnknownModelError",
     "Usage",
     "UsageEvent",

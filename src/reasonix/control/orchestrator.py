@@ -12,9 +12,9 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, TypeAlias
 
-from reasonix.agent.agent import Agent, AgentResult, StepDecision, StepInfo
+from reasonix.agent.agent import Agent, AgentResult, StepDecision, StepInfo, StopReason
 from reasonix.agent.compaction import PLAN_STATE_KEY
 from reasonix.control.brief import executor_brief
 from reasonix.control.cost import CostTracker, RoleCost
@@ -72,15 +72,22 @@ class OrchestratorOptions:
     approver: PlanApprover | None = None
 
 
+#: Why a turn ended: the executor's own reason, or one the orchestrator gave when it ended
+#: the turn itself (a plan kept for approval, a stall it could not break, the budget).
+TurnStopReason: TypeAlias = (
+    StopReason | Literal["plan_only", "plan_declined", "plan_failed", "stalled", "budget"]
+)
+
+
 @dataclass(frozen=True)
 class TurnResult:
     """What one ``run_turn`` produced. ``stop_reason``: the executor's (``done``,
-    ``step_limit``, ``error``, ``length``) or the orchestrator's (``plan_only``,
-    ``plan_declined``, ``stalled``)."""
+    ``step_limit``, ``error``, ``length``, ``cancelled``) or the orchestrator's (``plan_only``,
+    ``plan_declined``, ``plan_failed``, ``stalled``, ``budget``)."""
 
     text: str
     route: Route
-    stop_reason: str
+    stop_reason: TurnStopReason
     gate: GateDecision
     plan: Plan | None = None
     replans: int = 0
@@ -100,6 +107,25 @@ class TurnResult:
             "replans": self.replans,
             "cost_by_role": {k: v.to_dict() for k, v in self.cost_by_role.items()},
         }
+
+
+@dataclass(frozen=True)
+class _Execution:
+    """How an executor run (with its re-plans) ended: the executor's last result, the re-plans
+    made, and, when the orchestrator ended the run itself, its closing note and reason."""
+
+    last: AgentResult
+    replans: int = 0
+    note: str = ""
+    stopped: TurnStopReason | None = None
+
+    @property
+    def text(self) -> str:
+        return self.note or self.last.text
+
+    @property
+    def stop_reason(self) -> TurnStopReason:
+        return self.stopped or self.last.stop_reason
 
 
 class _StallWatch:
@@ -175,7 +201,9 @@ class TurnOrchestrator:
             )
         )
 
-        def result(text: str, reason: str, p: Plan | None = None, replans: int = 0) -> TurnResult:
+        def result(
+            text: str, reason: TurnStopReason, p: Plan | None = None, replans: int = 0
+        ) -> TurnResult:
             return TurnResult(
                 text, decision.route, reason, decision, p, replans, self.cost.since(mark)
             )
@@ -184,8 +212,8 @@ class TurnOrchestrator:
             return result(self._budget_stop("Not started", spent), "budget")
 
         if decision.route is Route.EXECUTOR_ONLY:
-            outcome, replans, note, why = await self._execute(text, task=text)
-            return result(note or outcome.text, why or outcome.stop_reason, None, replans)
+            run = await self._execute(text, task=text)
+            return result(run.text, run.stop_reason, None, run.replans)
 
         new_plan = await self._plan(text, brief=self._brief(), reason="", round_no=1)
         if (spent := self._over_budget()) is not None:
@@ -198,8 +226,8 @@ class TurnOrchestrator:
             )
             if decision.route is Route.PLAN_ONLY:
                 return result("The planner did not produce a plan.", "plan_failed")
-            outcome, replans, note, why = await self._execute(text, task=text)
-            return result(note or outcome.text, why or outcome.stop_reason, None, replans)
+            run = await self._execute(text, task=text)
+            return result(run.text, run.stop_reason, None, run.replans)
 
         if decision.route is Route.PLAN_ONLY:
             self.pending_plan, self.pending_task = new_plan, text
@@ -218,8 +246,8 @@ class TurnOrchestrator:
         self._seed(new_plan)
         STEP_BASELINE.set(self.executor.tool_state, self.executor.ledger.mark())
         handoff = f"{text}\n\n{self._handoff(new_plan)}"
-        outcome, replans, note, why = await self._execute(handoff, task=text, plan=new_plan)
-        return result(note or outcome.text, why or outcome.stop_reason, new_plan, replans)
+        run = await self._execute(handoff, task=text, plan=new_plan)
+        return result(run.text, run.stop_reason, new_plan, run.replans)
 
     async def execute_pending_plan(
         self, text: str = "The plan is approved: carry it out."
@@ -238,25 +266,21 @@ class TurnOrchestrator:
         STEP_BASELINE.set(self.executor.tool_state, self.executor.ledger.mark())
         request = text if task == text else f"{text}\n\nThe task:\n{task}"
         handoff = f"{request}\n\n{self._handoff(pending)}"
-        outcome, replans, note, why = await self._execute(handoff, task=task, plan=pending)
+        run = await self._execute(handoff, task=task, plan=pending)
         return TurnResult(
-            note or outcome.text,
+            run.text,
             decision.route,
-            why or outcome.stop_reason,
+            run.stop_reason,
             decision,
             pending,
-            replans,
+            run.replans,
             self.cost.since(mark),
         )
 
     # -- executor with stall watch ----------------------------------------------------------------
 
-    async def _execute(
-        self, text: str, *, task: str, plan: Plan | None = None
-    ) -> tuple[AgentResult, int, str, str]:
-        """Run the executor; on a stall, re-plan (bounded). Returns the last executor result,
-        the number of re-plans, and — when the orchestrator ended the turn (stall bound, budget)
-        — a closing note and the stop reason."""
+    async def _execute(self, text: str, *, task: str, plan: Plan | None = None) -> _Execution:
+        """Run the executor; on a stall, re-plan (bounded)."""
         plans = [plan] if plan else []
         replans = 0
         tried: list[str] = []
@@ -269,11 +293,11 @@ class TurnOrchestrator:
             )
             continue_turn = True
             if outcome.stop_reason != "paused":
-                return outcome, replans, "", ""
+                return _Execution(outcome, replans)
             if watch.over_budget:
                 note = f"Stopped: {watch.reason}. {BUDGET_HINT}"
                 self.sink.emit(NoticeEvent("controller", "budget", note))
-                return outcome, replans, note, "budget"
+                return _Execution(outcome, replans, note, "budget")
             tried.append(watch.reason)
             if self.planner is None or replans >= self.options.max_replans:
                 attempts = [f"plan {p.objective!r}" for p in plans] or ["the executor alone"]
@@ -283,7 +307,7 @@ class TurnOrchestrator:
                     f"Tried: {'; '.join(attempts)}. Problems seen: {'; '.join(tried)}."
                 )
                 self.sink.emit(NoticeEvent("controller", "stalled", note))
-                return outcome, replans, note, "stalled"
+                return _Execution(outcome, replans, note, "stalled")
             replans += 1
             brief = self._brief()
             self.sink.emit(ReplanTriggered("controller", replans, watch.reason, brief))
@@ -294,7 +318,7 @@ class TurnOrchestrator:
                     "produce a revised plan."
                 )
                 self.sink.emit(NoticeEvent("controller", "stalled", note))
-                return outcome, replans, note, "stalled"
+                return _Execution(outcome, replans, note, "stalled")
             plans.append(revised)
             self._seed(revised)
             STEP_BASELINE.set(self.executor.tool_state, self.executor.ledger.mark())
