@@ -30,7 +30,7 @@ def test_flags_and_categories(ws: Path) -> None:
     tools = {t.name: t for t in default_tools(ws)}
     assert {n for n, t in tools.items() if t.read_only} == {"read_file", "ls", "glob", "grep"}
     assert {n for n, t in tools.items() if t.destructive} == {"bash", "delete_file"}
-    assert {t.category for t in tools.values()} == {"read", "edit", "bash"}
+    assert {t.category for t in tools.values()} == {"read", "edit", "bash", "web"}
     assert tools["write_file"].category == tools["multi_edit"].category == "edit"
     for t in tools.values():
         assert "\n" not in t.description and len(t.description) < 260

@@ -126,7 +126,7 @@ def make_registry(
     """Built-in tools (sandboxed to the workspace and ``[workspace] roots``) plus MCP tools,
     every call checked by ``permissions``."""
     from reasonix.safety.sandbox import DEFAULT_READ_DENY, Sandbox
-    from reasonix.tools.builtin import ShellOptions, default_tools
+    from reasonix.tools.builtin import ShellOptions, WebOptions, default_tools
 
     ws = config.workspace
     roots = [workspace, *(workspace / Path(r).expanduser() for r in ws.roots)]
@@ -136,7 +136,19 @@ def make_registry(
     # whatever they are called.
     key_vars = sorted({p.api_key_env for p in config.providers.values() if p.api_key_env})
     shell = ShellOptions(secret_env=tuple(key_vars))
-    tools = default_tools(workspace, sandbox=sandbox, checkpoints=checkpoints, shell_options=shell)
+    web = config.web
+    tools = default_tools(
+        workspace,
+        sandbox=sandbox,
+        checkpoints=checkpoints,
+        shell_options=shell,
+        web_options=WebOptions(
+            allow_private=web.allow_private,
+            allow_hosts=web.allow_hosts,
+            timeout=web.timeout,
+            max_bytes=web.max_bytes,
+        ),
+    )
     registry = ToolRegistry(tools, policy=permissions)
     if mcp is not None:
         registry = registry.with_tools(mcp.tools())

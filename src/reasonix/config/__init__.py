@@ -38,6 +38,7 @@ from reasonix.config.schema import (
     ProviderConfig,
     RoleConfig,
     TrustConfig,
+    WebConfig,
     WorkspaceConfig,
     setting,
 )
@@ -67,6 +68,7 @@ __all__ = [
     "ProviderConfig",
     "RoleConfig",
     "TrustConfig",
+    "WebConfig",
     "WorkspaceConfig",
     "check_credentials",
     "describe_keys",

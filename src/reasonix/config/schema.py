@@ -304,6 +304,22 @@ class EnvironmentConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class WebConfig:
+    """``web_fetch`` (``[web]``): its limits, and the user's exceptions to the rule that
+    loopback and private addresses are refused. The exceptions are the user's alone (a project
+    file cannot open the user's network to the model); a project may only lower the limits."""
+
+    allow_private: bool = setting(
+        False, "web_fetch may reach loopback and private addresses", project="never"
+    )
+    allow_hosts: tuple[str, ...] = setting(
+        (), "hosts, addresses or networks web_fetch may reach though private", project="never"
+    )
+    timeout: float = setting(30.0, "seconds for one fetch", minimum=1, project="lower")
+    max_bytes: int = setting(5_000_000, "bytes read per page", minimum=1024, project="lower")
+
+
+@dataclass(frozen=True, slots=True)
 class TrustConfig:
     """Folders whose project files (``reasonix.toml``, ``.mcp.json``) the user trusts without
     being asked, for headless use (``[trust]``, user config only). A folder answered "yes" at
@@ -343,6 +359,7 @@ class Config:
     budget: BudgetConfig = field(default_factory=BudgetConfig)
     mcp: McpConfig = field(default_factory=McpConfig)
     environment: EnvironmentConfig = field(default_factory=EnvironmentConfig)
+    web: WebConfig = field(default_factory=WebConfig)
     trust: TrustConfig = field(default_factory=TrustConfig)
     provenance: Mapping[str, str] = internal(_EMPTY)
     sources: tuple[str, ...] = internal(())

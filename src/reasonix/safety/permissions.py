@@ -38,6 +38,7 @@ Rules are written ``name`` or ``name(pattern)``. ``name`` is a tool's ``category
   workspace, with gitignore-style patterns (``edit(docs/**)``, ``read(*.md)``). A ``read``
   deny rule also refuses a ``grep`` over a folder that may hold files it covers; ``bash``
   (``cat``) is not bound by path rules.
+- ``web(...)`` / ``web_fetch(...)``: the ``url`` argument (``web_fetch(https://docs.python.org/*)``).
 - any other tool: the arguments as canonical JSON, so ``name`` alone or ``name(*)`` is the usual
   form.
 """
@@ -315,6 +316,8 @@ def call_subject(tool: Tool, arguments: Mapping[str, Any], workspace: Path) -> S
         whole = normalize_command(command)
         parts = tuple(scan.parts) or (whole,)
         return Subject("command", parts, scan.opaque, whole, redirects=scan.redirects)
+    if tool.category == "web" and isinstance(arguments.get("url"), str):
+        return Subject("args", (arguments["url"],))
     if tool.category in PATH_CATEGORIES:
         raw = arguments.get("path", ".")
         if isinstance(raw, str):
@@ -604,6 +607,12 @@ def session_rules_for(tool: Tool, subject: Subject) -> tuple[str, ...]:
         return tuple(f"{tool.category}({escape_command_pattern(part)})" for part in subject.values)
     if subject.kind == "path":
         return (f"{tool.category}({escape_path_pattern(subject.values[0])})",)
+    if tool.category == "web":
+        # The site, not every URL: approving one page of a site approves its other pages.
+        scheme, _, rest = subject.values[0].partition("://")
+        host = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+        if scheme and host:
+            return (f"{tool.name}({escape_command_pattern(f'{scheme}://{host}/')}*)",)
     return (tool.name,)
 
 

@@ -12,6 +12,7 @@ tool            category  notes
 ``multi_edit``  edit      several edits to one file, all or none
 ``delete_file`` edit      destructive; checkpointed, so a rewind restores the file
 ``bash``        bash      destructive; timeout, capped output, secrets removed
+``web_fetch``   web       a URL as markdown, paged; public addresses only by default
 ==============  ========  =========================================================
 """
 
@@ -24,6 +25,7 @@ from reasonix.safety.sandbox import Sandbox
 from reasonix.tools.builtin.files import FileTools, file_tools
 from reasonix.tools.builtin.search import SearchTools, search_tools
 from reasonix.tools.builtin.shell import ShellOptions, ShellTool
+from reasonix.tools.builtin.web import WebOptions, web_tool
 from reasonix.tools.registry import Tool
 
 __all__ = [
@@ -31,6 +33,7 @@ __all__ = [
     "SearchTools",
     "ShellOptions",
     "ShellTool",
+    "WebOptions",
     "default_tools",
     "file_tools",
     "search_tools",
@@ -44,11 +47,13 @@ def default_tools(
     checkpoints: CheckpointManager | None = None,
     shell_options: ShellOptions | None = None,
     use_rg: bool | None = None,
+    web_options: WebOptions | None = None,
 ) -> list[Tool]:
     """The built-in tools confined to ``workdir`` (or to ``sandbox``'s roots when given).
 
     ``checkpoints`` is used by the writers and ``bash`` when ``ctx.state["checkpoints"]`` does
-    not name a manager; with neither, nothing is checkpointed.
+    not name a manager; with neither, nothing is checkpointed. ``web_options`` sets
+    ``web_fetch``'s limits and the user's exceptions to its address rules.
     """
     box = sandbox or Sandbox([Path(workdir)])
     shell = ShellTool(
@@ -58,4 +63,5 @@ def default_tools(
         *FileTools(box, checkpoints).tools(),
         *SearchTools(box, use_rg=use_rg).tools(),
         shell.tool(),
+        web_tool(web_options),
     ]

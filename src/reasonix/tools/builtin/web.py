@@ -1,0 +1,399 @@
+"""The ``web_fetch`` tool: one URL as readable text the model can page through.
+
+- ``http`` and ``https`` only. Before every connection (the first one and after each redirect,
+  which are followed here, not by the HTTP client) the host name is resolved and **every**
+  address it resolves to is checked: loopback, private, link-local (cloud metadata), shared,
+  multicast and reserved addresses are refused unless the user's own configuration allows them
+  (``[web] allow_private = true``, or the host, the address or its network in
+  ``[web] allow_hosts``). The connection then goes to the address that was checked, so a second
+  DNS answer cannot swap in another one (TLS still verifies the certificate for the host name).
+- HTML becomes markdown through trafilatura (main-content extraction: menus, footers and
+  scripts dropped; headings, lists, tables, code and links kept); plain text, JSON, XML, YAML
+  and other textual types are returned as they are; anything else (images, PDFs, archives) is
+  refused with a message that names the type. There is no summariser: the same page always
+  gives the same text.
+- Limits: ``max_bytes`` downloaded (the rest is not read and the cut is reported), ``timeout``
+  seconds for the whole fetch, ``max_redirects`` hops. The text is returned in pages of
+  ``max_chars`` characters from ``offset``, each page saying where the next one starts; the
+  converted page is kept for the session so later pages come from the same copy.
+- Not read-only: it reaches the network, so in ``ask`` mode it asks, and rules such as
+  ``web_fetch(https://docs.python.org/*)`` allow or deny by URL.
+
+httpx and trafilatura are imported on the first call only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import re
+import socket
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Any
+
+from reasonix.tools.builtin.files import builtin_tool
+from reasonix.tools.registry import Effect, Tool, ToolResult
+
+if TYPE_CHECKING:
+    import httpx
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+DEFAULT_PAGE_CHARS = 20_000
+#: Pages larger than this would be cut again when the result enters the session.
+MAX_PAGE_CHARS = 30_000
+
+_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+_TEXT_TYPES = frozenset(
+    {
+        "application/json",
+        "application/xml",
+        "application/javascript",
+        "application/ecmascript",
+        "application/x-javascript",
+        "application/yaml",
+        "application/x-yaml",
+        "application/toml",
+        "application/x-sh",
+        "application/sql",
+        "application/graphql",
+        "application/x-ndjson",
+        "application/ld+json",
+    }
+)
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_TITLE = re.compile(rb"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True)
+class WebOptions:
+    """Limits and the user's exceptions to the address rules (``[web]`` in their config).
+
+    ``allow_hosts`` entries are host names (``intranet.example``), addresses (``10.0.0.5``)
+    or networks (``192.168.0.0/16``)."""
+
+    allow_private: bool = False
+    allow_hosts: tuple[str, ...] = ()
+    timeout: float = 30.0
+    max_bytes: int = 5_000_000
+    max_redirects: int = 5
+    user_agent: str = "reasonix-web-fetch/1 (+https://github.com/reasonix)"
+
+
+@dataclass(frozen=True, slots=True)
+class _Page:
+    url: str
+    content_type: str
+    text: str
+    status: int
+    note: str = ""
+
+
+class FetchRefused(Exception):
+    """The URL (or a redirect) may not be fetched; the message says why and what would allow
+    it."""
+
+
+def _blocked(address: IPAddress) -> bool:
+    """Whether ``address`` is not a public unicast address."""
+    if isinstance(address, ipaddress.IPv6Address):
+        mapped = address.ipv4_mapped or address.sixtofour
+        if mapped is not None:
+            return _blocked(mapped)
+        if address.teredo is not None:
+            return True
+    return not address.is_global or address.is_multicast
+
+
+class AddressPolicy:
+    """Which hosts and addresses ``web_fetch`` may connect to."""
+
+    def __init__(self, allow_private: bool = False, allow_hosts: Sequence[str] = ()) -> None:
+        self.allow_private = allow_private
+        self.names: set[str] = set()
+        self.networks: list[IPNetwork] = []
+        for entry in allow_hosts:
+            text = entry.strip().lower().strip("[]")
+            try:
+                self.networks.append(ipaddress.ip_network(text, strict=False))
+            except ValueError:
+                self.names.add(text.rstrip("."))
+
+    def host_allowed(self, host: str) -> bool:
+        return self.allow_private or host.lower().rstrip(".") in self.names
+
+    def address_allowed(self, address: IPAddress) -> bool:
+        if not _blocked(address):
+            return True
+        return self.allow_private or any(address in net for net in self.networks)
+
+
+async def resolve(host: str, port: int) -> list[IPAddress]:
+    """Every address ``host`` resolves to (an address literal resolves to itself)."""
+    try:
+        return [ipaddress.ip_address(host)]
+    except ValueError:
+        pass
+    loop = asyncio.get_running_loop()
+    try:
+        infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise FetchRefused(f"cannot resolve the host {host!r}: {exc.strerror}") from None
+    out: list[IPAddress] = []
+    for _family, _type, _proto, _name, sockaddr in infos:
+        address = ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])
+        if address not in out:
+            out.append(address)
+    if not out:
+        raise FetchRefused(f"the host {host!r} has no address")
+    return out
+
+
+def _media_type(header: str) -> str:
+    return header.split(";", 1)[0].strip().lower()
+
+
+def is_textual(media_type: str) -> bool:
+    """Types returned as they are (besides HTML, which is converted)."""
+    return (
+        media_type.startswith("text/")
+        or media_type in _TEXT_TYPES
+        or media_type.endswith(("+json", "+xml", "+yaml"))
+    )
+
+
+def html_to_markdown(html: bytes | str, url: str = "") -> str:
+    """Readable markdown of an HTML page: the main content with headings, lists, tables, code
+    and links; the page's whole text when no main content is found. Deterministic."""
+    import trafilatura
+
+    _quiet_trafilatura()
+    text = trafilatura.extract(
+        html,
+        url=url or None,
+        output_format="markdown",
+        include_links=True,
+        include_tables=True,
+        include_formatting=True,
+        include_images=False,
+        include_comments=False,
+        favor_recall=True,
+        with_metadata=False,
+    )
+    if not text:
+        text = trafilatura.html2txt(html)
+    if not text:
+        # A fragment without <html>/<body> (an error page, a snippet): its text as it stands.
+        text = trafilatura.html2txt(f"<html><body>{_as_str(html)}</body></html>")
+    return (text or "").strip()
+
+
+def _as_str(html: bytes | str) -> str:
+    return html.decode("utf-8", "replace") if isinstance(html, bytes) else html
+
+
+def _quiet_trafilatura() -> None:
+    """trafilatura logs what it could not extract at ERROR; with no handler configured Python
+    would print that on the user's terminal. The outcome is reported in the tool result."""
+    import logging
+
+    for name in ("trafilatura", "htmldate", "courlan", "justext"):
+        logger = logging.getLogger(name)
+        logger.propagate = False
+        if not logger.handlers:
+            logger.addHandler(logging.NullHandler())
+
+
+class WebFetchTool:
+    """``web_fetch`` with its options, its address policy and the pages fetched this session.
+
+    ``transport`` is the seam for an httpx transport (tests keep the real one and a server on
+    loopback; an embedding application may pass its own)."""
+
+    def __init__(
+        self,
+        options: WebOptions | None = None,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.options = options or WebOptions()
+        self.policy = AddressPolicy(self.options.allow_private, self.options.allow_hosts)
+        self.transport = transport
+        self._pages: OrderedDict[str, _Page] = OrderedDict()
+
+    async def web_fetch(
+        self,
+        url: Annotated[str, "http(s) URL"],
+        offset: Annotated[int, "character to start at (from a previous page's next offset)"] = 0,
+        max_chars: Annotated[int, f"page size (default {DEFAULT_PAGE_CHARS})"] = (
+            DEFAULT_PAGE_CHARS
+        ),
+    ) -> ToolResult:
+        """Fetch a web page as markdown (HTML converted; text and JSON as they are), in pages:
+        pass offset to read on. No summary: the text itself."""
+        if offset < 0:
+            return ToolResult.error("offset must be 0 or more.")
+        size = max(1, min(max_chars, MAX_PAGE_CHARS))
+        page = self._pages.get(url)
+        if page is None:
+            try:
+                page = await asyncio.wait_for(self._fetch(url), self.options.timeout)
+            except FetchRefused as exc:
+                return ToolResult.error(f"web_fetch refused {url}: {exc}")
+            except TimeoutError:
+                return ToolResult.error(
+                    f"web_fetch gave up on {url} after {self.options.timeout:g} s ([web] timeout)."
+                )
+            except Exception as exc:
+                return ToolResult.error(f"web_fetch could not fetch {url}: {_describe(exc)}")
+            self._remember(url, page)
+        return _render(page, offset, size)
+
+    def _remember(self, url: str, page: _Page) -> None:
+        self._pages[url] = page
+        while len(self._pages) > 16:
+            self._pages.popitem(last=False)
+
+    async def _fetch(self, url: str) -> _Page:
+        import httpx
+
+        opts = self.options
+        current = _parse(url)
+        async with httpx.AsyncClient(
+            transport=self.transport,
+            follow_redirects=False,
+            trust_env=False,  # no proxy: the checked address is the one connected to
+            timeout=httpx.Timeout(opts.timeout),
+        ) as client:
+            for _hop in range(opts.max_redirects + 1):
+                pinned, headers, extensions = await self._pin(current)
+                request = client.build_request(
+                    "GET", pinned, headers=headers, extensions=extensions
+                )
+                response = await client.send(request, stream=True)
+                try:
+                    if response.status_code in _REDIRECTS and "location" in response.headers:
+                        target = current.join(response.headers["location"])
+                        current = _parse(str(target), redirected_from=str(current))
+                        continue
+                    return await self._read(response, str(current))
+                finally:
+                    await response.aclose()
+        raise FetchRefused(f"more than {opts.max_redirects} redirects")
+
+    async def _pin(self, url: httpx.URL) -> tuple[httpx.URL, dict[str, str], dict[str, Any]]:
+        """The URL with its host replaced by a checked address, and the headers and TLS name
+        that keep the request addressed to the original host."""
+        host = url.host
+        port = url.port or (443 if url.scheme == "https" else 80)
+        addresses = await resolve(host, port)
+        if not self.policy.host_allowed(host):
+            bad = [a for a in addresses if not self.policy.address_allowed(a)]
+            if bad:
+                raise FetchRefused(
+                    f"{host} resolves to {bad[0]}, a loopback, private or otherwise non-public "
+                    "address. To allow it, add it to [web] allow_hosts (or set [web] "
+                    "allow_private = true) in your user config.toml."
+                )
+        netloc = url.netloc.decode("ascii")
+        headers = {
+            "Host": netloc,
+            "User-Agent": self.options.user_agent,
+            "Accept": "text/html,application/xhtml+xml,text/markdown,text/plain,application/json;"
+            "q=0.9,*/*;q=0.5",
+            "Accept-Encoding": "gzip, deflate",
+        }
+        extensions: dict[str, Any] = {}
+        if url.scheme == "https":
+            extensions["sni_hostname"] = host
+        return url.copy_with(host=str(addresses[0])), headers, extensions
+
+    async def _read(self, response: httpx.Response, url: str) -> _Page:
+        limit = self.options.max_bytes
+        chunks: list[bytes] = []
+        total = 0
+        cut = False
+        async for chunk in response.aiter_bytes():
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > limit:
+                cut = True
+                break
+        body = b"".join(chunks)[:limit]
+        header = response.headers.get("content-type", "")
+        media = _media_type(header)
+        note = f"the download stopped at {limit} bytes ([web] max_bytes)" if cut else ""
+        if not media and b"\x00" in body[:4096]:
+            media = "application/octet-stream"
+        if media in _HTML_TYPES or (not media and body.lstrip()[:1] == b"<"):
+            html = body.decode(response.encoding or "utf-8", "replace")
+            text = await asyncio.to_thread(html_to_markdown, html, url)
+            title = _TITLE.search(body[:65536])
+            if title:
+                name = " ".join(title.group(1).decode("utf-8", "replace").split())
+                if name and not text.startswith("# " + name):
+                    text = f"Title: {name}\n\n{text}"
+            return _Page(url, media or "text/html", text, response.status_code, note)
+        if not media or is_textual(media):
+            text = body.decode(response.encoding or "utf-8", "replace")
+            return _Page(url, media or "text/plain", text, response.status_code, note)
+        raise FetchRefused(
+            f"it is {media}, not text ({len(body)} bytes read); web_fetch returns text, "
+            "markdown, JSON and HTML pages only."
+        )
+
+
+def _parse(url: str, redirected_from: str | None = None) -> httpx.URL:
+    import httpx
+
+    where = f" (a redirect from {redirected_from})" if redirected_from else ""
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise FetchRefused(f"not a valid URL{where}: {exc}") from None
+    if parsed.scheme not in ("http", "https"):
+        shown = parsed.scheme or "no scheme"
+        raise FetchRefused(f"only http and https URLs can be fetched, not {shown}{where}")
+    if not parsed.host:
+        raise FetchRefused(f"the URL has no host{where}")
+    return parsed
+
+
+def _describe(exc: Exception) -> str:
+    text = str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}"
+
+
+def _render(page: _Page, offset: int, size: int) -> ToolResult:
+    total = len(page.text)
+    start = min(offset, total)
+    end = min(start + size, total)
+    head = [f"URL: {page.url}", f"Content-Type: {page.content_type} (HTTP {page.status})"]
+    span = f"Characters {start}-{end} of {total}"
+    if end < total:
+        span += f"; more follows: call web_fetch again with offset={end}"
+    elif offset > total:
+        span += "; the offset is past the end"
+    head.append(span)
+    if page.note:
+        head.append(f"Note: {page.note}")
+    content = "\n".join(head) + "\n\n" + page.text[start:end]
+    return ToolResult(
+        content,
+        is_error=page.status >= 400,
+        effects=(Effect("read", page.url, f"{start}:{end}:{total}"),),
+    )
+
+
+def web_tool(options: WebOptions | None = None) -> Tool:
+    """``web_fetch`` as a registry tool (category ``web``; asks in ``ask`` mode)."""
+    fetcher = WebFetchTool(options)
+    return builtin_tool(
+        fetcher.web_fetch,
+        name="web_fetch",
+        category="web",
+        timeout=(options or WebOptions()).timeout + 15,
+    )
