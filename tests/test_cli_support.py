@@ -82,6 +82,10 @@ def project(tmp_path: Path) -> Iterator[Project]:
     with FakeDeepSeekServer() as ex, FakeDeepSeekServer() as pl:
         p = Project(root, tmp_path / "data", tmp_path / "cfg", ex, pl)
         p.config_dir.mkdir()
+        # The user trusts this project folder in their own config: its reasonix.toml (which
+        # points both roles at the fake servers) applies. Untrusted folders are tested in
+        # tests/security/test_untrusted_repo.py.
+        (p.config_dir / "config.toml").write_text(f"[trust]\nfolders = [{json.dumps(str(root))}]\n")
         p.write_toml()
         yield p
 

@@ -21,6 +21,8 @@ def test_memory_files_load_from_user_ancestors_and_project_in_order(tmp_path: Pa
     project = outer / "mid" / "project"
     project.mkdir(parents=True)
     user.mkdir()
+    (outer / ".git").mkdir()  # the repository root: folders above it are not read
+    (tmp_path / "AGENTS.md").write_text("shared parent: not this project's")
     (user / "REASONIX.md").write_text("user prefs")
     (outer / "AGENTS.md").write_text("outer agents file")  # fallback name
     (outer / "mid" / "REASONIX.md").write_text("mid rules")
@@ -37,6 +39,7 @@ def test_memory_files_load_from_user_ancestors_and_project_in_order(tmp_path: Pa
     assert block.index("user prefs") < block.index("outer agents file") < block.index("mid rules")
     assert block.index("mid rules") < block.index("project rules")
     assert "ignored" not in block
+    assert "shared parent" not in block
     prompt = system_prompt_with_memory("BASE", block)
     assert prompt.startswith("BASE\n\n# Project memory")
     assert system_prompt_with_memory("BASE", "") == "BASE"

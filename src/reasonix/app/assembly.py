@@ -161,8 +161,8 @@ def project_memory(workspace: Path) -> str:
     from reasonix.config import user_config_path
 
     try:
-        files = find_memory_files(workspace, user_config_path().parent)
-        return load_memory(files)
+        user_dir = user_config_path().parent
+        return load_memory(find_memory_files(workspace, user_dir), user_dir=user_dir)
     except OSError:
         return ""
 

@@ -84,6 +84,12 @@ def _config_flags(p: argparse.ArgumentParser, sub: bool = False) -> None:
         default=argparse.SUPPRESS if sub else False,
         help="run the executor alone (planner.enabled = false)",
     )
+    p.add_argument(
+        "--trust",
+        action="store_true",
+        default=argparse.SUPPRESS if sub else False,
+        help="trust this folder's project files (reasonix.toml, .mcp.json) for this run",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -185,15 +191,54 @@ def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-def load(args: argparse.Namespace, workspace: Path | None = None) -> Config:
-    """The effective config; a ConfigError becomes a UsageError (exit 2)."""
+def load(
+    args: argparse.Namespace, workspace: Path | None = None, *, trust: bool | None = None
+) -> Config:
+    """The effective config; a ConfigError becomes a UsageError (exit 2). The project folder
+    counts as trusted with ``--trust``, ``trust=True``, or when the user's own records say so
+    (``[trust] folders``, a remembered answer); otherwise its files are left out and listed in
+    ``Config.ignored`` (see :func:`project_notice`)."""
     from reasonix.config import load_config
     from reasonix.errors import ConfigError
 
+    if getattr(args, "trust", False):
+        trust = True
     try:
-        return load_config(workspace or Path.cwd(), overrides=overrides_from(args))
+        return load_config(workspace or Path.cwd(), overrides=overrides_from(args), trust=trust)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+
+
+def project_notice(config: Config) -> str:
+    """The one notice about project settings that were not applied ("" when none were)."""
+    from reasonix.config.trust import refused_notice, untrusted_notice
+
+    if config.trusted:
+        return refused_notice(config.ignored)
+    return untrusted_notice(config.ignored)
+
+
+def announce(config: Config) -> str:
+    """Print :func:`project_notice` to stderr (once) and return it."""
+    text = project_notice(config)
+    if text:
+        print(f"reasonix: {text}", file=sys.stderr, flush=True)
+    return text
+
+
+def hold_keys(config: Config) -> dict[str, str]:
+    """Take the providers' API keys out of the process environment (they stay in memory, for
+    the providers) and return the environment to open a session with: the rest of the
+    environment plus the keys. From here on no subprocess can inherit a key, and
+    ``/proc/<pid>/environ`` of this process no longer shows one."""
+    import os
+
+    from reasonix.config import DEEPSEEK_KEY_ENV
+    from reasonix.safety.environment import take_from_environment
+
+    names = {p.api_key_env for p in config.providers.values() if p.api_key_env}
+    keys = take_from_environment(sorted(names | {DEEPSEEK_KEY_ENV}))
+    return {**os.environ, **keys}
 
 
 def require_credentials(config: Config) -> None:
@@ -254,6 +299,7 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             print("\n".join(describe_keys()))
             return EXIT_OK
         config = load(args)
+        announce(config)
         print("\n".join(render_config(config)))
         return EXIT_OK
     if command == "sessions":

@@ -40,7 +40,8 @@ class Check:
 
 
 def run_doctor(args: argparse.Namespace) -> int:
-    checks = diagnose(overrides_from(args), Path.cwd())
+    trust = True if getattr(args, "trust", False) else None
+    checks = diagnose(overrides_from(args), Path.cwd(), trust=trust)
     for check in checks:
         print(check.render())
     problems = sum(1 for c in checks if c.status == "fail")
@@ -53,14 +54,18 @@ def run_doctor(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def diagnose(overrides: dict[str, object], workspace: Path) -> list[Check]:
-    """Every check, in the order they are shown."""
+def diagnose(
+    overrides: dict[str, object], workspace: Path, *, trust: bool | None = None
+) -> list[Check]:
+    """Every check, in the order they are shown. ``trust`` as for
+    :func:`~reasonix.config.load_config` (None: the user's own records decide), so an untrusted
+    folder's endpoints are never contacted and its MCP servers never started."""
     from reasonix.config import check_credentials, load_config, user_config_path
     from reasonix.errors import ConfigError
 
     checks: list[Check] = []
     try:
-        config = load_config(workspace, overrides=overrides)
+        config = load_config(workspace, overrides=overrides, trust=trust)
     except ConfigError as exc:
         checks.append(Check("fail", f"configuration: {exc}", "correct the value named above"))
         checks += _folders(user_config_path().parent)
@@ -68,6 +73,17 @@ def diagnose(overrides: dict[str, object], workspace: Path) -> list[Check]:
         return checks
     sources = ", ".join(config.sources) or "built-in defaults only"
     checks.append(Check("ok", f"configuration is valid ({sources})"))
+    from reasonix.cli.commands import project_notice
+
+    notice = project_notice(config)
+    if notice:
+        fix = (
+            "review the files, then trust the folder (run `reasonix` and answer the question, "
+            "or pass --trust)"
+            if not config.trusted
+            else "set these in your own config.toml if you want them"
+        )
+        checks.append(Check("warn", notice, fix))
 
     problems = check_credentials(config)
     for problem in problems:

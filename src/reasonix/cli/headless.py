@@ -28,13 +28,15 @@ from reasonix.cli.commands import (
     EXIT_OK,
     EXIT_REFUSED,
     UsageError,
+    announce,
+    hold_keys,
     load,
     open_store,
     require_credentials,
 )
 from reasonix.control.plan import Plan
 from reasonix.errors import ReasonixError
-from reasonix.events import JsonLinesSink, NullSink, Sink
+from reasonix.events import JsonLinesSink, NoticeEvent, NullSink, Sink
 from reasonix.safety.permissions import ApprovalAnswer, ApprovalRequest
 
 
@@ -117,17 +119,28 @@ def run_headless(args: argparse.Namespace) -> int:
     task = read_task(args.task)
     _prepare_stdout(args.output_format)
     config = load(args)
+    notice = announce(config)
     require_credentials(config)
+    environ = hold_keys(config)
     store = open_store()
     try:
-        return asyncio.run(_run(args, task, config, store))
+        return asyncio.run(_run(args, task, config, store, environ, notice))
     finally:
         store.close()
 
 
-async def _run(args: argparse.Namespace, task: str, config: Any, store: Any) -> int:
+async def _run(
+    args: argparse.Namespace,
+    task: str,
+    config: Any,
+    store: Any,
+    environ: dict[str, str],
+    notice: str,
+) -> int:
     fmt = args.output_format
     sink: Sink = JsonLinesSink(sys.stdout) if fmt == "stream-json" else NullSink()
+    if notice:
+        sink.emit(NoticeEvent("config", "project_config_ignored", notice))
     try:
         session = await AgentSession.open(
             config,
@@ -138,6 +151,7 @@ async def _run(args: argparse.Namespace, task: str, config: Any, store: Any) -> 
             resume_id=args.resume,
             continue_last=args.continue_last,
             plan_approver=approve_all_plans if args.yes else None,
+            environ=environ,
         )
     except ReasonixError as exc:
         raise UsageError(str(exc)) from None

@@ -11,7 +11,7 @@ import argparse
 import asyncio
 import contextlib
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,15 @@ from rich.markup import escape
 
 from reasonix.app.session import AgentSession
 from reasonix.app.turn import Turn
-from reasonix.cli.commands import EXIT_OK, UsageError, load, open_store, require_credentials
+from reasonix.cli.commands import (
+    EXIT_OK,
+    UsageError,
+    announce,
+    hold_keys,
+    load,
+    open_store,
+    require_credentials,
+)
 from reasonix.cli.render import TerminalRenderer
 from reasonix.cli.sessions import session_line
 from reasonix.config import Config
@@ -59,14 +67,41 @@ prompt, Ctrl-D or /exit quits.
 
 
 def run_interactive(args: argparse.Namespace) -> int:
-    config = load(args)
+    config = ask_trust(args, load(args))
     require_credentials(config)
+    environ = hold_keys(config)
     store = open_store()
     try:
-        app = App(config, store, args)
+        app = App(config, store, args, environ=environ)
         return asyncio.run(app.main())
     finally:
         store.close()
+
+
+def ask_trust(args: argparse.Namespace, config: Config) -> Config:
+    """Before anything starts: when the folder's project files were left out because it is not
+    trusted, ask the user (listing what they would change); "yes" is remembered with a hash of
+    the files and the config is loaded again with them. Without a terminal, or on "no", one
+    notice names what stays ignored."""
+    import sys
+
+    from reasonix.config import user_config_path
+    from reasonix.config.trust import TRUST_FILE, TrustStore, trust_question
+
+    if config.trusted or not config.ignored or not sys.stdin.isatty():
+        announce(config)
+        return config
+    preview = load(args, trust=True)
+    try:
+        answer = input(trust_question(config.ignored, preview.ignored))
+    except EOFError:
+        answer = ""
+    if answer.strip().lower() not in ("y", "yes"):
+        announce(config)
+        return config
+    TrustStore(user_config_path().parent / TRUST_FILE).remember(Path.cwd())
+    announce(preview)
+    return preview
 
 
 def _warm_up_imports() -> None:
@@ -176,10 +211,17 @@ class PromptApprover:
 class App:
     """One interactive session; see the module docstring."""
 
-    def __init__(self, config: Config, store: SessionStore, args: argparse.Namespace) -> None:
+    def __init__(
+        self,
+        config: Config,
+        store: SessionStore,
+        args: argparse.Namespace,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
         self.config = config
         self.store = store
         self.args = args
+        self.environ = environ
         self.console = Console(highlight=False)
         self.renderer = TerminalRenderer(self.console)
         self.runtime: AgentSession | None = None
@@ -265,6 +307,7 @@ class App:
                 resume_id=self.args.resume,
                 continue_last=self.args.continue_last,
                 plan_approver=self.approve_plan,
+                environ=self.environ,
             )
         except ReasonixError as exc:
             raise UsageError(str(exc)) from None
@@ -440,7 +483,7 @@ class App:
             elif name == "config":
                 from reasonix.config import render_config
 
-                out("\n".join(render_config(rt.config)), markup=False)
+                out("\n".join(render_config(rt.config, self.environ)), markup=False)
             elif name == "reasoning":
                 out(self.renderer.last_reasoning(), style="dim", markup=False)
             elif name == "remember":

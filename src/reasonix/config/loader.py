@@ -294,19 +294,21 @@ def _merge(layers: list[_Layer], trust: TrustDecision) -> _Merged:
                 rule = _spec.project_rule(table, name)
                 if project:
                     if rule == "never":
-                        merged.ignore(layer, f"{dotted} (only your own config can set it)")
+                        merged.ignore(layer, f"{dotted} (only your own config.toml can set it)")
                         continue
                     if not trust.trusted and rule not in ("add", "lower"):
-                        merged.ignore(layer, dotted)
+                        merged.ignore(layer, f"{dotted} = {_shown(value)}")
                         continue
                     previous = merged.values.get(dotted)
                     if rule == "add" and isinstance(previous, list):
                         value = previous + [v for v in value if v not in previous]
                     elif rule == "lower" and not _lowers(previous, value):
-                        merged.ignore(layer, f"{dotted} (a project may only lower it)")
+                        merged.ignore(
+                            layer, f"{dotted} = {_shown(value)} (a project may only lower it)"
+                        )
                         continue
                     if name == "provider" and value in dropped:
-                        merged.ignore(layer, dotted)
+                        merged.ignore(layer, f"{dotted} = {_shown(value)}")
                         continue
                 merged.put(dotted, value, layer, (table, name))
         for model, table_data in data.get("models", {}).items():
@@ -331,6 +333,20 @@ def _merge(layers: list[_Layer], trust: TrustDecision) -> _Merged:
     return merged
 
 
+def _shown(value: Any, limit: int = 80) -> str:
+    """A project file's value as it may be printed: JSON (control and non-ASCII characters
+    escaped, so a file cannot steer the terminal), cut to ``limit`` characters."""
+    text = json.dumps(value, ensure_ascii=True, default=str)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _sends(entry: Mapping[str, Any]) -> str:
+    var, url = entry.get("api_key_env"), entry.get("base_url", "")
+    if var:
+        return f" (sends ${var} to {_shown(url)})"
+    return f" (talks to {_shown(url)})"
+
+
 def _put_provider(merged: _Merged, layer: _Layer, i: int, entry: Mapping[str, Any]) -> None:
     name = entry["name"]
     target = merged.providers.setdefault(name, {})
@@ -345,7 +361,8 @@ def _put_provider(merged: _Merged, layer: _Layer, i: int, entry: Mapping[str, An
 def _merge_providers(merged: _Merged, layer: _Layer, trust: TrustDecision) -> set[str]:
     """Apply a project file's ``[[providers]]``: nothing from an untrusted folder; from a trusted
     one, nothing that would send a key the user's providers use to a base URL the user did not
-    configure or confirm. Returns the names left out."""
+    configure (a project's own key variable is the user's to accept by trusting it). Returns
+    the names left out."""
     dropped: set[str] = set()
     user_urls: dict[str, set[str]] = {}
     for entry in merged.providers.values():
@@ -354,16 +371,17 @@ def _merge_providers(merged: _Merged, layer: _Layer, trust: TrustDecision) -> se
     for i, entry in enumerate(layer.data.get("providers", [])):
         name = entry["name"]
         if not trust.trusted:
-            merged.ignore(layer, f"providers.{_k(name)}")
+            result = {**merged.providers.get(name, {}), **entry}
+            merged.ignore(layer, f"providers.{_k(name)}{_sends(result)}")
             dropped.add(name)
             continue
         result = {**merged.providers.get(name, {}), **entry}
         var, url = result.get("api_key_env", ""), result.get("base_url", "")
-        if var in user_urls and url not in user_urls[var] and (var, url) not in trust.confirmed:
+        if var in user_urls and url not in user_urls[var]:
             merged.ignore(
                 layer,
-                f"providers.{_k(name)} (would send your {var} to {url}, a base URL you have not "
-                "configured; set it in your own config.toml to use it)",
+                f"providers.{_k(name)} (would send your {var} to {_shown(url)}, a base URL you "
+                "have not configured; set it in your own config.toml to use it)",
             )
             dropped.add(name)
             continue
@@ -381,7 +399,8 @@ def _merge_array(
     for i, entry in enumerate(entries):
         name = entry["name"]
         if layer.is_project and not trust.trusted:
-            merged.ignore(layer, f"{dotted}.{_k(name)}")
+            runs = entry.get("command") or entry.get("url") or ""
+            merged.ignore(layer, f"{dotted}.{_k(name)} ({_shown(runs)})")
             continue
         target.pop(name, None)
         target[name] = entry
@@ -563,7 +582,7 @@ def _mcp_json_names(path: Path) -> str:
     """``MCP servers a, b`` from a ``.mcp.json`` we are not going to use, read leniently."""
     try:
         servers = json.loads(path.read_text(encoding="utf-8")).get("mcpServers", {})
-        names = ", ".join(str(n) for n in servers) if isinstance(servers, dict) else ""
+        names = ", ".join(_k(str(n)) for n in servers) if isinstance(servers, dict) else ""
     except (OSError, ValueError, AttributeError):
         names = ""
     return f"MCP servers {names}" if names else "MCP servers"

@@ -8,14 +8,16 @@ only their tightening settings: added deny rules, a lower budget).
 
 A folder is trusted by the user only, in one of three ways:
 
-- answering "yes" to the interactive question (:func:`describe_project` lists what the files
+- answering "yes" to the interactive question (:func:`trust_question` lists what the files
   would change). The answer is remembered in ``trusted-folders.json`` in the user's config
   folder together with a SHA-256 of the project files: a changed, added or removed file asks
-  again. The endpoints the question listed are remembered as confirmed;
+  again;
 - ``--trust`` on the command line, for this run;
 - ``[trust] folders = ["/path"]`` in the user's own ``config.toml`` (the folder and those below).
 
-Nothing a project file says can make its folder trusted.
+Nothing a project file says can make its folder trusted. Even trusted, a project never sends a
+key one of the user's own providers uses to a base URL the user did not configure: that stays the
+user's to write in their own ``config.toml``.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,12 +42,11 @@ _MAX_HASHED_BYTES = 4 * 1024 * 1024
 
 @dataclass(frozen=True, slots=True)
 class TrustDecision:
-    """Whether the project folder is trusted, how (``flag``, ``config``, ``remembered`` or
-    ``""``), and the ``(key variable, base URL)`` pairs the user confirmed for it."""
+    """Whether the project folder is trusted, and how (``flag``, ``config``, ``remembered``;
+    ``""`` when it is not)."""
 
     trusted: bool
     how: str = ""
-    confirmed: frozenset[tuple[str, str]] = field(default_factory=frozenset)
 
 
 def project_files(project_dir: Path) -> list[Path]:
@@ -91,8 +92,8 @@ def _key(folder: Path) -> str:
 
 
 class TrustStore:
-    """The remembered answers: ``{folder: {"sha256": ..., "confirmed": [[var, url], ...]}}`` in
-    a JSON file only the user can read."""
+    """The remembered answers, ``{folder: {"sha256": ...}}``, in a JSON file only the user can
+    read."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -109,20 +110,12 @@ class TrustStore:
         record = self._read().get(_key(folder))
         if not isinstance(record, dict) or record.get("sha256") != fingerprint(folder):
             return None
-        confirmed = frozenset(
-            (str(pair[0]), str(pair[1]))
-            for pair in record.get("confirmed", [])
-            if isinstance(pair, list) and len(pair) == 2
-        )
-        return TrustDecision(True, "remembered", confirmed)
+        return TrustDecision(True, "remembered")
 
-    def remember(self, folder: Path, confirmed: Iterable[tuple[str, str]] = ()) -> None:
-        """Trust ``folder`` as its files are now (and the endpoints the user was shown)."""
+    def remember(self, folder: Path) -> None:
+        """Trust ``folder`` as its files are now."""
         data = self._read()
-        data[_key(folder)] = {
-            "sha256": fingerprint(folder),
-            "confirmed": sorted([var, url] for var, url in confirmed),
-        }
+        data[_key(folder)] = {"sha256": fingerprint(folder)}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -157,10 +150,48 @@ def decide(
     return store.lookup(here) or TrustDecision(False)
 
 
-def keyed_endpoints(providers: Mapping[str, Mapping[str, Any]]) -> set[tuple[str, str]]:
-    """``(api_key_env, base_url)`` of every provider entry that sends a key."""
-    return {
-        (str(p.get("api_key_env")), str(p.get("base_url", "")))
-        for p in providers.values()
-        if p.get("api_key_env")
-    }
+def _grouped(items: Iterable[str]) -> dict[str, list[str]]:
+    groups: dict[str, list[str]] = {}
+    for item in items:
+        file, _, what = item.partition(": ")
+        groups.setdefault(file, []).append(what)
+    return groups
+
+
+def untrusted_notice(ignored: Iterable[str]) -> str:
+    """The one notice for a folder that is not trusted, naming what was ignored (empty when
+    nothing was)."""
+    groups = _grouped(ignored)
+    if not groups:
+        return ""
+    named = "; ".join(f"{file} ({', '.join(what)})" for file, what in groups.items())
+    return (
+        f"This folder is not trusted, so its project configuration was ignored: {named}. "
+        "Only added deny rules and a lower budget apply. Trust it with `reasonix` (the "
+        "question), `--trust`, or [trust] folders in your config.toml."
+    )
+
+
+def refused_notice(ignored: Iterable[str]) -> str:
+    """The notice for what a trusted project may still not do (empty when nothing)."""
+    items = list(ignored)
+    if not items:
+        return ""
+    return "Project settings not applied: " + "; ".join(items) + "."
+
+
+def trust_question(ignored: Iterable[str], refused: Iterable[str]) -> str:
+    """The interactive question: what trusting the folder would change, and what would stay
+    refused even then."""
+    lines = ["This folder has project configuration written by whoever made the repository."]
+    lines.append("Trusting it lets these files decide where requests go, what runs and what")
+    lines.append("is allowed:")
+    for file, what in _grouped(ignored).items():
+        lines.append(f"  {file}:")
+        lines += [f"    {w}" for w in what]
+    still = list(refused)
+    if still:
+        lines.append("Even if you trust it, these stay refused:")
+        lines += [f"  {item}" for item in still]
+    lines.append("Trust this folder? The answer is remembered until these files change. [y/N] ")
+    return "\n".join(lines)

@@ -28,13 +28,19 @@ Usage (the bash tool, an MCP server, git)::
     subprocess.run(cmd, env=env)
     subprocess.run(["git", ...], env=git_environment())
 
-This module imports nothing heavy and does no I/O.
+The agent's own keys: :func:`take_from_environment` reads the provider key variables once at
+start-up, removes them from ``os.environ`` and, on Linux, blanks them in the process's original
+environment block too (what ``/proc/<pid>/environ`` shows to anything that can read it), so the
+key lives only in memory, in the provider that sends it.
+
+This module imports nothing heavy; only :func:`take_from_environment` touches ``/proc``.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import os
+import sys
 from collections.abc import Iterable, Mapping
 
 __all__ = [
@@ -43,6 +49,7 @@ __all__ = [
     "build_environment",
     "git_environment",
     "is_allowed",
+    "take_from_environment",
 ]
 
 #: Variables every subprocess gets when the parent has them.
@@ -168,3 +175,55 @@ def git_environment(
         }
     )
     return env
+
+
+def take_from_environment(names: Iterable[str]) -> dict[str, str]:
+    """Remove ``names`` from this process's environment and return the values that were set.
+
+    After this the variables are gone from ``os.environ`` (so no child inherits them, whatever
+    builds its environment) and, where the platform allows, from the original environment
+    block the kernel reports in ``/proc/self/environ``. Best effort on the second part: when
+    it cannot be done the first still holds.
+    """
+    taken: dict[str, str] = {}
+    for name in dict.fromkeys(names):
+        value = os.environ.pop(name, None)  # os.environ.pop also unsets it in the C runtime
+        if value:
+            taken[name] = value
+    if taken and sys.platform.startswith("linux"):
+        _blank_initial_environment(taken)
+    return taken
+
+
+def _blank_initial_environment(taken: Mapping[str, str]) -> None:
+    """Overwrite ``NAME=value`` entries in the block between the kernel's ``env_start`` and
+    ``env_end`` with NUL bytes. Safe once the variables are unset: the C runtime's ``environ``
+    no longer points at those strings."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as fh:
+            stat = fh.read()
+        # Fields after the command name (which may hold spaces) start at field 3; env_start and
+        # env_end are fields 50 and 51 (proc(5)).
+        rest = stat[stat.rindex(")") + 2 :].split()
+        start, end = int(rest[50 - 3]), int(rest[51 - 3])
+        if not 0 < start < end:
+            return
+        with open("/proc/self/mem", "r+b", buffering=0) as mem:
+            mem.seek(start)
+            block = bytearray(mem.read(end - start))
+            changed = False
+            for name, value in taken.items():
+                entry = f"{name}={value}".encode("utf-8", "surrogateescape")
+                at = 0
+                while (at := block.find(entry, at)) >= 0:
+                    boundary = at == 0 or block[at - 1] == 0
+                    ends = at + len(entry) == len(block) or block[at + len(entry)] == 0
+                    if boundary and ends:
+                        block[at : at + len(entry)] = bytes(len(entry))
+                        changed = True
+                    at += len(entry)
+            if changed:
+                mem.seek(start)
+                mem.write(bytes(block))
+    except (OSError, ValueError, IndexError):
+        return
