@@ -58,6 +58,9 @@ def project(ex: FakeDeepSeekServer, pl: FakeDeepSeekServer) -> Iterator[Project]
         root = Path(tmp) / "proj"
         root.mkdir()
         (Path(tmp) / "cfg").mkdir()
+        # Trusted in the (private) user config, so its reasonix.toml applies.
+        trusted = f"[trust]\nfolders = [{json.dumps(str(root))}]\n"
+        (Path(tmp) / "cfg" / "config.toml").write_text(trusted)
         toml = fake_project_toml(ex.base_url, pl.base_url, key_env=KEY_ENV)
         (root / "reasonix.toml").write_text(toml)
         env = {

@@ -27,6 +27,8 @@ options (interactive and run):
   --max-steps N           executor steps per turn (executor.max_steps)
   --max-cost USD          stop the session once it has spent this much (budget.max_session_usd)
   --no-planner            run the executor alone (planner.enabled = false)
+  --trust                 trust this folder's reasonix.toml and .mcp.json for this run
+                          (otherwise they count only once you trust the folder)
   --version               print the version and exit
   -h, --help              show this help and exit; `reasonix COMMAND --help` for a command
 

@@ -182,7 +182,7 @@ class PermissionsConfig:
 
     mode: PermissionMode = setting("ask", "approval mode", what="mode")
     allow: tuple[str, ...] = setting((), "rules allowed without asking")
-    ask: tuple[str, ...] = setting((), "rules that always ask")
+    ask: tuple[str, ...] = setting((), "rules that always ask", project="add")
     deny: tuple[str, ...] = setting((), "rules always refused", project="add")
 
 

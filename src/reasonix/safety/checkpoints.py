@@ -280,7 +280,10 @@ class CheckpointManager:
     def _git(
         self, *args: str, env: dict[str, str] | None = None, stdin: bytes | None = None
     ) -> str:
-        run_env = {**os.environ, **(env or {})}
+        from reasonix.safety.environment import git_environment
+
+        # The allowlisted environment: no key, no GIT_DIR/GIT_CONFIG_* steering from outside.
+        run_env = {**git_environment(), **(env or {})}
         proc = subprocess.run(
             ["git", *args],
             cwd=self.workspace,
