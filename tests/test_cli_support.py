@@ -72,7 +72,13 @@ class Project:
         )
 
     def write_toml(self, extra: str = "") -> None:
+        """The project's reasonix.toml, in a folder the user trusts in their own config.toml
+        (so it applies; untrusted folders are tests/security/test_untrusted_repo.py's)."""
         (self.root / "reasonix.toml").write_text(project_toml(self.ex, self.pl, extra))
+        trusted = self.config_dir / "config.toml"
+        if not trusted.exists():
+            self.config_dir.mkdir(parents=True, exist_ok=True)
+            trusted.write_text(f"[trust]\nfolders = [{json.dumps(str(self.root))}]\n")
 
 
 @pytest.fixture
@@ -82,10 +88,6 @@ def project(tmp_path: Path) -> Iterator[Project]:
     with FakeDeepSeekServer() as ex, FakeDeepSeekServer() as pl:
         p = Project(root, tmp_path / "data", tmp_path / "cfg", ex, pl)
         p.config_dir.mkdir()
-        # The user trusts this project folder in their own config: its reasonix.toml (which
-        # points both roles at the fake servers) applies. Untrusted folders are tested in
-        # tests/security/test_untrusted_repo.py.
-        (p.config_dir / "config.toml").write_text(f"[trust]\nfolders = [{json.dumps(str(root))}]\n")
         p.write_toml()
         yield p
 
