@@ -18,7 +18,8 @@ The session façade (:mod:`reasonix.app.session`) calls these once per opened se
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -250,17 +251,35 @@ def mcp_server_configs(
     return configured_servers(config, workspace, environ, skipped)
 
 
+def _as_configured(config: Config, server: McpServerConfig) -> McpServerConfig:
+    """A server from outside the config files (an editor's) under the same environment rules
+    as configured ones: the allowlist plus the user's ``[environment]``, never our keys."""
+    keys = tuple(sorted({p.api_key_env for p in config.providers.values() if p.api_key_env}))
+    return dataclasses.replace(
+        server,
+        withheld_env=keys,
+        pass_env=tuple(config.environment.include),
+        env={**dict(config.environment.set), **server.env},
+    )
+
+
 async def start_configured_mcp(
     config: Config,
     workspace: Path,
     environ: Mapping[str, str] | None,
     data_dir: Path,
     sink: Sink,
+    extra: Sequence[McpServerConfig] = (),
 ) -> McpManager | None:
-    """Start every configured MCP server (None when there are none). An unusable
-    ``.mcp.json`` entry becomes a ``mcp_server_skipped`` notice instead of stopping start-up."""
+    """Start every configured MCP server and the ``extra`` ones (None when there are none). An
+    unusable ``.mcp.json`` entry becomes a ``mcp_server_skipped`` notice instead of stopping
+    start-up. An extra server whose name is configured already replaces that entry."""
     skipped: list[ConfigError] = []
     servers = mcp_server_configs(config, workspace, environ, skipped)
+    if extra:
+        names = {s.name for s in extra}
+        servers = [s for s in servers if s.name not in names]
+        servers += [_as_configured(config, s) for s in extra]
     for problem in skipped:
         sink.emit(NoticeEvent("mcp", "mcp_server_skipped", f"MCP server skipped: {problem}"))
     return await start_mcp(servers, data_dir, sink) if servers else None

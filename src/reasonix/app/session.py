@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -59,7 +59,7 @@ from reasonix.safety.permissions import Approver, PermissionEngine, PermissionRe
 from reasonix.store import SessionInfo, SessionStore
 
 if TYPE_CHECKING:
-    from reasonix.mcp import McpManager
+    from reasonix.mcp import McpManager, McpServerConfig
 
 __all__ = ["AgentSession", "ContextUse"]
 
@@ -133,6 +133,7 @@ class AgentSession:
         environ: Mapping[str, str] | None = None,
         start_mcp: bool = True,
         provider_factory: assembly.ProviderFactory | None = None,
+        extra_mcp_servers: Sequence[McpServerConfig] = (),
     ) -> AgentSession:
         """Assemble everything from ``config`` and open a session in ``workspace``: a new one,
         ``resume_id``, or (``continue_last``) the folder's most recent (a new one if none).
@@ -143,7 +144,9 @@ class AgentSession:
         neither, "ask" becomes a denial. ``plan_approver`` answers plans that need approval
         (with neither it nor remote approvals, such a plan is kept for :meth:`approve_plan`).
         ``environ`` is where API keys are read (default: the process environment);
-        ``provider_factory`` replaces the configured providers (tests, custom clients).
+        ``provider_factory`` replaces the configured providers (tests, custom clients);
+        ``extra_mcp_servers`` are started with the configured ones (an editor's own servers,
+        passed over ACP: they come from the user, like the user's config).
         Raises :class:`~reasonix.errors.ReasonixError` (e.g. an unknown session id).
         """
         ws = _resolve(workspace)
@@ -160,7 +163,9 @@ class AgentSession:
         data_dir = store.path.parent
         mcp = None
         if start_mcp:
-            mcp = await assembly.start_configured_mcp(config, ws, environ, data_dir, events.user)
+            mcp = await assembly.start_configured_mcp(
+                config, ws, environ, data_dir, events.user, extra=extra_mcp_servers
+            )
         try:
             target = resume_id
             if target is None and continue_last:

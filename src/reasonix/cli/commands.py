@@ -173,6 +173,20 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     demo.add_argument("--keep", action="store_true", help="keep the demo project folder")
+    acp = sub.add_parser(
+        "acp",
+        help="serve an editor over the Agent Client Protocol (stdio)",
+        description=(
+            "Speak the Agent Client Protocol (ACP) on stdin/stdout, for editors such as Zed "
+            "and for ACP clients and harnesses. Stdout carries only the protocol; logs go to "
+            "stderr. The editor's working folder is the session's workspace; our own tools, "
+            "permission rules and sandbox are used (the client's file-system and terminal "
+            "capabilities are not)."
+        ),
+    )
+    acp.add_argument("--log-file", metavar="FILE", help="write logs to FILE instead of stderr")
+    acp.add_argument("-v", "--verbose", action="store_true", help="log each request")
+    _config_flags(acp, sub=True)
     return parser
 
 
@@ -316,5 +330,9 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         from reasonix.cli.demo import run_demo
 
         return run_demo(args)
+    if command == "acp":
+        from reasonix.cli.acp import run_acp
+
+        return run_acp(args)
     parser.print_help()
     return EXIT_USAGE

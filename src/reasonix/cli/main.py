@@ -13,6 +13,7 @@ usage: reasonix [options]                 interactive session in this folder
        reasonix sessions list|show|export stored sessions
        reasonix doctor                    check configuration, keys, endpoints, folders, tools
        reasonix demo                      an offline demo turn with a scripted model
+       reasonix acp                       serve an editor over the Agent Client Protocol
 
 A DeepSeek-native coding agent: a fast executor model runs the tool loop, a capable planner
 model is called for multi-step plans and when the executor stalls.
@@ -36,7 +37,7 @@ exit codes: 0 success, 1 failure (model/provider error), 2 usage or configuratio
 3 refused work (a permission denial stopped the task, or a plan was declined)
 """
 
-COMMANDS = ("run", "config", "sessions", "doctor", "demo")
+COMMANDS = ("run", "config", "sessions", "doctor", "demo", "acp")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,623 @@
+"""The ACP agent: each protocol method answered by calling the session façade.
+
+One :class:`ReasonixAcpAgent` serves one editor connection; it may hold several open sessions
+(one :class:`~reasonix.app.AgentSession` each, keyed by our stored session id, which is also the
+ACP session id, so ``session/load`` and ``session/list`` work over the store).
+
+The client's file-system and terminal capabilities are not used: our own tools read, write and
+run commands inside the workspace under our permission engine and sandbox (the protocol's next
+version drops those capabilities). Approvals are the one thing we ask the client for, through
+``session/request_permission``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from acp import RequestError, schema
+
+from reasonix._version import __version__
+from reasonix.acp.updates import UpdateMapper, stop_reason_for
+from reasonix.app.approvals import ApprovalChoice, ApprovalRequested, PlanApprovalRequested
+from reasonix.errors import ReasonixError
+from reasonix.messages import AssistantMessage, ToolMessage, UserMessage
+
+if TYPE_CHECKING:
+    from acp.interfaces import Agent, Client
+
+    from reasonix.app.session import AgentSession
+    from reasonix.config import Config
+    from reasonix.mcp import McpServerConfig
+    from reasonix.store import SessionStore
+
+__all__ = ["COMMANDS", "MODES", "ReasonixAcpAgent"]
+
+log = logging.getLogger("reasonix.acp")
+
+MODES: tuple[tuple[str, str, str], ...] = (
+    ("ask", "Ask", "Ask before edits and commands"),
+    ("auto-edit", "Auto-edit", "Edit files without asking; ask before commands"),
+    ("plan", "Plan", "Read-only: investigate and plan, change nothing"),
+    ("yolo", "Yolo", "Run everything without asking (deny rules still apply)"),
+)
+
+#: Slash commands an editor offers; each maps onto one façade method.
+COMMANDS: tuple[tuple[str, str, str | None], ...] = (
+    ("plan", "Plan first with the planner model, then execute", "task"),
+    ("approve", "Carry out the plan waiting for approval", None),
+    ("cost", "Tokens, cache hits and cost per role", None),
+    ("todo", "The executor's todo list", None),
+    ("compact", "Summarise older history now", None),
+    ("rewind", "Undo the last turn (or turn N) and its file changes", "turn number"),
+    ("mode", "Permission mode: ask, auto-edit, plan or yolo", "mode"),
+    ("remember", "Add a note to the project's REASONIX.md", "note"),
+)
+
+
+#: The one authentication method: an API key in the environment.
+AUTH_METHOD = "deepseek-api-key"
+
+
+def _error(message: str, code: int = -32602) -> RequestError:
+    """A JSON-RPC error whose message is ours (what to fix), not a generic one."""
+    return RequestError(code, message, {"source": "reasonix"})
+
+
+@dataclass
+class _Open:
+    """One open ACP session."""
+
+    session: AgentSession
+    mapper: UpdateMapper
+    turn_task: asyncio.Task[Any] | None = None
+    asks: set[asyncio.Task[None]] = field(default_factory=set)
+
+
+class ReasonixAcpAgent:
+    """Implements the agent side of ACP v1 (see the module docstring).
+
+    ``overrides`` are config keys from ``reasonix acp``'s flags (``--model``, ``--mode``, …);
+    ``environ`` is where API keys are read; ``store`` is the session database."""
+
+    def __init__(
+        self,
+        store: SessionStore,
+        *,
+        overrides: Mapping[str, Any] | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self._store = store
+        self._overrides = dict(overrides or {})
+        self._environ = environ
+        self._conn: Client | None = None
+        self._open: dict[str, _Open] = {}
+
+    # -- connection -------------------------------------------------------------------------------
+
+    def on_connect(self, conn: Client) -> None:
+        self._conn = conn
+
+    @property
+    def conn(self) -> Client:
+        if self._conn is None:
+            raise _error("the ACP connection is not established yet", -32603)
+        return self._conn
+
+    async def aclose(self) -> None:
+        """Interrupt running turns and close every session (MCP servers, store locks)."""
+        for opened in list(self._open.values()):
+            opened.session.interrupt()
+            if opened.turn_task is not None:
+                with contextlib.suppress(BaseException):
+                    await asyncio.wait_for(opened.turn_task, 10)
+            with contextlib.suppress(Exception):
+                await opened.session.aclose()
+        self._open.clear()
+
+    # -- ACP methods ------------------------------------------------------------------------------
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: schema.ClientCapabilities | None = None,
+        client_info: schema.Implementation | None = None,
+        **kwargs: Any,
+    ) -> schema.InitializeResponse:
+        from acp import PROTOCOL_VERSION
+
+        name = client_info.name if client_info is not None else "unknown"
+        log.info("client %s asks for protocol %s", name, protocol_version)
+        return schema.InitializeResponse(
+            protocol_version=min(protocol_version, PROTOCOL_VERSION),
+            agent_capabilities=schema.AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=schema.PromptCapabilities(
+                    image=False, audio=False, embedded_context=True
+                ),
+                mcp_capabilities=schema.McpCapabilities(http=True, sse=False),
+                session_capabilities=schema.SessionCapabilities(
+                    list=schema.SessionListCapabilities()
+                ),
+            ),
+            agent_info=schema.Implementation(
+                name="reasonix", title="reasonix", version=__version__
+            ),
+            auth_methods=[
+                schema.EnvVarAuthMethod(
+                    type="env_var",
+                    id=AUTH_METHOD,
+                    name="DeepSeek API key",
+                    description="The API key in DEEPSEEK_API_KEY (or the variable your "
+                    "config's api_key_env names)",
+                    vars=[schema.AuthEnvVar(name="DEEPSEEK_API_KEY", secret=True)],
+                )
+            ],
+        )
+
+    async def authenticate(self, method_id: str, **kwargs: Any) -> schema.AuthenticateResponse:
+        """The key comes from the environment the editor starts us with; this only checks it
+        is there (sessions check the variable their own config names)."""
+        if method_id != AUTH_METHOD:
+            raise _error(f"unknown authentication method {method_id!r}; use {AUTH_METHOD!r}")
+        if not os.environ.get("DEEPSEEK_API_KEY"):
+            raise _error(
+                "DEEPSEEK_API_KEY is not set in the environment the editor started reasonix "
+                "with; set it there (or name another variable in [[providers]] api_key_env)",
+                -32000,
+            )
+        return schema.AuthenticateResponse()
+
+    async def new_session(
+        self,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: Sequence[Any] | None = None,
+        **kwargs: Any,
+    ) -> schema.NewSessionResponse:
+        opened = await self._open_session(cwd, mcp_servers or (), resume_id=None)
+        sid = opened.session.session_id
+        asyncio.get_running_loop().call_soon(self._announce_commands, sid)
+        return schema.NewSessionResponse(session_id=sid, modes=self._modes(opened.session))
+
+    async def load_session(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: Sequence[Any] | None = None,
+        additional_directories: list[str] | None = None,
+        **kwargs: Any,
+    ) -> schema.LoadSessionResponse:
+        if session_id in self._open:
+            opened = self._open[session_id]
+        else:
+            opened = await self._open_session(cwd, mcp_servers or (), resume_id=session_id)
+        await self._replay(opened)
+        self._announce_commands(session_id)
+        return schema.LoadSessionResponse(modes=self._modes(opened.session))
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> schema.ListSessionsResponse:
+        from reasonix.app.session import AgentSession
+
+        infos = (
+            AgentSession.list_sessions(self._store, cwd, limit=100)
+            if cwd
+            else self._store.list_sessions(None, limit=100)
+        )
+        sessions = [
+            schema.SessionInfo(
+                session_id=info.id,
+                cwd=str(info.workspace),
+                title=info.title or None,
+                updated_at=_iso(info.updated_at),
+            )
+            for info in infos
+        ]
+        return schema.ListSessionsResponse(sessions=sessions)
+
+    async def set_session_mode(
+        self, session_id: str, mode_id: str, **kwargs: Any
+    ) -> schema.SetSessionModeResponse:
+        opened = self._get(session_id)
+        try:
+            opened.session.set_mode(mode_id)
+        except ReasonixError as exc:
+            raise _error(str(exc)) from None
+        await self._send(
+            session_id,
+            schema.CurrentModeUpdate(
+                session_update="current_mode_update", current_mode_id=opened.session.mode
+            ),
+        )
+        return schema.SetSessionModeResponse()
+
+    async def prompt(
+        self, session_id: str, prompt: Sequence[Any], **kwargs: Any
+    ) -> schema.PromptResponse:
+        opened = self._get(session_id)
+        if opened.turn_task is not None and not opened.turn_task.done():
+            raise _error("a prompt is already running in this session; cancel it first")
+        text = _prompt_text(prompt)
+        if not text.strip():
+            raise _error("the prompt is empty")
+        task = asyncio.create_task(self._run_prompt(opened, text))
+        opened.turn_task = task
+        try:
+            return await task
+        finally:
+            opened.turn_task = None
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        opened = self._open.get(session_id)
+        if opened is None:
+            return
+        opened.session.interrupt()
+        for ask in list(opened.asks):
+            ask.cancel()
+
+    # -- prompts ----------------------------------------------------------------------------------
+
+    async def _run_prompt(self, opened: _Open, text: str) -> schema.PromptResponse:
+        session = opened.session
+        sid = session.session_id
+        if text.startswith("/"):
+            handled = await self._command(opened, text)
+            if handled is not None:
+                return handled
+        plan: bool | None = None
+        if text.startswith("/plan"):
+            plan, text = True, text[len("/plan") :].strip()
+        try:
+            turn = (
+                session.approve_plan()
+                if text == "/approve"
+                else session.start_turn(text, plan=plan)
+            )
+        except ReasonixError as exc:
+            await self._say(sid, f"reasonix: {exc}")
+            return schema.PromptResponse(stop_reason="end_turn")
+        async for event in turn:
+            if isinstance(event, ApprovalRequested | PlanApprovalRequested):
+                ask = asyncio.create_task(self._ask(opened, event))
+                opened.asks.add(ask)
+                ask.add_done_callback(opened.asks.discard)
+                continue
+            for update in opened.mapper.updates(event):
+                await self._send(sid, update)
+        outcome = await turn.result()
+        for ask in list(opened.asks):
+            ask.cancel()
+        await self._send(sid, opened.mapper.usage_update(None))
+        stop = stop_reason_for(outcome.result.stop_reason, outcome.interrupted)
+        if outcome.is_error:
+            await self._say(sid, f"\n\nreasonix: {outcome.result.text}")
+        return schema.PromptResponse(
+            stop_reason=stop,
+            field_meta={
+                "reasonix": {
+                    "stop_reason": outcome.result.stop_reason,
+                    "route": str(outcome.result.route),
+                    "refused": outcome.refused,
+                }
+            },
+        )
+
+    async def _command(self, opened: _Open, line: str) -> schema.PromptResponse | None:
+        """Commands answered without a model turn; None for the ones that run a turn."""
+        session = opened.session
+        name, _, arg = line[1:].partition(" ")
+        arg = arg.strip()
+        try:
+            if name == "cost":
+                reply = session.cost_table()
+            elif name == "todo":
+                reply = session.todo()
+            elif name == "compact":
+                reply = await session.compact()
+            elif name == "rewind":
+                if arg and not arg.isdigit():
+                    reply = f"/rewind takes a turn number (1..{len(session.marks)}), not {arg!r}"
+                else:
+                    reply = session.rewind(int(arg) if arg else None)
+            elif name == "mode":
+                reply = session.set_mode(arg or None)
+                await self._send(
+                    session.session_id,
+                    schema.CurrentModeUpdate(
+                        session_update="current_mode_update", current_mode_id=session.mode
+                    ),
+                )
+            elif name == "remember":
+                if not arg:
+                    reply = "/remember needs the note to add"
+                else:
+                    reply = f"Noted in {session.remember(arg)}"
+            else:
+                return None
+        except ReasonixError as exc:
+            reply = f"reasonix: {exc}"
+        await self._say(session.session_id, reply)
+        return schema.PromptResponse(stop_reason="end_turn")
+
+    async def _ask(self, opened: _Open, event: ApprovalRequested | PlanApprovalRequested) -> None:
+        """One approval question as ``session/request_permission``; the answer goes back to the
+        façade. A cancelled or failed request denies."""
+        session = opened.session
+        if isinstance(event, PlanApprovalRequested):
+            tool_call = schema.ToolCallUpdate(
+                tool_call_id=f"plan:{event.id}",
+                title="Approve the planner's plan",
+                kind="think",
+                status="pending",
+                content=[
+                    schema.ContentToolCallContent(
+                        type="content",
+                        content=schema.TextContentBlock(type="text", text=event.markdown),
+                    )
+                ],
+            )
+            always = "Approve"
+        else:
+            tool_call = opened.mapper.call_for_approval(event.tool, event.arguments, event.subject)
+            rules = ", ".join(event.session_rules)
+            always = f"Allow for this session ({rules})" if rules else "Allow for this session"
+        options = [
+            schema.PermissionOption(option_id="allow_once", name="Allow once", kind="allow_once"),
+            schema.PermissionOption(option_id="allow_session", name=always, kind="allow_always"),
+            schema.PermissionOption(option_id="deny", name="Reject", kind="reject_once"),
+        ]
+        choice: ApprovalChoice = "deny"
+        reason = ""
+        try:
+            answer = await self.conn.request_permission(
+                session_id=session.session_id, tool_call=tool_call, options=options
+            )
+            outcome = answer.outcome
+            if isinstance(outcome, schema.AllowedOutcome) and outcome.option_id in (
+                "allow_once",
+                "allow_session",
+            ):
+                choice = "allow_once" if outcome.option_id == "allow_once" else "allow_session"
+            else:
+                reason = "rejected in the editor"
+        except asyncio.CancelledError:
+            return
+        except Exception as exc:  # a broken client must not hang the turn
+            log.warning("request_permission failed: %s", exc)
+            reason = f"the editor could not be asked ({exc})"
+        with contextlib.suppress(ReasonixError):
+            session.answer_approval(event.id, choice, reason)
+
+    # -- helpers ----------------------------------------------------------------------------------
+
+    def _get(self, session_id: str) -> _Open:
+        opened = self._open.get(session_id)
+        if opened is None:
+            raise _error(f"no open session {session_id!r}; call session/new or session/load first")
+        return opened
+
+    async def _open_session(
+        self, cwd: str, mcp_servers: Sequence[Any], *, resume_id: str | None
+    ) -> _Open:
+        from reasonix.app.session import AgentSession
+
+        workspace = Path(cwd)
+        if not workspace.is_absolute() or not await asyncio.to_thread(workspace.is_dir):
+            raise _error(f"cwd must be an absolute path to a folder, got {cwd!r}")
+        config = self._config(workspace)
+        try:
+            session = await AgentSession.open(
+                config,
+                workspace,
+                store=self._store,
+                remote_approvals=True,
+                resume_id=resume_id,
+                environ=self._environ,
+                extra_mcp_servers=_client_mcp_servers(mcp_servers),
+            )
+        except ReasonixError as exc:
+            raise _error(f"reasonix: {exc}") from None
+        info = config.model_info(config.executor.model)
+        mapper = UpdateMapper(
+            workspace=session.workspace,
+            context_window=info.context_window,
+            cost=session.cost,
+        )
+        opened = _Open(session, mapper)
+        self._open[session.session_id] = opened
+        for notice in session.notices:
+            log.info("%s", notice)
+        return opened
+
+    def _config(self, workspace: Path) -> Config:
+        from reasonix.config import check_credentials, load_config
+
+        try:
+            config = load_config(workspace, overrides=self._overrides, environ=self._environ)
+        except ReasonixError as exc:
+            raise _error(f"reasonix: configuration error: {exc}") from None
+        problems = check_credentials(config, self._environ)
+        if problems:
+            raise _error("reasonix: " + " ".join(problems), -32000)
+        return config
+
+    @staticmethod
+    def _modes(session: AgentSession) -> schema.SessionModeState:
+        return schema.SessionModeState(
+            current_mode_id=session.mode,
+            available_modes=[
+                schema.SessionMode(id=mid, name=name, description=desc) for mid, name, desc in MODES
+            ],
+        )
+
+    def _announce_commands(self, session_id: str) -> None:
+        commands = [
+            schema.AvailableCommand(
+                name=name,
+                description=desc,
+                input=schema.AvailableCommandInput(root=schema.UnstructuredCommandInput(hint=hint))
+                if hint
+                else None,
+            )
+            for name, desc, hint in COMMANDS
+        ]
+        update = schema.AvailableCommandsUpdate(
+            session_update="available_commands_update", available_commands=commands
+        )
+        task = asyncio.ensure_future(self._send(session_id, update))
+        task.add_done_callback(_log_failure)
+
+    async def _replay(self, opened: _Open) -> None:
+        """``session/load``: the stored conversation, streamed back as updates."""
+        sid = opened.session.session_id
+        messages = opened.session.controller.executor.session.snapshot()
+        for message in messages:
+            if isinstance(message, UserMessage):
+                await self._send(
+                    sid,
+                    schema.UserMessageChunk(
+                        session_update="user_message_chunk",
+                        content=schema.TextContentBlock(type="text", text=message.content),
+                    ),
+                )
+            elif isinstance(message, AssistantMessage):
+                if message.content:
+                    await self._say(sid, message.content)
+                for call in message.tool_calls:
+                    for update in opened.mapper.updates(_replayed_call(call)):
+                        await self._send(sid, update)
+            elif isinstance(message, ToolMessage):
+                for update in opened.mapper.updates(_replayed_result(message)):
+                    await self._send(sid, update)
+
+    async def _say(self, session_id: str, text: str) -> None:
+        await self._send(
+            session_id,
+            schema.AgentMessageChunk(
+                session_update="agent_message_chunk",
+                content=schema.TextContentBlock(type="text", text=text),
+            ),
+        )
+
+    async def _send(self, session_id: str, update: Any) -> None:
+        await self.conn.session_update(session_id=session_id, update=update)
+
+
+def _log_failure(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("sending an update failed: %s", task.exception())
+
+
+def _replayed_call(call: Any) -> Any:
+    from reasonix.events import ToolCallEvent
+
+    return ToolCallEvent("executor", call)
+
+
+def _replayed_result(message: ToolMessage) -> Any:
+    from reasonix.events import ToolResultEvent
+
+    return ToolResultEvent(
+        "executor", message.tool_call_id, message.name, message.content, message.is_error
+    )
+
+
+def _iso(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, int | float):
+        from datetime import UTC, datetime
+
+        return datetime.fromtimestamp(value, UTC).isoformat()
+    return str(value)
+
+
+def _prompt_text(blocks: Sequence[Any]) -> str:
+    """A prompt's content blocks as one user message: text as is; a linked or embedded file as
+    an ``@path`` mention or attached text (images and audio are not offered in our
+    capabilities)."""
+    parts: list[str] = []
+    attached: list[str] = []
+    for block in blocks:
+        if isinstance(block, schema.TextContentBlock):
+            parts.append(block.text)
+        elif isinstance(block, schema.ResourceContentBlock):
+            parts.append(f"@{_uri_path(block.uri)}")
+        elif isinstance(block, schema.EmbeddedResourceContentBlock):
+            resource = block.resource
+            if isinstance(resource, schema.TextResourceContents):
+                attached.append(f'<attached uri="{resource.uri}">\n{resource.text}\n</attached>')
+    text = " ".join(p for p in parts if p)
+    if attached:
+        text += "\n\n" + "\n\n".join(attached)
+    return text
+
+
+def _uri_path(uri: str) -> str:
+    return uri[len("file://") :] if uri.startswith("file://") else uri
+
+
+def _client_mcp_servers(servers: Sequence[Any]) -> list[McpServerConfig]:
+    """The editor's MCP servers (they come from the user's editor settings) as ours; an SSE
+    server, which we do not speak, is skipped with a log line."""
+    from reasonix.mcp import McpServerConfig
+
+    out: list[McpServerConfig] = []
+    for server in servers:
+        if isinstance(server, schema.McpServerStdio):
+            out.append(
+                McpServerConfig(
+                    name=server.name,
+                    command=server.command,
+                    args=tuple(server.args),
+                    env={e.name: e.value for e in server.env},
+                    source="ACP client",
+                )
+            )
+        elif isinstance(server, schema.HttpMcpServer):
+            out.append(
+                McpServerConfig(
+                    name=server.name,
+                    url=server.url,
+                    headers={h.name: h.value for h in server.headers},
+                    source="ACP client",
+                )
+            )
+        else:
+            log.warning("MCP server %s skipped: only stdio and http are supported", server)
+    return out
+
+
+async def serve(
+    store: SessionStore,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    protocol_out: Any,
+) -> None:
+    """Speak ACP on stdin and ``protocol_out`` until the client closes stdin."""
+    import sys
+
+    from acp import run_agent
+
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=50 * 1024 * 1024)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    transport, protocol = await loop.connect_write_pipe(
+        asyncio.streams.FlowControlMixin, protocol_out
+    )
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    agent = ReasonixAcpAgent(store, overrides=overrides)
+    try:
+        # The SDK's Agent protocol lists every method, optional and unstable ones included;
+        # its router looks handlers up by name and answers "method not found" for the rest.
+        await run_agent(cast("Agent", agent), writer, reader)
+    finally:
+        await agent.aclose()

@@ -1,0 +1,405 @@
+"""Our events as ACP ``session/update`` payloads.
+
+:class:`UpdateMapper` is the whole translation, with no I/O but reading the files an edit is
+about to change (so an editor can show the diff before and after the call runs). One mapper per
+ACP session: it remembers which tool calls are open, so an approval question can point at the
+call it is about, and the per-role cost so far, for ``usage_update``.
+
+What the planner does is marked as such: its reasoning and text arrive as
+``agent_thought_chunk`` prefixed with ``[planner]``, its tool calls carry ``planner:`` in their
+titles, and every update has ``_meta.reasonix.role``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from acp import schema
+
+from reasonix.control.cost import RoleCost
+from reasonix.events import (
+    CompactionEvent,
+    ErrorEvent,
+    Event,
+    GateDecided,
+    NoticeEvent,
+    PlanProduced,
+    ReasoningDeltaEvent,
+    ReplanTriggered,
+    RetryEvent,
+    TextDeltaEvent,
+    TodoChanged,
+    ToolCallEvent,
+    ToolResultEvent,
+)
+
+__all__ = ["Update", "UpdateMapper", "stop_reason_for", "tool_kind"]
+
+Update = (
+    schema.AgentMessageChunk
+    | schema.AgentThoughtChunk
+    | schema.ToolCallStart
+    | schema.ToolCallProgress
+    | schema.AgentPlanUpdate
+    | schema.UsageUpdate
+    | schema.UserMessageChunk
+)
+
+ToolKind = Literal[
+    "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"
+]
+
+_KINDS: dict[str, ToolKind] = {
+    "read_file": "read",
+    "ls": "read",
+    "glob": "search",
+    "grep": "search",
+    "write_file": "edit",
+    "edit_file": "edit",
+    "multi_edit": "edit",
+    "delete_file": "delete",
+    "bash": "execute",
+    "web_fetch": "fetch",
+    "todo_write": "think",
+    "complete_step": "think",
+    "submit_plan": "think",
+    "remember": "think",
+}
+
+_PLAN_STATUS: dict[str, Literal["pending", "in_progress", "completed"]] = {
+    "pending": "pending",
+    "in_progress": "in_progress",
+    "completed": "completed",
+}
+
+#: How much of a tool's output an update carries; the editor shows it in the call's panel.
+OUTPUT_LIMIT = 8_000
+
+
+def tool_kind(name: str) -> ToolKind:
+    """The ACP kind of one of our tools (``other`` for MCP and unknown tools)."""
+    return _KINDS.get(name, "other")
+
+
+def stop_reason_for(
+    stop_reason: str, interrupted: bool
+) -> Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]:
+    """Our turn's stop reason as ACP's."""
+    if interrupted or stop_reason == "cancelled":
+        return "cancelled"
+    if stop_reason == "step_limit":
+        return "max_turn_requests"
+    if stop_reason in ("length", "max_tokens"):
+        return "max_tokens"
+    if stop_reason == "content_filter":
+        return "refusal"
+    return "end_turn"
+
+
+def _meta(role: str, **extra: Any) -> dict[str, Any]:
+    return {"reasonix": {"role": role, **extra}}
+
+
+def _text(text: str) -> schema.TextContentBlock:
+    return schema.TextContentBlock(type="text", text=text)
+
+
+def _args(call_arguments: str) -> dict[str, Any]:
+    try:
+        value = json.loads(call_arguments)
+    except (ValueError, RecursionError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _canonical(name: str, arguments: Mapping[str, Any]) -> str:
+    return name + "\0" + json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
+
+
+@dataclass
+class _OpenCall:
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    title: str
+    kind: ToolKind
+    role: str
+
+
+@dataclass
+class UpdateMapper:
+    """Turns one ACP session's events into updates (see the module docstring).
+
+    ``workspace`` resolves the relative paths tools are given (ACP locations are absolute);
+    ``context_window`` is the executor model's window, the ``size`` of ``usage_update``;
+    ``cost`` returns the session's per-role totals so far; ``currency`` labels them.
+    """
+
+    workspace: Path
+    context_window: int
+    cost: Callable[[], Mapping[str, RoleCost]]
+    currency: str = "USD"
+    _open: dict[str, _OpenCall] = field(default_factory=dict)
+    _by_args: dict[str, str] = field(default_factory=dict)
+    _last_prompt: int = 0
+    _role_streaming: str = ""
+
+    # -- events -> updates ------------------------------------------------------------------------
+
+    def updates(self, event: Event) -> list[Update]:
+        """The updates one event becomes (often none: most bookkeeping events stay internal)."""
+        role = event.role
+        if isinstance(event, TextDeltaEvent):
+            return self._stream(role, event.text, thought=role != "executor")
+        if isinstance(event, ReasoningDeltaEvent):
+            return self._stream(role, event.text, thought=True)
+        if isinstance(event, ToolCallEvent):
+            self._role_streaming = ""
+            return [self._start_call(role, event.call.id, event.call.name, event.call.arguments)]
+        if isinstance(event, ToolResultEvent):
+            return self._finish_call(role, event)
+        if isinstance(event, TodoChanged):
+            return [self._plan(event.items, role)]
+        if isinstance(event, PlanProduced):
+            self._role_streaming = ""
+            text = f"\n[planner] plan (round {event.round}):\n{event.markdown}\n"
+            return [
+                schema.AgentThoughtChunk(
+                    session_update="agent_thought_chunk",
+                    content=_text(text),
+                    field_meta=_meta(role),
+                )
+            ]
+        if isinstance(event, GateDecided):
+            if event.route == "executor_only":
+                return []
+            text = f"[reasonix] route {event.route} ({event.reason})\n"
+            return [self._thought(role, text)]
+        if isinstance(event, ReplanTriggered):
+            return [self._thought(role, f"\n[reasonix] re-planning: {event.reason}\n")]
+        if isinstance(event, RetryEvent):
+            return [self._thought(role, f"\n[reasonix] retrying: {event.reason}\n")]
+        if isinstance(event, CompactionEvent):
+            what = "compacted" if event.accepted else "compaction skipped"
+            return [self._thought(role, f"\n[reasonix] {what}: {event.reason}\n")]
+        if isinstance(event, NoticeEvent):
+            return [self._thought(role, f"\n[reasonix] {event.message}\n")]
+        if isinstance(event, ErrorEvent):
+            self._role_streaming = ""
+            return [self._message(role, f"\n\nreasonix: {event.message}\n")]
+        if event.kind == "usage":
+            return [self.usage_update(getattr(event, "usage", None), role)]
+        return []
+
+    def _stream(self, role: str, text: str, *, thought: bool) -> list[Update]:
+        if not text:
+            return []
+        if role != "executor" and self._role_streaming != role:
+            text = f"[{role}] " + text
+        self._role_streaming = role
+        if thought:
+            return [self._thought(role, text)]
+        return [self._message(role, text)]
+
+    @staticmethod
+    def _thought(role: str, text: str) -> schema.AgentThoughtChunk:
+        return schema.AgentThoughtChunk(
+            session_update="agent_thought_chunk", content=_text(text), field_meta=_meta(role)
+        )
+
+    @staticmethod
+    def _message(role: str, text: str) -> schema.AgentMessageChunk:
+        return schema.AgentMessageChunk(
+            session_update="agent_message_chunk", content=_text(text), field_meta=_meta(role)
+        )
+
+    # -- tool calls -------------------------------------------------------------------------------
+
+    def _path(self, value: Any) -> str | None:
+        if not isinstance(value, str) or not value:
+            return None
+        path = Path(value)
+        return str(path if path.is_absolute() else self.workspace / path)
+
+    def _read(self, path: str | None) -> str | None:
+        if path is None:
+            return None
+        try:
+            return Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError, ValueError):
+            return None
+
+    def _title(self, role: str, name: str, args: Mapping[str, Any]) -> str:
+        if name == "bash":
+            detail = str(args.get("command", ""))
+        elif "path" in args:
+            detail = str(args["path"])
+        elif "pattern" in args:
+            detail = str(args["pattern"])
+        elif "url" in args:
+            detail = str(args["url"])
+        else:
+            detail = ""
+        detail = detail if len(detail) <= 120 else detail[:117] + "..."
+        title = f"{name} {detail}".strip()
+        return title if role == "executor" else f"{role}: {title}"
+
+    def _diff(self, name: str, args: Mapping[str, Any]) -> list[Any]:
+        """The edit a call is about to make, as ACP diff content (empty when it cannot be
+        worked out; the tool's own result still says what happened)."""
+        path = self._path(args.get("path"))
+        if path is None:
+            return []
+        old = self._read(path)
+        new: str | None
+        if name == "write_file":
+            new = args.get("content") if isinstance(args.get("content"), str) else None
+        elif name == "edit_file":
+            new = _apply(old, [args])
+        elif name == "multi_edit":
+            edits = args.get("edits")
+            new = _apply(old, edits) if isinstance(edits, list) else None
+        else:
+            return []
+        if new is None:
+            return []
+        return [schema.FileEditToolCallContent(type="diff", path=path, old_text=old, new_text=new)]
+
+    def _start_call(self, role: str, call_id: str, name: str, arguments: str) -> Update:
+        args = _args(arguments)
+        kind = tool_kind(name)
+        title = self._title(role, name, args)
+        path = self._path(args.get("path"))
+        locations = [schema.ToolCallLocation(path=path)] if path else None
+        content = self._diff(name, args) if kind == "edit" else None
+        self._open[call_id] = _OpenCall(call_id, name, args, title, kind, role)
+        self._by_args[_canonical(name, args)] = call_id
+        return schema.ToolCallStart(
+            session_update="tool_call",
+            tool_call_id=call_id,
+            title=title,
+            kind=kind,
+            status="in_progress",
+            locations=locations,
+            content=content or None,
+            raw_input=args,
+            field_meta=_meta(role),
+        )
+
+    def _finish_call(self, role: str, event: ToolResultEvent) -> list[Update]:
+        opened = self._open.pop(event.call_id, None)
+        if opened is not None:
+            self._by_args.pop(_canonical(opened.name, opened.arguments), None)
+        output = event.content
+        if len(output) > OUTPUT_LIMIT:
+            output = output[:OUTPUT_LIMIT] + f"\n[... {len(event.content) - OUTPUT_LIMIT} more]"
+        body = schema.ContentToolCallContent(type="content", content=_text(output))
+        return [
+            schema.ToolCallProgress(
+                session_update="tool_call_update",
+                tool_call_id=event.call_id,
+                status="failed" if event.is_error else "completed",
+                content=[body],
+                raw_output={"content": event.content, "is_error": event.is_error},
+                field_meta=_meta(role),
+            )
+        ]
+
+    def call_for_approval(
+        self, tool: str, arguments: Mapping[str, Any], subject: str
+    ) -> schema.ToolCallUpdate:
+        """The ``toolCall`` of a ``session/request_permission``: the open call the question is
+        about (matched by tool and arguments), or a call of its own."""
+        call_id = self._by_args.get(_canonical(tool, dict(arguments)))
+        opened = self._open.get(call_id) if call_id else None
+        if opened is not None:
+            return schema.ToolCallUpdate(
+                tool_call_id=opened.call_id,
+                title=opened.title,
+                kind=opened.kind,
+                status="pending",
+                raw_input=opened.arguments,
+            )
+        return schema.ToolCallUpdate(
+            tool_call_id=f"approval:{tool}:{abs(hash(subject)) % 10**8}",
+            title=f"{tool} {subject}".strip(),
+            kind=tool_kind(tool),
+            status="pending",
+            raw_input=dict(arguments),
+        )
+
+    # -- plan and usage ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _plan(items: Sequence[Any], role: str) -> schema.AgentPlanUpdate:
+        entries = []
+        for item in items:
+            content = str(getattr(item, "content", item))
+            status = _PLAN_STATUS.get(str(getattr(item, "status", "")), "pending")
+            level = int(getattr(item, "level", 0) or 0)
+            entries.append(
+                schema.PlanEntry(
+                    content=("  " * level) + content,
+                    priority="high" if level == 0 else "medium",
+                    status=status,
+                )
+            )
+        return schema.AgentPlanUpdate(
+            session_update="plan", entries=entries, field_meta=_meta(role)
+        )
+
+    def usage_update(self, usage: Any, role: str = "executor") -> schema.UsageUpdate:
+        """Context used and size (the executor's last prompt against its window), the cost so
+        far, and every role's tokens and cost under ``_meta.reasonix.roles``."""
+        if role == "executor" and usage is not None:
+            self._last_prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+        totals = self.cost()
+        roles = {
+            name: {
+                "requests": c.requests,
+                "prompt_tokens": c.usage.prompt_tokens,
+                "cache_hit_tokens": c.usage.cache_hit_tokens,
+                "cache_miss_tokens": c.usage.cache_miss_tokens,
+                "completion_tokens": c.usage.completion_tokens,
+                "reasoning_tokens": c.usage.reasoning_tokens,
+                "cost": round(c.cost, 8),
+            }
+            for name, c in totals.items()
+        }
+        total = round(sum(c.cost for c in totals.values()), 8)
+        return schema.UsageUpdate(
+            session_update="usage_update",
+            used=self._last_prompt,
+            size=self.context_window,
+            cost=schema.Cost(amount=total, currency=self.currency),
+            field_meta={"reasonix": {"role": role, "roles": roles, "total_cost": total}},
+        )
+
+
+def _apply(old: str | None, edits: Sequence[Any]) -> str | None:
+    """The text after ``edits`` (dicts with old_string/new_string/replace_all), or None when
+    one of them does not apply cleanly: the tool will report that itself."""
+    text = old if old is not None else ""
+    for edit in edits:
+        if not isinstance(edit, Mapping):
+            return None
+        before, after = edit.get("old_string"), edit.get("new_string")
+        if not isinstance(before, str) or not isinstance(after, str):
+            return None
+        if before == "":
+            if old is not None and old != "":
+                return None
+            text = after
+            continue
+        if before not in text:
+            return None
+        text = (
+            text.replace(before, after)
+            if edit.get("replace_all")
+            else text.replace(before, after, 1)
+        )
+    return text
