@@ -83,7 +83,10 @@ def test_sigkill_at_random_moments_never_loses_committed_messages(
     failures: list[str] = []
     outcomes = {"killed": 0, "finished before the kill": 0, "killed before a session": 0}
     for run in range(RUNS):
-        delay = rng.uniform(0.3, 1.8)
+        # The kill lands a random time after the run's first request reached the server, not
+        # after a fixed delay from start-up: on a loaded machine start-up alone can take longer
+        # than any fixed delay, and the run would be killed before it did anything.
+        delay = rng.uniform(0.0, 1.5)
         known = _session_ids(db_path)
         first = len(project.ex.requests)
         proc = subprocess.Popen(
@@ -93,6 +96,11 @@ def test_sigkill_at_random_moments_never_loses_committed_messages(
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
+        deadline = time.monotonic() + 60
+        while len(project.ex.requests) == first and proc.poll() is None:
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.01)
         time.sleep(delay)
         finished = proc.poll() is not None
         if not finished:

@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -83,18 +83,19 @@ class _Open:
 class ReasonixAcpAgent:
     """Implements the agent side of ACP v1 (see the module docstring).
 
-    ``overrides`` are config keys from ``reasonix acp``'s flags (``--model``, ``--mode``, …);
+    ``load_config`` builds the effective configuration of a workspace (the command line's own
+    loader, so flags and the folder-trust rules are the same as for ``reasonix run``);
     ``environ`` is where API keys are read; ``store`` is the session database."""
 
     def __init__(
         self,
         store: SessionStore,
         *,
-        overrides: Mapping[str, Any] | None = None,
+        load_config: Callable[[Path], Config],
         environ: Mapping[str, str] | None = None,
     ) -> None:
         self._store = store
-        self._overrides = dict(overrides or {})
+        self._load_config = load_config
         self._environ = environ
         self._conn: Client | None = None
         self._open: dict[str, _Open] = {}
@@ -438,10 +439,10 @@ class ReasonixAcpAgent:
         return opened
 
     def _config(self, workspace: Path) -> Config:
-        from reasonix.config import check_credentials, load_config
+        from reasonix.config import check_credentials
 
         try:
-            config = load_config(workspace, overrides=self._overrides, environ=self._environ)
+            config = self._load_config(workspace)
         except ReasonixError as exc:
             raise _error(f"reasonix: configuration error: {exc}") from None
         problems = check_credentials(config, self._environ)
@@ -599,7 +600,7 @@ def _client_mcp_servers(servers: Sequence[Any]) -> list[McpServerConfig]:
 async def serve(
     store: SessionStore,
     *,
-    overrides: Mapping[str, Any] | None = None,
+    load_config: Callable[[Path], Config],
     protocol_out: Any,
 ) -> None:
     """Speak ACP on stdin and ``protocol_out`` until the client closes stdin."""
@@ -614,7 +615,7 @@ async def serve(
         asyncio.streams.FlowControlMixin, protocol_out
     )
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
-    agent = ReasonixAcpAgent(store, overrides=overrides)
+    agent = ReasonixAcpAgent(store, load_config=load_config)
     try:
         # The SDK's Agent protocol lists every method, optional and unstable ones included;
         # its router looks handlers up by name and answers "method not found" for the rest.

@@ -13,8 +13,13 @@ import asyncio
 import logging
 import os
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from reasonix.cli.commands import EXIT_OK, UsageError, open_store, overrides_from
+from reasonix.cli.commands import EXIT_OK, UsageError, load, open_store
+
+if TYPE_CHECKING:
+    from reasonix.config import Config
 
 
 def run_acp(args: argparse.Namespace) -> int:
@@ -35,8 +40,16 @@ def run_acp(args: argparse.Namespace) -> int:
     store = open_store()
     from reasonix.acp.server import serve
 
+    def load_for(workspace: Path) -> Config:
+        from reasonix.errors import ConfigError
+
+        try:
+            return load(args, workspace)
+        except UsageError as exc:
+            raise ConfigError(str(exc)) from None
+
     try:
-        asyncio.run(serve(store, overrides=overrides_from(args), protocol_out=protocol_out))
+        asyncio.run(serve(store, load_config=load_for, protocol_out=protocol_out))
     except KeyboardInterrupt:
         pass
     finally:
