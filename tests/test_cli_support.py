@@ -75,10 +75,14 @@ class Project:
         """The project's reasonix.toml, in a folder the user trusts in their own config.toml
         (so it applies; untrusted folders are tests/security/test_untrusted_repo.py's)."""
         (self.root / "reasonix.toml").write_text(project_toml(self.ex, self.pl, extra))
-        trusted = self.config_dir / "config.toml"
-        if not trusted.exists():
-            self.config_dir.mkdir(parents=True, exist_ok=True)
-            trusted.write_text(f"[trust]\nfolders = [{json.dumps(str(self.root))}]\n")
+        if not (self.config_dir / "config.toml").exists():
+            self.write_user_config()
+
+    def write_user_config(self, text: str = "") -> None:
+        """The user's own config.toml: ``text`` plus the entry that trusts the project folder."""
+        self.config_dir.mkdir(parents=True, exist_ok=True)
+        trust = f"[trust]\nfolders = [{json.dumps(str(self.root))}]\n"
+        (self.config_dir / "config.toml").write_text(trust + text)
 
 
 @pytest.fixture

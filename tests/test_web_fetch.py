@@ -280,7 +280,7 @@ def test_address_exceptions_come_from_the_user_config_only(tmp_path: Path) -> No
 def test_web_fetch_through_the_cli_sees_the_page(project: Project, site: str) -> None:
     """The model's web_fetch call runs in ``reasonix run`` with the user's allow list, and the
     markdown reaches the model in the next request; without the allow list it is refused."""
-    (project.config_dir / "config.toml").write_text('[web]\nallow_hosts = ["127.0.0.1"]\n')
+    project.write_user_config('[web]\nallow_hosts = ["127.0.0.1"]\n')
     project.ex.push(
         Reply.call("web_fetch", {"url": f"{site}/article"}),
         Reply.text("The page is about prefix caching."),
@@ -290,7 +290,7 @@ def test_web_fetch_through_the_cli_sees_the_page(project: Project, site: str) ->
     result = project.ex.requests[1].messages[-1]
     assert result["role"] == "tool"
     assert "# Prefix caching" in result["content"]
-    (project.config_dir / "config.toml").unlink()
+    project.write_user_config()  # no [web] allow list any more
     project.ex.push(
         Reply.call("web_fetch", {"url": f"{site}/article"}),
         Reply.text("Refused."),
