@@ -14,13 +14,13 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import inspect
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from reasonix.agent.compaction import compact_session
+from reasonix.agent.compaction import PLAN_STATE_KEY, compact_session
 from reasonix.agent.prefix import PrefixShape, PrefixTracker
 from reasonix.agent.progress import LEDGER_KEY, ProgressLedger
 from reasonix.agent.session import Session
@@ -46,6 +46,7 @@ from reasonix.events import (
 )
 from reasonix.messages import (
     AssistantMessage,
+    Message,
     ModelRequest,
     ReasoningDelta,
     ReasoningEffort,
@@ -324,19 +325,34 @@ class Agent:
         if isinstance(self.session.last, UserMessage):
             self.session.add(AssistantMessage(content=note, reasoning_content=""))
 
-    def build_request(self) -> ModelRequest:
+    def build_request(
+        self, messages: Sequence[Message] | None = None, *, tool_choice: str | None = None
+    ) -> ModelRequest:
+        """The next request: the session (or ``messages``) with this agent's model, tools and
+        options."""
         o = self.options
         return ModelRequest(
-            messages=self.session.snapshot(),
+            messages=self.session.snapshot() if messages is None else tuple(messages),
             model=o.model or self.provider.model,
             tools=self.tools.schemas(),
             thinking=o.thinking,
             reasoning_effort=o.reasoning_effort,
             temperature=o.temperature,
             max_tokens=o.max_tokens,
+            tool_choice=tool_choice,
             user_id=o.user_id,
             extra_body=o.extra_body,
         )
+
+    def carried_state(self) -> list[str]:
+        """What a compaction summary carries over: the todo list and the current plan."""
+        parts = []
+        if len(self.todo_state):
+            parts.append("Current todo list:\n" + self.todo_state.render())
+        plan = PLAN_STATE_KEY.get(self.tool_state)
+        if plan:
+            parts.append("Current plan:\n" + plan)
+        return parts
 
     async def _request(self) -> StreamFinished:
         request = self.build_request()

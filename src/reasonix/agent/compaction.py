@@ -12,22 +12,23 @@ event says what happened; afterwards requests are prefix extensions again.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Protocol
 
-from reasonix.events import CompactionEvent, UsageSource
+from reasonix.agent.session import Session
+from reasonix.events import CompactionEvent, Sink, UsageSource
 from reasonix.messages import (
     AssistantMessage,
     Message,
     ModelRequest,
     StreamFinished,
     SystemMessage,
+    Usage,
     UserMessage,
     wire_messages,
 )
+from reasonix.providers.base import Provider
 from reasonix.tools.state import StateKey
-
-if TYPE_CHECKING:
-    from reasonix.agent.agent import Agent
 
 SUMMARY_INSTRUCTION = """\
 Write a compact summary of the conversation so far so that work can continue without it.
@@ -40,6 +41,38 @@ SUMMARY_ACK = "Understood. I will continue from this summary."
 CONTINUE_NOTE = "The latest steps follow verbatim; continue the current task."
 REQUEST_NOTE = "The request being worked on, verbatim:"
 PLAN_STATE_KEY = StateKey("plan_markdown", str)
+
+
+class CompactionHost(Protocol):
+    """What compaction needs from the agent whose session it compacts (an
+    :class:`~reasonix.agent.Agent` is one): its session, its provider and its own request
+    shape, a way to account the summary's usage, and the host state to carry over."""
+
+    @property
+    def role(self) -> str: ...
+
+    @property
+    def session(self) -> Session: ...
+
+    @property
+    def provider(self) -> Provider: ...
+
+    @property
+    def sink(self) -> Sink: ...
+
+    def build_request(
+        self, messages: Sequence[Message] | None = None, *, tool_choice: str | None = None
+    ) -> ModelRequest:
+        """The agent's request (same model, tools and options) over ``messages``."""
+        ...
+
+    def account_usage(
+        self, model: str, usage: Usage | None, source: UsageSource | None = None
+    ) -> float: ...
+
+    def carried_state(self) -> list[str]:
+        """Host state the summary must keep (the todo list, the plan), one block each."""
+        ...
 
 
 def _chars(messages: tuple[Message, ...] | list[Message]) -> int:
@@ -69,7 +102,7 @@ def recent_cut(
 
 
 async def compact_session(
-    agent: Agent,
+    agent: CompactionHost,
     *,
     keep_recent_turns: int = 4,
     keep_recent_messages: int = 8,
@@ -88,16 +121,9 @@ async def compact_session(
     if len(middle) < 2:
         return _report(agent, False, "nothing old enough to compact", before, before)
 
-    request = ModelRequest(
-        messages=(*messages[:cut], UserMessage(SUMMARY_INSTRUCTION)),
-        model=agent.options.model or agent.provider.model,
-        tools=agent.tools.schemas(),  # same tools: the request reuses the cached prefix
-        thinking=agent.options.thinking,
-        reasoning_effort=agent.options.reasoning_effort,
-        max_tokens=agent.options.max_tokens,
-        tool_choice="none",
-        user_id=agent.options.user_id,
-        extra_body=agent.options.extra_body,
+    # The agent's own request shape (same tools): the summary request reuses the cached prefix.
+    request = agent.build_request(
+        (*messages[:cut], UserMessage(SUMMARY_INSTRUCTION)), tool_choice="none"
     )
     finished: StreamFinished | None = None
     async for event in agent.provider.stream(request):
@@ -109,12 +135,7 @@ async def compact_session(
     agent.account_usage(model, finished.usage, UsageSource.COMPACTION)
 
     summary = finished.message.content.strip()
-    parts = [SUMMARY_HEADER, summary]
-    if len(agent.todo_state):
-        parts.append("Current todo list:\n" + agent.todo_state.render())
-    plan = PLAN_STATE_KEY.get(agent.tool_state)
-    if plan:
-        parts.append("Current plan:\n" + plan)
+    parts = [SUMMARY_HEADER, summary, *agent.carried_state()]
     block = "\n\n".join(parts)
     replaced = _chars(middle)
     if not summary or len(block) > max_ratio * replaced:
@@ -160,7 +181,7 @@ def _in_progress_request(middle: tuple[Message, ...]) -> str:
 
 
 def _report(
-    agent: Agent,
+    agent: CompactionHost,
     accepted: bool,
     reason: str,
     messages_before: int,
