@@ -1,13 +1,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from reasonix.providers.models import ModelInfo, Prices
 from reasonix.providers.openai_compat import OpenAICompatProvider
+from reasonix.store import SessionStore
 from reasonix.testing import FakeDeepSeekServer
 from reasonix.testing.fake_server import RecordedRequest
 
@@ -59,6 +61,13 @@ async def servers() -> AsyncIterator[tuple[FakeDeepSeekServer, FakeDeepSeekServe
     """(executor server, planner server)."""
     async with FakeDeepSeekServer() as ex, FakeDeepSeekServer() as pl:
         yield ex, pl
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SessionStore]:
+    """A session store in the test's temp folder (``data/sessions.db``), closed afterwards."""
+    with SessionStore(tmp_path / "data" / "sessions.db") as opened:
+        yield opened
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

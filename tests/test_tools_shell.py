@@ -166,3 +166,19 @@ def test_tool_flags(tmp_path: Path) -> None:
     assert tool.name == "bash" and tool.destructive and tool.category == "bash"
     assert tool.timeout is not None and tool.timeout > ShellOptions().max_timeout
     assert os.path.isabs(str(ShellTool(tmp_path).workspace))
+
+
+@pytest.mark.skipif(shutil.which("setsid") is None, reason="setsid (util-linux) is not installed")
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux /proc")
+async def test_a_process_that_left_the_group_with_setsid_is_stopped_too(tmp_path: Path) -> None:
+    reg = ToolRegistry(default_tools(tmp_path))
+    command = (
+        "setsid -f sh -c 'echo $$ > daemon.pid; exec sleep 300' >/dev/null 2>&1; "
+        "while [ ! -s daemon.pid ]; do sleep 0.01; done; echo started"
+    )
+    result = await reg.execute(
+        "bash", json.dumps({"command": command}), ToolContext(workspace=tmp_path)
+    )
+    assert result.content.startswith("started"), result.content
+    pid = int((tmp_path / "daemon.pid").read_text())
+    assert process_gone(pid), f"process {pid} started with setsid outlived the command"
