@@ -7,8 +7,10 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from reasonix.control.cost import RoleCost
-from reasonix.messages import Usage
-from reasonix.providers.models import PRESETS, Prices, get_model_info, price_usage
+from reasonix.messages import (
+    Usage,
+)
+from reasonix.providers.models import DEEPSEEK_PEAK, PRESETS, Prices, get_model_info, price_usage
 
 PRICES = Prices(hit=0.5, miss=10.0, output=20.0)
 
@@ -102,3 +104,22 @@ def test_usage_subtracts_field_by_field_in_one_place() -> None:
     assert spent.requests == 2
     assert spent.usage == Usage(30, 10, 20, 20, 5)
     assert spent.cost == pytest.approx(0.3)
+
+
+def test_usage_without_prompt_tokens_keeps_prompt_equal_hit_plus_miss() -> None:
+    usage = Usage.from_api(
+        {"prompt_cache_hit_tokens": 64, "prompt_cache_miss_tokens": 36, "completion_tokens": 3}
+    )
+    assert usage == Usage(100, 64, 36, 3, 0)
+    assert usage.prompt_tokens == usage.cache_hit_tokens + usage.cache_miss_tokens
+
+
+def test_pro_preset_has_the_current_price_and_peak_hours() -> None:
+    prices = PRESETS["deepseek-v4-pro"].prices
+    assert (prices.hit, prices.miss, prices.output) == (0.022, 0.66, 1.98)
+    assert prices.peak_multiplier == 2.0 and prices.peak_windows == DEEPSEEK_PEAK
+    usage = Usage(3_000_000, 1_000_000, 2_000_000, 1_000_000)
+    off_peak = price_usage(usage, prices, datetime(2026, 11, 30, 12, tzinfo=UTC))
+    assert off_peak == pytest.approx(0.022 + 2 * 0.66 + 1.98)
+    peak = price_usage(usage, prices, datetime(2026, 11, 30, 2, tzinfo=UTC))  # Monday 02:00
+    assert peak == pytest.approx(2 * off_peak)

@@ -962,3 +962,21 @@ def test_constructor_rejects_bad_settings() -> None:
         FakeDeepSeekServer(usage_style="anthropic")
     with pytest.raises(ValueError, match="chars_per_token"):
         FakeDeepSeekServer(chars_per_token=0)
+
+
+def test_a_request_rejected_by_validation_records_its_parsed_body() -> None:
+    payload = {
+        "model": "deepseek-v4-flash",
+        "messages": [
+            {"role": "developer", "content": "be brief"},
+            {"role": "user", "content": "x"},
+        ],
+    }
+    with FakeDeepSeekServer() as srv, httpx.Client(timeout=10) as http:
+        response = http.post(srv.base_url + "/chat/completions", json=payload)
+    assert response.status_code == 400
+    (record,) = srv.requests
+    assert record.status == 400
+    assert record.body == payload
+    assert record.messages == payload["messages"]
+    assert record.model == "deepseek-v4-flash"

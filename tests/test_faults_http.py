@@ -9,7 +9,6 @@ accounting stays exact: the usage events add up to the usage the server reported
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,15 +18,12 @@ from reasonix.control import Controller, Options
 from reasonix.events import CollectingSink, ErrorEvent, RetryEvent, UsageEvent, UsageSource
 from reasonix.testing import FakeDeepSeekServer, Fault, Reply
 from reasonix.tools.registry import ToolRegistry, tool
+from tests.support.sleep import no_sleep
 from tests.test_faults_support import Tally, accounting_problems, session_problems, tally
 
 __all__ = ["tally"]
 
 ProviderFactory = Callable[..., Any]
-
-
-async def _no_sleep(delay: float) -> None:
-    await asyncio.sleep(0)
 
 
 @tool(read_only=True)
@@ -58,7 +54,7 @@ async def test_a_sequence_of_transient_failures_is_retried_then_succeeds(
             Reply(content="a is 42.", fault=Fault(keepalive_lines=5)),
         )
         sink = CollectingSink()
-        provider = make_provider(srv, max_retries=5, sleep=_no_sleep, idle_timeout=0.3)
+        provider = make_provider(srv, max_retries=5, sleep=no_sleep, idle_timeout=0.3)
         agent = Agent(provider, ToolRegistry([lookup]), sink=sink)
         result = await agent.run("what is a?")
         srv.assert_exhausted()
@@ -95,7 +91,7 @@ async def test_retries_run_out_with_a_clear_message_and_the_session_stays_usable
         )
         sink = CollectingSink()
         agent = Agent(
-            make_provider(srv, max_retries=2, sleep=_no_sleep), ToolRegistry([lookup]), sink=sink
+            make_provider(srv, max_retries=2, sleep=no_sleep), ToolRegistry([lookup]), sink=sink
         )
         result = await agent.run("what is a?")
         assert result.stop_reason == "error"
@@ -135,8 +131,8 @@ async def test_402_in_the_middle_of_a_dual_model_turn_is_not_retried_and_says_to
         sink = CollectingSink()
         ctrl = Controller(
             Options(
-                executor_provider=make_provider(ex, "deepseek-v4-flash", sleep=_no_sleep),
-                planner_provider=make_provider(pl, "deepseek-v4-pro", sleep=_no_sleep),
+                executor_provider=make_provider(ex, "deepseek-v4-flash", sleep=no_sleep),
+                planner_provider=make_provider(pl, "deepseek-v4-pro", sleep=no_sleep),
                 tool_registry=ToolRegistry([lookup]),
                 sink=sink,
             )

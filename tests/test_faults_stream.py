@@ -9,7 +9,6 @@ every tool call answered, and the server accepts the next request. Cost accounti
 
 from __future__ import annotations
 
-import asyncio
 import json
 import random
 from collections import Counter
@@ -25,6 +24,7 @@ from reasonix.messages import AssistantMessage, ToolCall
 from reasonix.testing import FakeDeepSeekServer, Fault, Reply
 from reasonix.testing.fake_server import RecordedRequest
 from reasonix.tools.registry import ToolRegistry, tool
+from tests.support.sleep import no_sleep
 from tests.test_faults_support import Tally, accounting_problems, session_problems, tally
 
 __all__ = ["tally"]
@@ -45,10 +45,6 @@ FULL = Reply(
 ANSWER = "The value is 42."
 FOLLOW_UP = "thanks, anything else?"
 SEED = 20_251_130
-
-
-async def _no_sleep(delay: float) -> None:
-    await asyncio.sleep(0)
 
 
 def _regions(body: bytes) -> dict[str, tuple[int, int]]:
@@ -147,7 +143,7 @@ async def test_streams_cut_at_many_offsets_end_cleanly(
             runs_of_tool.clear()
             start = len(srv.requests)
             sink = CollectingSink()
-            provider = make_provider(srv, max_retries=2, sleep=_no_sleep)
+            provider = make_provider(srv, max_retries=2, sleep=no_sleep)
             agent = Agent(provider, ToolRegistry([lookup]), sink=sink)
             result = await agent.run("what is alpha?")
             retries = len(sink.of_type(RetryEvent))

@@ -2,36 +2,22 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from reasonix.errors import ConfigError
 from reasonix.safety.permissions import (
     ApprovalAnswer,
-    ApprovalRequest,
     Mode,
     PermissionEngine,
     PermissionRecord,
     Rule,
+    scan_command,
     split_command,
 )
-from reasonix.tools.builtin import default_tools
-from reasonix.tools.registry import ToolContext, ToolRegistry, ToolResult
-
-
-class ScriptedApprover:
-    """Answers approval requests from a list, recording what it was asked."""
-
-    def __init__(self, *answers: ApprovalAnswer) -> None:
-        self.answers = list(answers)
-        self.requests: list[ApprovalRequest] = []
-
-    async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
-        self.requests.append(request)
-        return self.answers.pop(0)
+from reasonix.tools.registry import Tool
+from tests.support.approvals import Harness, ScriptedApprover, denied
 
 
 @pytest.fixture
@@ -41,20 +27,6 @@ def ws(tmp_path: Path) -> Path:
     (tmp_path / "docs" / "guide.md").write_text("old guide\n")
     (tmp_path / "src" / "app.py").write_text("x = 1\n")
     return tmp_path
-
-
-class Harness:
-    def __init__(self, ws: Path, engine: PermissionEngine) -> None:
-        self.ws = ws
-        self.engine = engine
-        self.registry = ToolRegistry(default_tools(ws, use_rg=False), policy=engine)
-
-    async def __call__(self, name: str, **args: Any) -> ToolResult:
-        return await self.registry.execute(name, json.dumps(args), ToolContext(workspace=self.ws))
-
-
-def denied(result: ToolResult) -> bool:
-    return result.is_error and result.content.startswith("Permission denied")
 
 
 async def test_ask_mode_headless_allows_reads_and_denies_the_rest_with_advice(ws: Path) -> None:
@@ -195,3 +167,133 @@ def test_split_command() -> None:
     assert split_command("echo $(id)")[1] and split_command('echo "`id`"')[1]
     assert split_command("diff <(ls a) b")[1]
     assert not split_command("echo '$(id)'")[1]
+
+
+@pytest.fixture
+def secret_ws(tmp_path: Path) -> Path:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "src" / "app.py").write_text("TOKEN = 'src-secret'\n")
+    (tmp_path / "docs" / "guide.md").write_text("guide\n")
+    (tmp_path / "made").write_text("keep me\n")
+    return tmp_path
+
+
+async def test_ansi_c_quote_cannot_hide_a_second_command(secret_ws: Path) -> None:
+    # In bash $'\'' is one quote character, so "; touch sneaky" runs as its own command.
+    run = Harness(secret_ws, PermissionEngine(mode="ask", allow=["bash(echo *)"]))
+    result = await run("bash", command="echo $'\\''; touch sneaky")
+    assert denied(result)
+    assert not (secret_ws / "sneaky").exists()
+    assert scan_command("echo $'\\''; touch x").parts == ["echo $'\\''", "touch x"]
+    assert scan_command("echo $'a;b'").parts == ["echo $'a;b'"]
+
+
+async def test_prefix_allow_rule_does_not_cover_a_redirection_into_a_file(secret_ws: Path) -> None:
+    run = Harness(
+        secret_ws, PermissionEngine(mode="ask", allow=["bash(git status*)", "bash(echo *)"])
+    )
+    for command in [
+        "git status > pwned.txt",
+        "git status >> pwned.txt",
+        "git status &> pwned.txt",
+        "git status >& pwned.txt",
+        "echo x >pwned.txt",
+    ]:
+        result = await run("bash", command=command)
+        assert denied(result) and "redirection" in result.content, command
+    assert not (secret_ws / "pwned.txt").exists()
+    for command in ["git status 2>&1", "git status >/dev/null 2>&1", "echo a 2>&1 | echo b"]:
+        assert not denied(await run("bash", command=command)), command
+
+
+async def test_yolo_deny_rule_sees_through_prefixes_and_substitutions(secret_ws: Path) -> None:
+    run = Harness(secret_ws, PermissionEngine(mode="yolo", deny=["bash(rm *)"]))
+    for command in [
+        "FOO=1 rm made",
+        "A='x y' B=2 rm made",
+        "echo $(rm made)",
+        "echo `rm made`",
+        'echo "$(rm made)"',
+        "(rm made)",
+        "{ rm made; }",
+        "if true; then rm made; fi",
+        "env rm made",
+        "nohup rm made",
+        "bash -c 'rm made'",
+        "true | xargs rm made",
+        "/bin/rm made",
+    ]:
+        result = await run("bash", command=command)
+        assert denied(result) and "deny rule" in result.content, command
+    assert (secret_ws / "made").read_text() == "keep me\n"
+    assert not denied(await run("bash", command="echo fine"))
+
+
+async def test_session_approval_of_a_star_command_stays_that_command(secret_ws: Path) -> None:
+    approver = ScriptedApprover(ApprovalAnswer.allow_session())
+    run = Harness(secret_ws, PermissionEngine(mode="ask", approver=approver))
+    (secret_ws / "a.tmp").write_text("t\n")
+    assert not denied(await run("bash", command="rm *.tmp"))
+    assert approver.requests[0].session_rules == ("bash(rm \\*.tmp)",)
+    # Not covered by "rm *.tmp": the approver is asked (and says no).
+    assert denied(await run("bash", command="rm -rf src x.tmp"))
+    assert len(approver.requests) == 2
+    assert (secret_ws / "src" / "app.py").exists()
+
+
+async def test_session_approval_of_a_top_level_file_is_not_every_file_of_that_name(
+    secret_ws: Path,
+) -> None:
+    approver = ScriptedApprover(ApprovalAnswer.allow_session())
+    run = Harness(secret_ws, PermissionEngine(mode="ask", approver=approver))
+    assert not (await run("write_file", path="notes.txt", content="n\n")).is_error
+    assert approver.requests[0].session_rules == ("edit(/notes.txt)",)
+    assert not (await run("write_file", path="notes.txt", content="m\n")).is_error
+    assert len(approver.requests) == 1  # the same file is remembered
+    assert denied(await run("write_file", path="src/notes.txt", content="x\n"))
+    assert len(approver.requests) == 2
+    assert not (secret_ws / "src" / "notes.txt").exists()
+
+
+async def test_approval_request_shows_control_characters_escaped(secret_ws: Path) -> None:
+    approver = ScriptedApprover(ApprovalAnswer.deny())
+    run = Harness(secret_ws, PermissionEngine(mode="ask", approver=approver))
+    await run("bash", command="echo hi \x1b[8m; touch sneaky \u202e")
+    subject = approver.requests[0].subject
+    assert "\x1b" not in subject and "\u202e" not in subject
+    assert "\\x1b[8m" in subject and "touch sneaky" in subject and "\\u202e" in subject
+
+
+async def test_read_deny_rule_also_refuses_a_grep_over_the_folder_above(secret_ws: Path) -> None:
+    run = Harness(secret_ws, PermissionEngine(mode="yolo", deny=["read(src/**)"]))
+    for path in [".", "src"]:
+        result = await run("grep", pattern="src-secret", path=path)
+        assert denied(result) and "src-secret" not in result.content, path
+    assert not denied(await run("grep", pattern="guide", path="docs"))
+    assert not denied(await run("ls", path="."))
+    unanchored = Harness(secret_ws, PermissionEngine(mode="yolo", deny=["read(*.py)"]))
+    assert denied(await unanchored("grep", pattern="src-secret"))
+
+
+async def test_plan_mode_refuses_a_tool_that_does_not_say_it_is_read_only(secret_ws: Path) -> None:
+    calls: list[str] = []
+
+    def remote_write(text: str) -> str:
+        """An MCP-style tool without readOnlyHint."""
+        calls.append(text)
+        return "done"
+
+    tool = Tool.from_function(remote_write, name="srv__write", category="mcp")
+    run = Harness(secret_ws, PermissionEngine(mode="plan", allow=["srv__write"]), extra=[tool])
+    assert denied(await run("srv__write", text="x"))
+    assert calls == []
+
+
+async def test_ask_rule_sees_through_prefixes_like_deny_does(secret_ws: Path) -> None:
+    engine = PermissionEngine(mode="ask", allow=["bash(*)"], ask=["bash(rm *)"])
+    run = Harness(secret_ws, engine)
+    for command in ["FOO=1 rm made", "echo $(rm made)", "sudo rm made"]:
+        result = await run("bash", command=command)
+        assert denied(result) and "bash(rm *)" in result.content, command
+    assert (secret_ws / "made").exists()

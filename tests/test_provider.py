@@ -50,6 +50,7 @@ from reasonix.providers.models import PRESETS, ModelInfo, price_usage
 from reasonix.providers.openai_compat import OpenAICompatProvider, encode_body
 from reasonix.providers.sse import is_output_event
 from reasonix.testing import FakeDeepSeekServer, Fault, Reply
+from tests.support.sleep import SleepLog
 
 READ_TOOL = {
     "type": "function",
@@ -67,11 +68,7 @@ def request(*texts: str, **kwargs: Any) -> ModelRequest:
     )
 
 
-async def no_sleep(delay: float) -> None:
-    sleeps.append(delay)
-
-
-sleeps: list[float] = []
+sleeps = SleepLog()
 
 
 @pytest.fixture(autouse=True)
@@ -164,7 +161,7 @@ def mock_provider(recorder: Recorder, **kwargs: Any) -> OpenAICompatProvider:
     kwargs.setdefault("api_key", "sk-test")
     kwargs.setdefault("model", "deepseek-v4-flash")
     kwargs.setdefault("base_url", "https://api.deepseek.com")
-    return OpenAICompatProvider(transport=recorder.transport(), sleep=no_sleep, **kwargs)
+    return OpenAICompatProvider(transport=recorder.transport(), sleep=sleeps, **kwargs)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -498,7 +495,7 @@ def provider_for(srv: FakeDeepSeekServer, **kwargs: Any) -> OpenAICompatProvider
     kwargs.setdefault("api_key", KEY)
     kwargs.setdefault("model", "deepseek-v4-flash")
     kwargs.setdefault("base_url", srv.base_url)
-    return OpenAICompatProvider(sleep=no_sleep, **kwargs)
+    return OpenAICompatProvider(sleep=sleeps, **kwargs)
 
 
 @asynccontextmanager

@@ -7,7 +7,12 @@ from typing import Any
 
 import pytest
 
-from reasonix.errors import MalformedChunkError, StreamCutError, StreamError, TransientFinishError
+from reasonix.errors import (
+    MalformedChunkError,
+    StreamCutError,
+    StreamError,
+    TransientFinishError,
+)
 from reasonix.messages import (
     AssistantMessage,
     ReasoningDelta,
@@ -421,3 +426,55 @@ def test_feed_completion_for_servers_that_do_not_stream() -> None:
     ]
     with pytest.raises(MalformedChunkError):
         StreamAssembler().feed_completion({"object": "chat.completion"})
+
+
+def finished(events: list[StreamEvent]) -> StreamFinished:
+    last = events[-1]
+    assert isinstance(last, StreamFinished)
+    return last
+
+
+def assemble(*bodies: dict[str, Any]) -> list[StreamEvent]:
+    assembler = StreamAssembler()
+    out: list[StreamEvent] = []
+    for body in bodies:
+        out.extend(assembler.feed(SSEEvent(json.dumps(body))))
+    out.extend(assembler.finish())
+    return out
+
+
+def tool_fragment(fragment: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {"choices": [{"delta": {"tool_calls": [fragment]}, "finish_reason": finish}]}
+
+
+def test_fragments_without_index_that_repeat_the_id_continue_the_call() -> None:
+    out = assemble(
+        tool_fragment({"id": "c1", "function": {"name": "f", "arguments": '{"a":'}}),
+        tool_fragment({"id": "c1", "function": {"arguments": "1}"}}),
+        tool_fragment({"id": "c2", "function": {"name": "g", "arguments": "{}"}}),
+        tool_fragment({"id": "c2", "function": {"arguments": ""}}, "tool_calls"),
+    )
+    assert finished(out).message.tool_calls == (
+        ToolCall("c1", "f", '{"a":1}'),
+        ToolCall("c2", "g", "{}"),
+    )
+
+
+@pytest.mark.parametrize(
+    "usage",
+    [{"prompt_tokens": "many"}, {"prompt_tokens": [1]}, {"completion_tokens": {"n": 1}}],
+)
+def test_a_malformed_usage_object_is_a_malformed_chunk(usage: dict[str, Any]) -> None:
+    with pytest.raises(MalformedChunkError, match="usage"):
+        StreamAssembler().feed(SSEEvent(json.dumps({"choices": [], "usage": usage})))
+
+
+def test_decoder_ignores_a_leading_byte_order_mark() -> None:
+    raw = b'\xef\xbb\xbfdata: {"a":1}\n\ndata: [DONE]\n\n'
+    for step in (1, len(raw)):
+        decoder = SSEDecoder()
+        events: list[SSEEvent] = []
+        for i in range(0, len(raw), step):
+            events.extend(decoder.feed(raw[i : i + step]))
+        events.extend(decoder.close())
+        assert [e.data for e in events] == ['{"a":1}', "[DONE]"]

@@ -1,4 +1,6 @@
-"""Defects found reviewing the model-client layer and the fake server, each pinned by a test.
+"""The model client's connections and failure reports: a connection is reused across requests
+and replaced when cut, a body left open after ``[DONE]`` still finishes, a 401 or a stream of
+only keep-alives is blamed on the right thing, and a malformed usage object is a provider error.
 
 The connection-reuse tests use a small HTTP/1.1 keep-alive server on loopback (the fake DeepSeek
 server answers with ``Connection: close``, so it cannot show whether a connection is reused).
@@ -10,7 +12,6 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
 
@@ -23,14 +24,10 @@ from reasonix.messages import (
     StreamEvent,
     StreamFinished,
     StreamRetry,
-    ToolCall,
-    Usage,
     UserMessage,
 )
-from reasonix.providers.models import DEEPSEEK_PEAK, PRESETS, price_usage
 from reasonix.providers.openai_compat import OpenAICompatProvider
-from reasonix.providers.sse import SSEDecoder, SSEEvent, StreamAssembler
-from reasonix.testing import FakeDeepSeekServer
+from tests.support.sleep import no_sleep
 
 REQUEST = ModelRequest(messages=(UserMessage("hi"),))
 
@@ -52,10 +49,6 @@ ANSWER = (
 )
 
 
-async def no_sleep(delay: float) -> None:
-    pass
-
-
 async def collect(provider: OpenAICompatProvider) -> list[StreamEvent]:
     return [event async for event in provider.stream(REQUEST)]
 
@@ -64,10 +57,6 @@ def finished(events: list[StreamEvent]) -> StreamFinished:
     last = events[-1]
     assert isinstance(last, StreamFinished)
     return last
-
-
-# ---------------------------------------------------------------------------------------------
-# Connection reuse (openai_compat: the body was abandoned at [DONE])
 
 
 class KeepAliveServer:
@@ -180,10 +169,6 @@ async def test_a_body_left_open_after_done_still_finishes() -> None:
     assert finished(events).message.content == "Hello"
 
 
-# ---------------------------------------------------------------------------------------------
-# Error messages (openai_compat)
-
-
 async def test_401_without_a_key_variable_does_not_name_a_none_variable() -> None:
     transport = httpx.MockTransport(
         lambda _r: httpx.Response(401, json={"error": {"message": "bad key"}})
@@ -223,45 +208,6 @@ async def test_a_stream_of_only_keepalives_is_not_blamed_on_base_url() -> None:
     assert "OpenAI-compatible endpoint" not in message
 
 
-# ---------------------------------------------------------------------------------------------
-# Stream assembly (sse)
-
-
-def assemble(*bodies: dict[str, Any]) -> list[StreamEvent]:
-    assembler = StreamAssembler()
-    out: list[StreamEvent] = []
-    for body in bodies:
-        out.extend(assembler.feed(SSEEvent(json.dumps(body))))
-    out.extend(assembler.finish())
-    return out
-
-
-def tool_fragment(fragment: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-    return {"choices": [{"delta": {"tool_calls": [fragment]}, "finish_reason": finish}]}
-
-
-def test_fragments_without_index_that_repeat_the_id_continue_the_call() -> None:
-    out = assemble(
-        tool_fragment({"id": "c1", "function": {"name": "f", "arguments": '{"a":'}}),
-        tool_fragment({"id": "c1", "function": {"arguments": "1}"}}),
-        tool_fragment({"id": "c2", "function": {"name": "g", "arguments": "{}"}}),
-        tool_fragment({"id": "c2", "function": {"arguments": ""}}, "tool_calls"),
-    )
-    assert finished(out).message.tool_calls == (
-        ToolCall("c1", "f", '{"a":1}'),
-        ToolCall("c2", "g", "{}"),
-    )
-
-
-@pytest.mark.parametrize(
-    "usage",
-    [{"prompt_tokens": "many"}, {"prompt_tokens": [1]}, {"completion_tokens": {"n": 1}}],
-)
-def test_a_malformed_usage_object_is_a_malformed_chunk(usage: dict[str, Any]) -> None:
-    with pytest.raises(MalformedChunkError, match="usage"):
-        StreamAssembler().feed(SSEEvent(json.dumps({"choices": [], "usage": usage})))
-
-
 async def test_a_malformed_usage_object_surfaces_as_a_provider_error() -> None:
     body = chunk({"choices": [], "usage": {"prompt_tokens": "many"}}) + b"data: [DONE]\n\n"
     transport = httpx.MockTransport(
@@ -272,63 +218,3 @@ async def test_a_malformed_usage_object_surfaces_as_a_provider_error() -> None:
     ) as p:
         with pytest.raises(MalformedChunkError):
             await collect(p)
-
-
-def test_decoder_ignores_a_leading_byte_order_mark() -> None:
-    raw = b'\xef\xbb\xbfdata: {"a":1}\n\ndata: [DONE]\n\n'
-    for step in (1, len(raw)):
-        decoder = SSEDecoder()
-        events: list[SSEEvent] = []
-        for i in range(0, len(raw), step):
-            events.extend(decoder.feed(raw[i : i + step]))
-        events.extend(decoder.close())
-        assert [e.data for e in events] == ['{"a":1}', "[DONE]"]
-
-
-# ---------------------------------------------------------------------------------------------
-# Usage parsing (messages)
-
-
-def test_usage_without_prompt_tokens_keeps_prompt_equal_hit_plus_miss() -> None:
-    usage = Usage.from_api(
-        {"prompt_cache_hit_tokens": 64, "prompt_cache_miss_tokens": 36, "completion_tokens": 3}
-    )
-    assert usage == Usage(100, 64, 36, 3, 0)
-    assert usage.prompt_tokens == usage.cache_hit_tokens + usage.cache_miss_tokens
-
-
-# ---------------------------------------------------------------------------------------------
-# Presets (models) against the reference price table
-
-
-def test_pro_preset_has_the_current_price_and_peak_hours() -> None:
-    prices = PRESETS["deepseek-v4-pro"].prices
-    assert (prices.hit, prices.miss, prices.output) == (0.022, 0.66, 1.98)
-    assert prices.peak_multiplier == 2.0 and prices.peak_windows == DEEPSEEK_PEAK
-    usage = Usage(3_000_000, 1_000_000, 2_000_000, 1_000_000)
-    off_peak = price_usage(usage, prices, datetime(2026, 11, 30, 12, tzinfo=UTC))
-    assert off_peak == pytest.approx(0.022 + 2 * 0.66 + 1.98)
-    peak = price_usage(usage, prices, datetime(2026, 11, 30, 2, tzinfo=UTC))  # Monday 02:00
-    assert peak == pytest.approx(2 * off_peak)
-
-
-# ---------------------------------------------------------------------------------------------
-# Fake server (fake_server): a rejected request keeps its parsed body
-
-
-def test_a_request_rejected_by_validation_records_its_parsed_body() -> None:
-    payload = {
-        "model": "deepseek-v4-flash",
-        "messages": [
-            {"role": "developer", "content": "be brief"},
-            {"role": "user", "content": "x"},
-        ],
-    }
-    with FakeDeepSeekServer() as srv, httpx.Client(timeout=10) as http:
-        response = http.post(srv.base_url + "/chat/completions", json=payload)
-    assert response.status_code == 400
-    (record,) = srv.requests
-    assert record.status == 400
-    assert record.body == payload
-    assert record.messages == payload["messages"]
-    assert record.model == "deepseek-v4-flash"
