@@ -18,12 +18,12 @@ from reasonix.mcp import McpManager, McpServerConfig, ServerState
 from reasonix.messages import ToolMessage
 from reasonix.testing import FakeDeepSeekServer, Reply
 from reasonix.tools.registry import ToolRegistry
+from tests.support.mcp import FAKE
 from tests.test_faults_support import Tally, accounting_problems, session_problems, tally
 
 __all__ = ["tally"]
 
 ProviderFactory = Callable[..., Any]
-FAKE = str(Path(__file__).parent / "fixtures" / "mcp" / "fake_server.py")
 
 # Sits between the client and the fixture server and, after the first tool result it passes
 # on, writes lines that are not JSON-RPC to the client.

@@ -28,22 +28,18 @@ from reasonix.mcp import (
     servers_from_toml,
 )
 from reasonix.tools.registry import TOOL_NAME_RE, ToolContext, ToolRegistry
+from tests.support.mcp import FAKE, fake_server
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 BIN = Path(sys.executable).parent
 FIXTURES = Path(__file__).parent / "fixtures" / "mcp"
-FAKE = str(FIXTURES / "fake_server.py")
 
 
 def _exe(name: str) -> str:
     found = shutil.which(name, path=str(BIN))
     assert found is not None, f"{name} is not installed in {BIN}"
     return found
-
-
-def _fake(name: str, *args: str, **kw: float) -> McpServerConfig:
-    return McpServerConfig(name, command=sys.executable, args=(FAKE, *args), **kw)  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")
@@ -75,12 +71,12 @@ async def manager(
         McpServerConfig(
             "git", command=_exe("mcp-server-git"), args=("--repository", str(git_repo))
         ),
-        _fake("fake", call_timeout=1.0),
+        fake_server("fake", call_timeout=1.0),
         McpServerConfig("missing", command="reasonix-no-such-mcp-server"),
-        _fake("slow", "--sleep", "30", startup_timeout=1.0),
-        _fake("garbage", "--garbage", startup_timeout=1.0),
-        _fake("crash", "--crash"),
-        _fake("badlist", "--bad-tools"),
+        fake_server("slow", "--sleep", "30", startup_timeout=1.0),
+        fake_server("garbage", "--garbage", startup_timeout=1.0),
+        fake_server("crash", "--crash"),
+        fake_server("badlist", "--bad-tools"),
         McpServerConfig("off", command="never-started", enabled=False),
     ]
     mgr = McpManager(configs, tmp_path_factory.mktemp("mcp-logs"), sink)
@@ -282,7 +278,7 @@ async def test_server_exiting_during_a_call_reports_its_exit_code(manager: McpMa
 
 async def test_list_changed_is_recorded_but_the_session_snapshot_stays(tmp_path: Path) -> None:
     sink = CollectingSink()
-    async with McpManager([_fake("dyn", "--list-changed")], tmp_path, sink) as mgr:
+    async with McpManager([fake_server("dyn", "--list-changed")], tmp_path, sink) as mgr:
         before = ToolRegistry(mgr.tools()).schema_bytes()
         # The fixture announces the change right after initialization; wait for it to land.
         for _ in range(500):
@@ -307,7 +303,7 @@ async def test_a_change_announced_during_start_up_is_already_in_the_snapshot(
     tmp_path: Path,
 ) -> None:
     sink = CollectingSink()
-    async with McpManager([_fake("early", "--early-list-changed")], tmp_path, sink) as mgr:
+    async with McpManager([fake_server("early", "--early-list-changed")], tmp_path, sink) as mgr:
         assert mgr.pending_changes() == []
         assert not any(n.code == "mcp_tools_changed" for n in sink.of_type(NoticeEvent))
         assert "mcp__early__echo" in {t.name for t in mgr.tools()}
@@ -360,7 +356,7 @@ async def test_mcp_json_and_toml_configured_servers_work(tmp_path: Path) -> None
 
 
 async def test_aclose_stops_every_server_process(tmp_path: Path) -> None:
-    mgr = McpManager([_fake("a"), _fake("b")], tmp_path)
+    mgr = McpManager([fake_server("a"), fake_server("b")], tmp_path)
     await mgr.start()
     pids = [s.pid for s in mgr.status()]
     assert all(pids)
@@ -377,7 +373,9 @@ async def test_aclose_stops_every_server_process(tmp_path: Path) -> None:
 async def test_aclose_during_start_up_stops_the_server_and_nothing_reaches_the_terminal(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    mgr = McpManager([_fake("crash", "--crash"), _fake("slow", "--sleep", "30")], tmp_path)
+    mgr = McpManager(
+        [fake_server("crash", "--crash"), fake_server("slow", "--sleep", "30")], tmp_path
+    )
     starting = asyncio.create_task(mgr.start())
     pid: int | None = None
     for _ in range(1000):
@@ -436,3 +434,56 @@ async def test_streamable_http_server_with_headers(http_server: str, tmp_path: P
         assert (result.is_error, result.content) == (False, "HI")
         assert nokey.state is ServerState.FAILED
         assert "check the URL and the headers" in (nokey.error or "")
+
+
+async def test_a_tool_listed_twice_does_not_break_the_registry(tmp_path: Path) -> None:
+    async with McpManager([fake_server("dup", "--duplicate-tool")], tmp_path) as mgr:
+        names = [t.name for t in mgr.tools()]
+        assert names.count("mcp__dup__echo") == 1
+        registry = ToolRegistry(mgr.tools())  # raised "Duplicate tool name" before
+        result = await registry.execute(
+            "mcp__dup__echo", json.dumps({"text": "once"}), ToolContext(workspace=tmp_path)
+        )
+        assert (result.is_error, result.content) == (False, "once")
+
+
+async def test_refresh_snapshot_is_bounded_by_the_call_timeout(tmp_path: Path) -> None:
+    """A server that announced a change and then never answers tools/list must not hang the
+    frontend starting a new session (``/clear``); the old tools stay."""
+    async with McpManager(
+        [fake_server("hang", "--hang-relist", call_timeout=0.5)], tmp_path
+    ) as mgr:
+        before = [t.name for t in mgr.tools()]
+        for _ in range(500):
+            if mgr.pending_changes():
+                break
+            await asyncio.sleep(0.01)
+        assert mgr.pending_changes()
+        fresh = await asyncio.wait_for(mgr.refresh_snapshot(), 15)
+        assert [t.name for t in fresh] == before
+        assert mgr.pending_changes()  # still to be applied
+        assert "tools/list failed" in (tmp_path / "hang.log").read_text()
+        echo = await mgr.call_tool("hang", "echo", {"text": "alive"})
+        assert echo.content == "alive"
+
+
+async def test_server_stderr_escape_sequences_never_reach_messages(tmp_path: Path) -> None:
+    sink = CollectingSink()
+    async with McpManager([fake_server("loud", "--ansi-stderr", "--crash")], tmp_path, sink) as mgr:
+        (status,) = mgr.status()
+    assert status.state is ServerState.FAILED
+    (event,) = sink.of_type(ErrorEvent)
+    for text in (status.error or "", status.line(), event.message):
+        assert "ERROR colored" in text and "cannot open the database" in text
+        assert "\x1b" not in text and "\x07" not in text
+    assert "\x1b[31m" in (tmp_path / "loud.log").read_text()  # the log keeps the raw bytes
+
+
+async def test_aclose_while_start_is_importing_the_sdk_starts_nothing(tmp_path: Path) -> None:
+    mgr = McpManager([fake_server("a"), fake_server("b")], tmp_path)
+    starting = asyncio.create_task(mgr.start())
+    await asyncio.sleep(0)  # start() is now waiting for the SDK import in a thread
+    await mgr.aclose()
+    await starting
+    assert all(s.state is ServerState.STOPPED and s.pid is None for s in mgr.status())
+    assert all(s.log_path is None or not s.log_path.exists() for s in mgr.status())

@@ -12,8 +12,7 @@ from reasonix.app.runtime import mcp_server_configs
 from reasonix.config import load_config
 from reasonix.errors import ConfigError
 from reasonix.mcp import McpManager, McpServerConfig
-
-FAKE = str(Path(__file__).parent / "fixtures" / "mcp" / "fake_server.py")
+from tests.support.mcp import FAKE
 
 
 async def test_withheld_variables_do_not_reach_the_server(tmp_path: Path) -> None:
