@@ -7,6 +7,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,6 +34,7 @@ from reasonix.providers.models import ModelInfo, Prices
 from reasonix.testing import Reply, ScriptedProvider
 from reasonix.testing.providers import stream_reply
 from reasonix.tools.registry import Effect, ToolContext, ToolRegistry, ToolResult, tool
+from tests.support.agents import session_problems
 
 
 def make_tools(log: list[str]) -> ToolRegistry:
@@ -433,3 +435,23 @@ async def test_stream_reply_helper_yields_complete_calls_after_arguments() -> No
     kinds = [type(e).__name__ for e in events]
     assert kinds.index("ToolCallComplete") > kinds.index("ToolCallArgumentsDelta")
     assert kinds[-1] == "StreamFinished"
+
+
+async def test_an_unexpected_exception_leaves_no_dangling_user_message() -> None:
+    class Broken:
+        model = "m"
+        info = ModelInfo("m")
+
+        async def stream(self, request: ModelRequest) -> Any:
+            raise RuntimeError("provider bug")
+            yield  # pragma: no cover
+
+    agent = Agent(Broken())  # type: ignore[arg-type]
+    try:
+        await agent.run("hello")
+    except RuntimeError:
+        pass
+    else:  # pragma: no cover
+        raise AssertionError("the exception must propagate")
+    assert session_problems(agent.session.snapshot()) == []
+    assert [m.role for m in agent.session.snapshot()] == ["system", "user", "assistant"]

@@ -7,13 +7,27 @@ from collections.abc import Callable
 from typing import Any
 
 from reasonix.agent import Agent, AgentOptions, TodoItem
-from reasonix.agent.compaction import SUMMARY_HEADER, SUMMARY_INSTRUCTION, recent_cut
+from reasonix.agent.compaction import (
+    CONTINUE_NOTE,
+    REQUEST_NOTE,
+    SUMMARY_HEADER,
+    SUMMARY_INSTRUCTION,
+    recent_cut,
+)
 from reasonix.events import CollectingSink, CompactionEvent, UsageEvent, UsageSource
-from reasonix.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage
-from reasonix.testing import FakeDeepSeekServer, Reply
+from reasonix.messages import (
+    AssistantMessage,
+    ModelRequest,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+)
+from reasonix.testing import FakeDeepSeekServer, FunctionProvider, Reply
 from reasonix.testing.fake_server import RecordedRequest
 from reasonix.tools.registry import ToolRegistry, tool
 from tests.conftest import wire_prefix_violations
+from tests.support.agents import fake_tools, session_problems
 
 ProviderFactory = Callable[..., Any]
 
@@ -176,3 +190,66 @@ def test_recent_cut_never_separates_tool_calls_from_results() -> None:
     assert isinstance(msgs[cut], AssistantMessage)
     assert isinstance(msgs[cut - 1], ToolMessage)
     assert len(msgs) - cut >= 4
+
+
+def _long_turn_handler(summaries: list[str]) -> Any:
+    def handler(request: ModelRequest) -> Reply:
+        last = request.messages[-1]
+        if isinstance(last, UserMessage) and last.content == SUMMARY_INSTRUCTION:
+            return Reply.text(summaries.pop(0) if summaries else "short summary")
+        return Reply.call("bash", {"command": f"echo {len(request.messages)} " + "x" * 300})
+
+    return handler
+
+
+async def test_compacting_inside_one_long_turn_keeps_its_request_verbatim() -> None:
+    # Before: a cut inside the current turn replaced the user's request with the model's
+    # paraphrase; the exact request (constraints, names, wording) was gone from the session.
+    request = "Rename Foo to Bar in src/, but NEVER touch src/legacy/ or the public API."
+    agent = Agent(
+        FunctionProvider(_long_turn_handler([])),
+        fake_tools(),
+        options=AgentOptions(max_steps=12, compaction_threshold=None),
+    )
+    await agent.run(request)
+    first = await agent.compact()
+    assert first.accepted
+    msgs = agent.session.snapshot()
+    assert isinstance(msgs[1], UserMessage)
+    assert msgs[1].content.startswith(SUMMARY_HEADER)
+    assert f"{REQUEST_NOTE}\n{request}\n\n{CONTINUE_NOTE}" in msgs[1].content
+    assert session_problems(msgs) == []
+    # compacting again carries the same request, once, not the previous summary
+    agent.options.max_steps = 12
+    agent.provider = FunctionProvider(_long_turn_handler(["second summary"]))
+    await agent.run(None)
+    await agent.compact()
+    content = agent.session.snapshot()[1].content
+    assert "second summary" in content
+    assert content.count(request) == 1
+    assert content.count(SUMMARY_HEADER) == 1
+
+
+async def test_a_refused_auto_compaction_is_not_retried_on_every_step() -> None:
+    # Before: after a refusal the next step measured the prompt again and asked for another
+    # summary, so every step past the threshold paid for a summary request it then refused.
+    summaries = ["y" * 50_000] * 40  # always too large: always refused
+    provider = FunctionProvider(_long_turn_handler(summaries))
+    sink = CollectingSink()
+    agent = Agent(
+        provider,
+        fake_tools(),
+        options=AgentOptions(
+            max_steps=16, context_window=20_000, compaction_threshold=0.1, compaction_keep_turns=1
+        ),
+        sink=sink,
+    )
+    await agent.run("echo many things")
+    attempts = sink.of_type(CompactionEvent)
+    assert attempts
+    assert not any(e.accepted for e in attempts)
+    assert len(attempts) <= 4, len(attempts)
+    summary_requests = [
+        r for r in provider.requests if r.messages[-1] == UserMessage(SUMMARY_INSTRUCTION)
+    ]
+    assert len(summary_requests) == len([e for e in attempts if "too large" in e.reason])

@@ -12,8 +12,12 @@ from typing import Any
 
 import pytest
 
-from reasonix.agent import AgentOptions
+from reasonix.agent import AgentOptions, Session
+from reasonix.agent.compaction import (
+    SUMMARY_HEADER,
+)
 from reasonix.control import Controller, Options, OrchestratorOptions, Route
+from reasonix.control.brief import executor_brief
 from reasonix.control.gate import GateOptions, decide
 from reasonix.events import (
     CollectingSink,
@@ -24,11 +28,19 @@ from reasonix.events import (
     StepCompleted,
     UsageEvent,
 )
-from reasonix.messages import Usage
+from reasonix.messages import (
+    AssistantMessage,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    Usage,
+    UserMessage,
+)
 from reasonix.providers.models import ModelInfo, Prices, price_usage
-from reasonix.testing import FakeDeepSeekServer, Reply
+from reasonix.testing import FakeDeepSeekServer, Reply, ScriptedProvider
 from reasonix.tools.registry import Effect, ToolContext, ToolRegistry, ToolResult, tool
 from tests.conftest import wire_prefix_violations
+from tests.support.agents import fake_tools, session_problems
 
 ProviderFactory = Callable[..., Any]
 
@@ -598,3 +610,111 @@ async def test_session_budget_also_bounds_a_planning_round(tmp_path: Path) -> No
     assert result.text.startswith("Stopped after planning")
     assert len(planner.requests) == 2  # the planner was paused once it reached $2
     assert executor.requests == []
+
+
+def _bash_round(call_id: str, command: str) -> list[Any]:
+    return [
+        AssistantMessage(tool_calls=(ToolCall(call_id, "bash", json.dumps({"command": command})),)),
+        ToolMessage(call_id, f"ran {command}", name="bash"),
+    ]
+
+
+def test_the_replan_brief_still_sees_new_work_after_compaction() -> None:
+    # Before: the brief started at a stored index into the executor session; compaction made
+    # the session shorter, so after it the planner was told nothing of what the executor did.
+    ctrl = Controller(
+        Options(executor_provider=ScriptedProvider([]), planner_provider=ScriptedProvider([]))
+    )
+    session: Session = ctrl.executor.session
+    session.add(SystemMessage("s"))
+    session.add(UserMessage("task"))
+    for i in range(10):
+        for m in _bash_round(f"c{i}", f"old-command-{i}"):
+            session.add(m)
+    assert "old-command-9" in ctrl.orchestrator._brief()
+    kept = session.snapshot()[-2:]
+    summary = [SystemMessage("s"), UserMessage(f"{SUMMARY_HEADER}\n..."), AssistantMessage("ok")]
+    session.rewrite([*summary, *kept], reason="compaction")
+    for m in _bash_round("n1", "new-command"):
+        session.add(m)
+    brief = ctrl.orchestrator._brief()
+    assert "new-command" in brief
+    assert "old-command" not in brief  # already briefed, kept verbatim: not repeated
+    assert ctrl.orchestrator._brief() == ""  # nothing new since
+
+
+def test_the_brief_stays_within_its_budget_with_the_dropped_note() -> None:
+    msgs = [AssistantMessage(content=f"note {i} " + "z" * (37 + i % 13)) for i in range(30)]
+    for budget in range(60, 1500, 7):
+        brief = executor_brief(msgs, budget=budget)
+        assert len(brief) <= budget, budget
+        assert "earlier entries dropped" in brief.splitlines()[0]
+
+
+def _plan(title: str, verify: str) -> Reply:
+    return Reply.call(
+        "submit_plan", {"objective": title, "steps": [{"title": title, "verify": verify}]}
+    )
+
+
+async def test_an_approved_pending_plan_carries_its_task_to_executor_and_replans() -> None:
+    # Before: execute_pending_plan used the approval text as the task: the executor never saw
+    # the request the plan was made for, and a re-plan asked the planner to plan for "The plan
+    # is approved: carry it out."
+    task = "Make the frobnicator build on ARM without touching x86 paths"
+    planner = ScriptedProvider([_plan("Build", "make arm"), _plan("Script it", "sh arm.sh")])
+    executor = ScriptedProvider(
+        [Reply.call("bash", {"command": "make arm fail"}) for _ in range(3)]
+        + [Reply.text("gave up")]
+    )
+    ctrl = Controller(
+        Options(
+            executor_provider=executor,
+            planner_provider=planner,
+            tool_registry=fake_tools(plan_tools=False),
+            orchestration=OrchestratorOptions(max_replans=1),
+        )
+    )
+    only = await ctrl.run_turn(task, plan_only=True)
+    assert only.stop_reason == "plan_only"
+    result = await ctrl.execute_pending_plan()
+    assert result.replans == 1
+    first_exec = executor.requests[0].messages
+    assert isinstance(first_exec[-1], UserMessage)
+    assert task in first_exec[-1].content
+    replan_request = planner.requests[-1].messages[-1]
+    assert isinstance(replan_request, UserMessage)
+    assert replan_request.content.startswith(f"Task:\n{task}")
+    assert ctrl.planner is not None
+    assert session_problems(ctrl.executor.session.snapshot()) == []
+    assert session_problems(ctrl.planner.session.snapshot()) == []
+
+
+async def test_a_verify_run_from_an_earlier_turn_does_not_sign_a_new_plan_step() -> None:
+    planner = ScriptedProvider([_plan("Do it", "true")])
+    executor = ScriptedProvider(
+        [
+            Reply.call("bash", {"command": "true"}),  # turn 1, before any plan
+            Reply.text("ran it"),
+            Reply.call("complete_step", {"step": "1", "evidence": "true exit 0"}),
+            Reply.call("bash", {"command": "true"}),
+            Reply.call("complete_step", {"step": "1", "evidence": "true exit 0"}),
+            Reply.text("done"),
+        ]
+    )
+    sink = CollectingSink()
+    ctrl = Controller(
+        Options(
+            executor_provider=executor,
+            planner_provider=planner,
+            tool_registry=fake_tools(plan_tools=False),
+            sink=sink,
+        )
+    )
+    await ctrl.run_turn("run true", plan=False)
+    result = await ctrl.run_turn("plan first: do it")
+    assert result.text == "done"
+    assert [(e.step, e.accepted) for e in sink.of_type(StepCompleted)] == [
+        ("1", False),
+        ("1", True),
+    ]

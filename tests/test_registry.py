@@ -4,10 +4,11 @@ import asyncio
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import pytest
 
+from reasonix.control.plan import submit_plan_tool
 from reasonix.errors import ToolDefinitionError
 from reasonix.tools.registry import (
     Permission,
@@ -148,3 +149,34 @@ def test_cap_output_keeps_head_and_tail_and_says_what_was_cut() -> None:
     assert capped.endswith("line 999")
     assert "output capped" in capped and "characters" in capped
     assert cap_output("short", 200) == "short"
+
+
+async def test_null_for_an_optional_argument_means_left_out() -> None:
+    # Before: ``"risks": null`` or a step's ``"verify": null`` failed validation ("expected
+    # array, got null"), and two such submit_plan errors fail the whole planning round.
+    reg = ToolRegistry([submit_plan_tool()])
+    ctx = ToolContext(Path.cwd())
+    args = {
+        "objective": "o",
+        "steps": [{"title": "t", "verify": None, "files": None}],
+        "risks": None,
+        "assumptions": None,
+    }
+    result = await reg.execute("submit_plan", json.dumps(args), ctx)
+    assert not result.is_error, result.content
+    plan = ctx.state["submitted_plan"]
+    assert plan.risks == ()
+    assert plan.steps[0].files == []
+    assert plan.steps[0].verify == ""
+
+    @tool
+    def f(a: int, b: list[str] | None = None, c: int = 5, d: dict[str, Any] | None = None) -> str:
+        """F."""
+        return f"{a} {b} {c} {d}"
+
+    reg2 = ToolRegistry([f])
+    out = await reg2.execute("f", '{"a": 1, "b": null, "c": null, "d": {"k": null}}', ctx)
+    assert out.content == "1 None 5 {'k': None}"  # a free-form object keeps its nulls
+    missing = await reg2.execute("f", '{"a": null}', ctx)  # a required one is still required
+    assert missing.is_error
+    assert "expected integer, got null" in missing.content
