@@ -17,7 +17,6 @@ from reasonix.app import (
     PlanApprovalRequested,
     Turn,
 )
-from reasonix.config import load_config
 from reasonix.errors import SessionError
 from reasonix.events import (
     CollectingSink,
@@ -30,28 +29,8 @@ from reasonix.events import (
     UsageEvent,
 )
 from reasonix.store import SessionStore
-from reasonix.testing import FakeDeepSeekServer, Reply
-from tests.test_cli_support import KEY_ENV, project_toml
-
-ENV = {KEY_ENV: "sk-test"}
-Servers = tuple[FakeDeepSeekServer, FakeDeepSeekServer]
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> SessionStore:
-    return SessionStore(tmp_path / "data" / "sessions.db")
-
-
-async def open_session(
-    root: Path,
-    servers: Servers,
-    store: SessionStore,
-    overrides: dict[str, object] | None = None,
-    **kwargs: object,
-) -> AgentSession:
-    (root / "reasonix.toml").write_text(project_toml(*servers))
-    config = load_config(root, overrides=overrides, environ=ENV, user_config=root / "no-user.toml")
-    return await AgentSession.open(config, root, store=store, environ=ENV, **kwargs)  # type: ignore[arg-type]
+from reasonix.testing import Reply
+from tests.support.sessions import Servers, open_session
 
 
 async def answer_each(

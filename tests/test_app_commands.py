@@ -1,49 +1,25 @@
-"""``reasonix.app.runtime.Runtime`` in-process against fake servers: config wiring, persistence
+"""The session façade's commands in-process against fake servers: config wiring, persistence
 through session listeners, rewind (files + both conversations + store), modes, clear/resume,
 repair of a cut-off session, and the demo scenario."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from reasonix.agent.agent import INTERRUPTED_CALL, INTERRUPTED_TURN
-from reasonix.app import demo
-from reasonix.app.runtime import Runtime, effort_options, repair_messages
+from reasonix.app import AgentSession, demo
+from reasonix.app.assembly import effort_options
+from reasonix.app.persistence import repair_messages
 from reasonix.config import load_config
 from reasonix.errors import ConfigError, SessionStoreError
 from reasonix.events import CollectingSink
 from reasonix.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage
 from reasonix.store import SessionStore
 from reasonix.testing import FakeDeepSeekServer, Reply
-from tests.test_cli_support import KEY_ENV, project_toml
-
-ENV = {KEY_ENV: "sk-test"}
-
-
-@pytest.fixture
-async def servers() -> AsyncIterator[tuple[FakeDeepSeekServer, FakeDeepSeekServer]]:
-    async with FakeDeepSeekServer() as ex, FakeDeepSeekServer() as pl:
-        yield ex, pl
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> SessionStore:
-    return SessionStore(tmp_path / "data" / "sessions.db")
-
-
-async def open_runtime(
-    root: Path,
-    servers: tuple[FakeDeepSeekServer, FakeDeepSeekServer],
-    store: SessionStore,
-    overrides: dict[str, object] | None = None,
-    **kwargs: object,
-) -> Runtime:
-    (root / "reasonix.toml").write_text(project_toml(*servers))
-    config = load_config(root, overrides=overrides, environ=ENV, user_config=root / "no-user.toml")
-    return await Runtime.from_config(config, root, store=store, environ=ENV, **kwargs)  # type: ignore[arg-type]
+from tests.support.sessions import ENV, open_session
+from tests.test_cli_support import project_toml
 
 
 async def test_config_reaches_the_wire_and_store(
@@ -52,7 +28,7 @@ async def test_config_reaches_the_wire_and_store(
     ex, _ = servers
     ex.push(Reply.text("hi"))
     sink = CollectingSink()
-    rt = await open_runtime(tmp_path, servers, store, {"executor.effort": "off"}, sink=sink)
+    rt = await open_session(tmp_path, servers, store, {"executor.effort": "off"}, sink=sink)
     try:
         outcome = await rt.run_turn("hello")
     finally:
@@ -87,7 +63,7 @@ async def test_rewind_restores_files_and_both_conversations(
     tmp_path: Path, servers: tuple[FakeDeepSeekServer, FakeDeepSeekServer], store: SessionStore
 ) -> None:
     ex, _ = servers
-    rt = await open_runtime(tmp_path, servers, store)
+    rt = await open_session(tmp_path, servers, store)
     try:
         assert rt.set_mode("yolo") == "Permission mode: yolo"
         ex.push(
@@ -128,7 +104,7 @@ async def test_modes_clear_resume_and_slash_helpers(
     tmp_path: Path, servers: tuple[FakeDeepSeekServer, FakeDeepSeekServer], store: SessionStore
 ) -> None:
     ex, _ = servers
-    rt = await open_runtime(tmp_path, servers, store)
+    rt = await open_session(tmp_path, servers, store)
     try:
         with pytest.raises(ConfigError):
             rt.set_mode("sometimes")
@@ -210,7 +186,7 @@ async def test_compaction_keeps_the_full_transcript_in_the_store(
         return Reply.text("answer " + "words " * 40)
 
     ex.handler = answer
-    rt = await open_runtime(tmp_path, servers, store, {"planner.enabled": False})
+    rt = await open_session(tmp_path, servers, store, {"planner.enabled": False})
     try:
         for i in range(6):
             await rt.run_turn(f"question number {i} " + "padding " * 40)
@@ -254,7 +230,7 @@ async def test_project_mcp_json_servers_are_started_and_toml_wins_on_a_name(
     config = load_config(tmp_path, environ=ENV, user_config=tmp_path / "no-user.toml")
     found = {s.name: s.command for s in mcp_server_configs(config, tmp_path, ENV)}
     assert found == {"dup": "from-toml", "clock": time_server}
-    rt = await Runtime.from_config(config, tmp_path, store=store, environ=ENV)
+    rt = await AgentSession.open(config, tmp_path, store=store, environ=ENV)
     try:
         names = rt.controller.executor.tools.names
     finally:

@@ -1,44 +1,25 @@
-"""Review findings for the runtime: ``/rewind`` after a restart and across a compaction."""
+"""What the store keeps of an open session: turn marks that stay true after a restart and across
+a compaction (so ``/rewind`` cuts the right place), one writer per session, and no MCP server
+left running when opening a session fails."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from reasonix.agent.compaction import SUMMARY_INSTRUCTION
-from reasonix.app.runtime import Runtime
+from reasonix.app import AgentSession
 from reasonix.config import load_config
 from reasonix.messages import UserMessage
 from reasonix.store import SessionStore
 from reasonix.testing import FakeDeepSeekServer, Reply
 from tests.conftest import wire_prefix_violations
-from tests.test_cli_support import KEY_ENV, project_toml
+from tests.support.sessions import ENV, open_session
+from tests.test_cli_support import project_toml
 
-ENV = {KEY_ENV: "sk-test"}
-
-
-@pytest.fixture
-async def servers() -> AsyncIterator[tuple[FakeDeepSeekServer, FakeDeepSeekServer]]:
-    async with FakeDeepSeekServer() as ex, FakeDeepSeekServer() as pl:
-        yield ex, pl
-
-
-async def open_runtime(
-    root: Path,
-    servers: tuple[FakeDeepSeekServer, FakeDeepSeekServer],
-    store: SessionStore,
-    **kwargs: object,
-) -> Runtime:
-    (root / "reasonix.toml").write_text(project_toml(*servers))
-    config = load_config(
-        root,
-        overrides={"planner.enabled": False, "permissions.mode": "yolo"},
-        environ=ENV,
-        user_config=root / "no-user.toml",
-    )
-    return await Runtime.from_config(config, root, store=store, environ=ENV, **kwargs)  # type: ignore[arg-type]
+#: One role and no approval questions: these tests are about what the store keeps.
+EXECUTOR_ONLY_YOLO: dict[str, object] = {"planner.enabled": False, "permissions.mode": "yolo"}
 
 
 def write(path: str, content: str, answer: str) -> list[Reply]:
@@ -50,7 +31,7 @@ async def test_rewound_turns_stay_rewound_after_a_restart(
 ) -> None:
     ex, _ = servers
     store = SessionStore(tmp_path / "data" / "sessions.db")
-    rt = await open_runtime(tmp_path, servers, store)
+    rt = await open_session(tmp_path, servers, store, EXECUTOR_ONLY_YOLO)
     try:
         for i in (1, 2, 3):
             ex.push(*write(f"f{i}.txt", f"{i}\n", f"wrote {i}"))
@@ -63,7 +44,7 @@ async def test_rewound_turns_stay_rewound_after_a_restart(
     finally:
         await rt.aclose()
 
-    rt = await open_runtime(tmp_path, servers, store, continue_last=True)
+    rt = await open_session(tmp_path, servers, store, EXECUTOR_ONLY_YOLO, continue_last=True)
     try:
         assert rt.session_id == sid
         # The rewound turns 2 and 3 are gone for good.
@@ -94,7 +75,7 @@ async def test_rewind_across_a_compaction(
         return script.pop(0)
 
     ex.handler = answer
-    rt = await open_runtime(tmp_path, servers, store)
+    rt = await open_session(tmp_path, servers, store, EXECUTOR_ONLY_YOLO)
     try:
         for i in range(1, 7):
             await rt.run_turn(f"write file {i} " + "padding " * 40)
@@ -115,7 +96,7 @@ async def test_rewind_across_a_compaction(
     finally:
         await rt.aclose()
 
-    rt = await open_runtime(tmp_path, servers, store, resume_id=sid)
+    rt = await open_session(tmp_path, servers, store, EXECUTOR_ONLY_YOLO, resume_id=sid)
     try:
         assert "compact" in rt.rewind(2)
         text = rt.rewind(5)
@@ -154,13 +135,13 @@ async def test_two_processes_never_share_a_session(
     ex, _ = servers
     db = tmp_path / "data" / "sessions.db"
     store_a, store_b = SessionStore(db), SessionStore(db)
-    a = await open_runtime(tmp_path, servers, store_a)
+    a = await open_session(tmp_path, servers, store_a, EXECUTOR_ONLY_YOLO)
     try:
         ex.push(Reply.text("A answers"))
         await a.run_turn("question in A")
         # `-c` in the second process must not pick the session the first one is writing to:
         # both would append at the same positions and overwrite each other's history.
-        b = await open_runtime(tmp_path, servers, store_b, continue_last=True)
+        b = await open_session(tmp_path, servers, store_b, EXECUTOR_ONLY_YOLO, continue_last=True)
         try:
             assert b.session_id != a.session_id
             with pytest.raises(SessionStoreError, match="open in another reasonix"):
@@ -170,14 +151,16 @@ async def test_two_processes_never_share_a_session(
         finally:
             await b.aclose()
         with pytest.raises(SessionStoreError, match="open in another reasonix"):
-            await open_runtime(tmp_path, servers, store_b, resume_id=a.session_id)
+            await open_session(
+                tmp_path, servers, store_b, EXECUTOR_ONLY_YOLO, resume_id=a.session_id
+            )
         ex.push(Reply.text("A again"))
         await a.run_turn("more in A")
         a_id = a.session_id
     finally:
         await a.aclose()
     # Once A has closed, its session is free to continue.
-    b = await open_runtime(tmp_path, servers, store_b, continue_last=True)
+    b = await open_session(tmp_path, servers, store_b, EXECUTOR_ONLY_YOLO, continue_last=True)
     try:
         assert b.session_id == a_id
         stored = store_b.load_messages(a_id, "executor")
@@ -221,7 +204,7 @@ async def test_a_refused_resume_stops_the_mcp_servers_it_started(
 
     store = SessionStore(tmp_path / "data" / "sessions.db")
     with store, pytest.raises(SessionStoreError, match="no session"):
-        await Runtime.from_config(
+        await AgentSession.open(
             config, tmp_path, store=store, environ=ENV, resume_id="20200101-000000-dead"
         )
     assert mcp_children() == []
