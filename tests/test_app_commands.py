@@ -212,7 +212,7 @@ async def test_project_mcp_json_servers_are_started_and_toml_wins_on_a_name(
     import json
     import sys
 
-    from reasonix.app.runtime import mcp_server_configs
+    from reasonix.app.assembly import mcp_server_configs
 
     time_server = str(Path(sys.executable).parent / "mcp-server-time")
     (tmp_path / ".mcp.json").write_text(

@@ -117,7 +117,7 @@ async def test_rewind_across_a_compaction(
 
 
 def test_remap_marks_keeps_positions_a_rollback_did_not_touch() -> None:
-    from reasonix.app.runtime import TurnMark, remap_marks
+    from reasonix.app.persistence import TurnMark, remap_marks
     from reasonix.messages import AssistantMessage, SystemMessage
 
     old = (SystemMessage("s"), UserMessage("a"), AssistantMessage("b"), UserMessage("c"))

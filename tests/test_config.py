@@ -493,7 +493,7 @@ def test_locator_handles_quotes_arrays_and_multiline_values() -> None:
 
 
 def test_mcp_server_timeouts_flow_from_toml_to_the_mcp_layer(tmp_path: Path) -> None:
-    from reasonix.app.runtime import mcp_entries
+    from reasonix.app.assembly import mcp_entries
     from reasonix.mcp import servers_from_toml
 
     (tmp_path / "reasonix.toml").write_text(

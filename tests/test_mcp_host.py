@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from reasonix.app.runtime import mcp_server_configs
+from reasonix.app.assembly import mcp_server_configs
 from reasonix.config import load_config
 from reasonix.errors import ConfigError
 from reasonix.mcp import McpManager, McpServerConfig

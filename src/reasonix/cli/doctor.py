@@ -236,7 +236,7 @@ def _optional_tools() -> list[Check]:
 
 
 def _mcp(config: Config) -> list[Check]:
-    from reasonix.app.runtime import mcp_server_configs
+    from reasonix.app.assembly import mcp_server_configs
     from reasonix.errors import ConfigError
 
     skipped: list[ConfigError] = []
