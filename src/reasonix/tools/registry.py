@@ -8,6 +8,10 @@ never change within a session.
 ``ToolRegistry.execute`` never raises for the model's mistakes: broken JSON, a schema mismatch, an
 unknown tool, a refused permission, a timeout or an exception inside the tool each become a
 ``ToolResult`` with ``is_error=True`` whose text tells the model what went wrong.
+
+The module runs past 500 lines on purpose: the schema made from a signature, the validation of
+the model's arguments against it and the coercion into the callable's types must agree exactly,
+and keeping them beside the registry that applies them keeps that contract in one file.
 """
 
 from __future__ import annotations
