@@ -339,3 +339,32 @@ async def test_authentication_method_is_the_key_variable(project: Project) -> No
     async with acp_agent(project, client) as conn:
         with pytest.raises(RequestError, match="DEEPSEEK_API_KEY is not set"):
             await conn.authenticate(method_id="deepseek-api-key")
+
+
+async def test_no_key_in_the_agent_process_environment(project: Project) -> None:
+    """After start-up the key is held in memory: /proc/<pid>/environ of ``reasonix acp`` and
+    every child it starts no longer show it, yet sessions still authenticate with it."""
+    project.write_toml('\n[permissions]\nmode = "yolo"\n')
+    project.ex.push(
+        Reply.call("bash", {"command": "cat /proc/$PPID/environ | tr '\\0' '\\n'; env"}),
+        Reply.text("looked"),
+    )
+    client = EditorClient()
+    env = project.env(DEEPSEEK_API_KEY="sk-deepseek-secret")
+    async with spawn_agent_process(
+        client, sys.executable, "-m", "reasonix", "acp", env=env, cwd=project.root
+    ) as (conn, process):
+        proc_environ = Path(f"/proc/{process.pid}/environ")
+        await conn.initialize(protocol_version=1)
+        at_start = await asyncio.to_thread(proc_environ.read_bytes)
+        new = await conn.new_session(cwd=str(project.root), mcp_servers=[])
+        reply = await conn.prompt(session_id=new.session_id, prompt=text("look around"))
+        after_turn = await asyncio.to_thread(proc_environ.read_bytes)
+    assert reply.stop_reason == "end_turn"
+    for environ in (at_start, after_turn):
+        assert b"sk-test" not in environ and b"sk-deepseek-secret" not in environ
+        assert b"REASONIX_DATA_DIR" in environ, "the probe reads the real environment block"
+    (result,) = [u for u in client.of(s.ToolCallProgress) if u.status == "completed"]
+    output = result.content[0].content.text
+    assert "sk-test" not in output and "sk-deepseek-secret" not in output
+    assert project.ex.requests[0].headers.get("authorization") == "Bearer sk-test"

@@ -96,7 +96,7 @@ class ReasonixAcpAgent:
     ) -> None:
         self._store = store
         self._load_config = load_config
-        self._environ = environ
+        self._environ = dict(environ) if environ is not None else None
         self._conn: Client | None = None
         self._open: dict[str, _Open] = {}
 
@@ -167,7 +167,7 @@ class ReasonixAcpAgent:
         is there (sessions check the variable their own config names)."""
         if method_id != AUTH_METHOD:
             raise _error(f"unknown authentication method {method_id!r}; use {AUTH_METHOD!r}")
-        if not os.environ.get("DEEPSEEK_API_KEY"):
+        if not (self._environ or os.environ).get("DEEPSEEK_API_KEY"):
             raise _error(
                 "DEEPSEEK_API_KEY is not set in the environment the editor started reasonix "
                 "with; set it there (or name another variable in [[providers]] api_key_env)",
@@ -440,11 +440,17 @@ class ReasonixAcpAgent:
 
     def _config(self, workspace: Path) -> Config:
         from reasonix.config import check_credentials
+        from reasonix.safety.environment import take_from_environment
 
         try:
             config = self._load_config(workspace)
         except ReasonixError as exc:
             raise _error(f"reasonix: configuration error: {exc}") from None
+        if self._environ is not None:
+            # A workspace may name a key variable the start-up config did not: take it out of
+            # the process environment too, so no child process can inherit it.
+            names = {p.api_key_env for p in config.providers.values() if p.api_key_env}
+            self._environ.update(take_from_environment(sorted(names)))
         problems = check_credentials(config, self._environ)
         if problems:
             raise _error("reasonix: " + " ".join(problems), -32000)
@@ -602,8 +608,10 @@ async def serve(
     *,
     load_config: Callable[[Path], Config],
     protocol_out: Any,
+    environ: Mapping[str, str] | None = None,
 ) -> None:
-    """Speak ACP on stdin and ``protocol_out`` until the client closes stdin."""
+    """Speak ACP on stdin and ``protocol_out`` until the client closes stdin. ``environ`` is
+    the environment with the API keys the command line took out of the process's own."""
     import sys
 
     from acp import run_agent
@@ -615,7 +623,7 @@ async def serve(
         asyncio.streams.FlowControlMixin, protocol_out
     )
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
-    agent = ReasonixAcpAgent(store, load_config=load_config)
+    agent = ReasonixAcpAgent(store, load_config=load_config, environ=environ)
     try:
         # The SDK's Agent protocol lists every method, optional and unstable ones included;
         # its router looks handlers up by name and answers "method not found" for the rest.

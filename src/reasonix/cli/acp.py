@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reasonix.cli.commands import EXIT_OK, UsageError, load, open_store
+from reasonix.cli.commands import EXIT_OK, UsageError, hold_keys, load, open_store
 
 if TYPE_CHECKING:
     from reasonix.config import Config
@@ -37,6 +37,11 @@ def run_acp(args: argparse.Namespace) -> int:
     )
     handler.setFormatter(logging.Formatter("reasonix acp: %(levelname)s %(message)s"))
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, handlers=[handler])
+    try:
+        start_config = load(args, Path.cwd())
+    except UsageError:
+        start_config = None  # reported per session, as a JSON-RPC error, when one is opened
+    environ = hold_keys(start_config) if start_config is not None else _hold_default_key()
     store = open_store()
     from reasonix.acp.server import serve
 
@@ -49,12 +54,19 @@ def run_acp(args: argparse.Namespace) -> int:
             raise ConfigError(str(exc)) from None
 
     try:
-        asyncio.run(serve(store, load_config=load_for, protocol_out=protocol_out))
+        asyncio.run(serve(store, load_config=load_for, protocol_out=protocol_out, environ=environ))
     except KeyboardInterrupt:
         pass
     finally:
         store.close()
     return EXIT_OK
+
+
+def _hold_default_key() -> dict[str, str]:
+    from reasonix.config import DEEPSEEK_KEY_ENV
+    from reasonix.safety.environment import take_from_environment
+
+    return {**os.environ, **take_from_environment([DEEPSEEK_KEY_ENV])}
 
 
 def _take_stdout() -> object:
