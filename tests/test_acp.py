@@ -72,7 +72,9 @@ async def acp_agent(
         "acp",
         env=env or project.env(),
         cwd=project.root,
-        transport_kwargs={"stderr": log.fileno()},
+        # A loaded machine can take more than the SDK's default 2 s to let the process exit
+        # after stdin closes; its terminate() then races the exit.
+        transport_kwargs={"stderr": log.fileno(), "shutdown_timeout": 30.0},
     ) as (conn, process):
         init = await asyncio.wait_for(conn.initialize(protocol_version=1), 30)
         assert init.agent_info is not None and init.agent_info.name == "reasonix"
@@ -352,7 +354,14 @@ async def test_no_key_in_the_agent_process_environment(project: Project) -> None
     client = EditorClient()
     env = project.env(DEEPSEEK_API_KEY="sk-deepseek-secret")
     async with spawn_agent_process(
-        client, sys.executable, "-m", "reasonix", "acp", env=env, cwd=project.root
+        client,
+        sys.executable,
+        "-m",
+        "reasonix",
+        "acp",
+        env=env,
+        cwd=project.root,
+        transport_kwargs={"shutdown_timeout": 30.0},
     ) as (conn, process):
         proc_environ = Path(f"/proc/{process.pid}/environ")
         await conn.initialize(protocol_version=1)
