@@ -27,7 +27,9 @@ from reasonix.events import (
     ToolResultEvent,
     TurnEnded,
     UsageEvent,
+    UsageSource,
 )
+from reasonix.messages import Usage
 from reasonix.store import SessionStore
 from reasonix.testing import Reply
 from tests.support.sessions import Servers, open_session
@@ -326,3 +328,24 @@ async def test_an_approver_and_remote_approvals_exclude_each_other(
 
     with pytest.raises(SessionError, match="not both"):
         await open_session(tmp_path, servers, store, approver=Never(), remote_approvals=True)
+
+
+async def test_cost_has_a_row_for_every_source_that_spent_including_subagents(
+    tmp_path: Path, servers: Servers, store: SessionStore
+) -> None:
+    ex, _ = servers
+    ex.push(Reply.text("one"))
+    session = await open_session(tmp_path, servers, store)
+    try:
+        await session.run_turn("first")
+        # A delegated child session reports its usage under its own source.
+        child = Usage(prompt_tokens=100, cache_hit_tokens=64, cache_miss_tokens=36)
+        session.controller.sink.emit(
+            UsageEvent("subagent", UsageSource.SUBAGENT, "deepseek-v4-flash", child, 0.001)
+        )
+        cost = session.cost()
+        assert set(cost) == {"executor", "subagent"}
+        assert cost["subagent"].usage == child
+        assert "subagent" in session.cost_table()
+    finally:
+        await session.aclose()

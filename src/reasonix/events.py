@@ -24,6 +24,8 @@ class UsageSource(enum.StrEnum):
     EXECUTOR = "executor"
     PLANNER = "planner"
     COMPACTION = "compaction"
+    #: a child session (a delegated task): its own prefix-cache chain, its own cost row
+    SUBAGENT = "subagent"
     OTHER = "other"
 
 
