@@ -187,6 +187,50 @@ def build_parser() -> argparse.ArgumentParser:
     acp.add_argument("--log-file", metavar="FILE", help="write logs to FILE instead of stderr")
     acp.add_argument("-v", "--verbose", action="store_true", help="log each request")
     _config_flags(acp, sub=True)
+    batch = sub.add_parser(
+        "batch",
+        help="run many tasks headless, locally or on a Ray cluster",
+        description=(
+            "Run every task of a JSONL file headless, each in an isolated copy of its "
+            "repository, and write one row per task to OUT/results.jsonl as tasks finish "
+            "(running again with the same --out skips finished tasks). A task line: "
+            '{"id", "repo" (folder or git URL), "task"} plus optional "verify" (shell command, '
+            'exit 0 = solved), "setup", and per-task "model", "planner_model", "effort", '
+            '"planner" (true/false), "mode", "max_steps". Exit codes: 0 all tasks ran without '
+            "error, 1 a task failed or the budget left tasks unstarted, 2 usage error."
+        ),
+    )
+    batch.add_argument("tasks", metavar="TASKS.jsonl", help="the task file")
+    batch.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    batch.add_argument(
+        "--engine", choices=("local", "ray"), default="local", help="where tasks run"
+    )
+    batch.add_argument(
+        "--concurrency", type=int, metavar="N", help="tasks at once (local 4, ray: CPUs)"
+    )
+    batch.add_argument(
+        "--ray-address", metavar="ADDR", help="an existing Ray cluster (default: start one)"
+    )
+    batch.add_argument(
+        "--ray-cpus", type=int, metavar="N", help="CPUs of the local Ray instance it starts"
+    )
+    batch.add_argument(
+        "--yes", "-y", action="store_true", help="allow what would ask and approve plans"
+    )
+    batch.add_argument(
+        "--trust", action="store_true", help="trust the project files of the tasks' repositories"
+    )
+    batch.add_argument(
+        "--timeout",
+        type=float,
+        default=1800.0,
+        metavar="S",
+        help="limit for each setup and verify command (default 1800 s)",
+    )
+    batch.add_argument(
+        "--swe-bench", action="store_true", help="also write OUT/preds.json for SWE-bench"
+    )
+    _config_flags(batch, sub=True)
     return parser
 
 
@@ -334,5 +378,9 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         from reasonix.cli.acp import run_acp
 
         return run_acp(args)
+    if command == "batch":
+        from reasonix.cli.batch import run_batch
+
+        return run_batch(args)
     parser.print_help()
     return EXIT_USAGE

@@ -14,6 +14,7 @@ usage: reasonix [options]                 interactive session in this folder
        reasonix doctor                    check configuration, keys, endpoints, folders, tools
        reasonix demo                      an offline demo turn with a scripted model
        reasonix acp                       serve an editor over the Agent Client Protocol
+       reasonix batch TASKS.jsonl --out D many tasks headless, locally or on Ray
 
 A DeepSeek-native coding agent: a fast executor model runs the tool loop, a capable planner
 model is called for multi-step plans and when the executor stalls.
@@ -37,7 +38,7 @@ exit codes: 0 success, 1 failure (model/provider error), 2 usage or configuratio
 3 refused work (a permission denial stopped the task, or a plan was declined)
 """
 
-COMMANDS = ("run", "config", "sessions", "doctor", "demo", "acp")
+COMMANDS = ("run", "config", "sessions", "doctor", "demo", "acp", "batch")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,180 @@
+"""Where the tasks run: ``local`` (asyncio within a concurrency bound, in this process) or
+``ray`` (one ``ray.remote`` task each, on a local Ray instance or an existing cluster).
+
+Both engines share a :class:`Ledger`: the batch's budget. A task starts only while the budget
+has money left, and its own session budget is what is left at its start, so running tasks
+together cannot overspend by more than what the tasks already running may spend. At most
+``concurrency`` tasks run at once, and each has at most one model request in flight, so the
+batch never has more than ``concurrency`` requests open against the provider's concurrency
+limit (DeepSeek: 2,500 for flash, 500 for pro per account).
+
+A task whose Ray worker died (killed, out of memory, node lost) is retried by Ray
+(``max_retries``); after the last retry it becomes a row with ``error_class: worker_died``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from reasonix.batch.runner import RunSettings, run_task
+from reasonix.batch.tasks import BatchTask
+from reasonix.errors import ConfigError
+
+__all__ = ["ENGINES", "Ledger", "LocalEngine", "RayEngine"]
+
+OnRow = Callable[[dict[str, Any]], None]
+OnStart = Callable[[BatchTask], None]
+
+
+@dataclass
+class Ledger:
+    """The batch's shared budget (``max_cost`` USD, None for none) and what was left unstarted."""
+
+    max_cost: float | None = None
+    spent: float = 0.0
+    not_started: list[str] = field(default_factory=list)
+
+    def left(self) -> float | None:
+        return None if self.max_cost is None else self.max_cost - self.spent
+
+    def exhausted(self) -> bool:
+        left = self.left()
+        return left is not None and left <= 0
+
+    def spend(self, row: Mapping[str, Any]) -> None:
+        self.spent += float((row.get("cost_usd") or {}).get("total", 0.0))
+
+
+class LocalEngine:
+    """Tasks as coroutines in this process, at most ``concurrency`` at a time."""
+
+    name = "local"
+
+    async def run(
+        self,
+        tasks: Sequence[BatchTask],
+        settings: RunSettings,
+        ledger: Ledger,
+        concurrency: int,
+        on_row: OnRow,
+        on_start: OnStart,
+    ) -> None:
+        bound = asyncio.Semaphore(concurrency)
+
+        async def one(task: BatchTask) -> None:
+            async with bound:
+                if ledger.exhausted():
+                    ledger.not_started.append(task.id)
+                    return
+                on_start(task)
+                row = await run_task(task, settings, ledger.left())
+                ledger.spend(row)
+                on_row(row)
+
+        # run_task reports every failure in its row, so one task cannot cancel the others.
+        await asyncio.gather(*(one(task) for task in tasks))
+
+
+def _ray_task(task: dict[str, Any], settings: dict[str, Any], budget: float | None) -> Any:
+    """What a Ray worker runs: one task, in a fresh event loop of its own."""
+    from reasonix.batch.runner import RunSettings, run_task
+
+    return asyncio.run(run_task(BatchTask.from_dict(task), RunSettings(**settings), budget))
+
+
+class RayEngine:
+    """One ``ray.remote`` task per batch task. ``address`` is an existing cluster (``auto`` or
+    ``ray://host:port``); None starts a local instance with ``num_cpus`` CPUs for this batch.
+    ``env`` (the API-key variables) is passed to the workers through Ray's runtime
+    environment."""
+
+    name = "ray"
+
+    def __init__(
+        self,
+        address: str | None = None,
+        *,
+        num_cpus: int | None = None,
+        env: Mapping[str, str] | None = None,
+        max_retries: int = 2,
+    ) -> None:
+        self.address = address
+        self.num_cpus = num_cpus
+        self.env = dict(env or {})
+        self.max_retries = max_retries
+
+    async def run(
+        self,
+        tasks: Sequence[BatchTask],
+        settings: RunSettings,
+        ledger: Ledger,
+        concurrency: int,
+        on_row: OnRow,
+        on_start: OnStart,
+    ) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise ConfigError(
+                "the ray engine needs Ray: pip install 'reasonix[ray]' (or use --engine local)"
+            ) from None
+        started_here = not ray.is_initialized()
+        if started_here:
+            options: dict[str, Any] = {
+                "include_dashboard": False,
+                "log_to_driver": False,
+                "runtime_env": {"env_vars": self.env},
+            }
+            if self.address:
+                options["address"] = self.address
+            elif self.num_cpus:
+                options["num_cpus"] = self.num_cpus
+            await asyncio.to_thread(ray.init, **options)
+        remote = ray.remote(max_retries=self.max_retries)(_ray_task)
+        plain = dataclasses.asdict(settings)
+        queue = list(tasks)
+        pending: dict[Any, BatchTask] = {}
+        try:
+            while queue or pending:
+                while queue and len(pending) < concurrency:
+                    if ledger.exhausted():
+                        ledger.not_started.extend(t.id for t in queue)
+                        queue.clear()
+                        break
+                    task = queue.pop(0)
+                    on_start(task)
+                    ref = remote.options(name=f"reasonix-batch:{task.id}").remote(
+                        task.to_dict(), plain, ledger.left()
+                    )
+                    pending[ref] = task
+                if not pending:
+                    break
+                done, _ = await asyncio.to_thread(ray.wait, list(pending), num_returns=1)
+                for ref in done:
+                    task = pending.pop(ref)
+                    row = await asyncio.to_thread(self._collect, ray, ref, task, settings)
+                    ledger.spend(row)
+                    on_row(row)
+        finally:
+            if started_here:
+                await asyncio.to_thread(ray.shutdown)
+
+    @staticmethod
+    def _collect(ray: Any, ref: Any, task: BatchTask, settings: RunSettings) -> dict[str, Any]:
+        try:
+            row: dict[str, Any] = ray.get(ref)
+        except Exception as exc:  # the worker died on every attempt, or Ray itself failed
+            from reasonix.batch.runner import base_row
+
+            row = base_row(task, settings)
+            died = type(exc).__name__ in ("WorkerCrashedError", "NodeDiedError")
+            row["error_class"] = "worker_died" if died else "ray_error"
+            row["error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
+        return row
+
+
+ENGINES = ("local", "ray")

@@ -1,0 +1,197 @@
+"""One task, start to finish: copy, setup, one headless turn through the session façade,
+diff, verify, and the task's row.
+
+Everything a task leaves is under ``OUT/<id>/``: ``repo/`` (the copy the agent worked in),
+``session.db`` (its stored session: ``reasonix sessions show`` reads it with
+``REASONIX_DATA_DIR=OUT/<id>``), ``trajectory.jsonl`` (every event of the turn as one JSON object
+per line, ``event.to_dict()``: the same lines ``reasonix run --output-format stream-json``
+prints, then the result object), ``diff.patch`` and ``setup.log`` / ``verify.log``.
+
+The row (see :func:`run_task`) has the shapes of ``reasonix run --output-format json`` for
+``usage`` and ``cost_usd``, plus the batch's own fields. Any failure becomes a row with an
+``error_class``; nothing a task does stops the other tasks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from reasonix.batch.tasks import BatchTask
+from reasonix.batch.workspace import diff, prepare_copy, run_shell
+from reasonix.errors import ConfigError, ReasonixError
+
+__all__ = ["RunSettings", "base_row", "run_task"]
+
+#: How much of a verify command's output a row keeps.
+TAIL_CHARS = 2_000
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What every task of a batch shares (plain data: it travels to Ray workers).
+
+    ``overrides`` are config keys from the command line; ``yes`` allows what would ask and
+    approves plans (deny rules, plan mode and the sandbox still apply); ``trust`` trusts each
+    task copy's project files; ``budget_left`` (USD, None for no limit) caps this task's spend;
+    ``timeout`` bounds setup and verify commands (seconds); ``user_config`` is where the user's
+    config file is (None: the usual place)."""
+
+    out: str
+    engine: str
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    yes: bool = False
+    trust: bool = False
+    timeout: float = 1800.0
+    user_config: str | None = None
+    environ: Mapping[str, str] | None = None
+
+
+def _tail(text: str) -> str:
+    return text if len(text) <= TAIL_CHARS else "…" + text[-TAIL_CHARS:]
+
+
+def base_row(task: BatchTask, settings: RunSettings) -> dict[str, Any]:
+    return {
+        "id": task.id,
+        "engine": settings.engine,
+        "exit_code": 1,
+        "stop_reason": None,
+        "route": None,
+        "duration_ms": 0,
+        "usage": {},
+        "cost_usd": {"total": 0.0},
+        "cache_hit_ratio": {},
+        "verify_exit_code": None,
+        "verify_output_tail": None,
+        "solved": None,
+        "error_class": None,
+        "error": None,
+        "session_id": None,
+        "diff_bytes": 0,
+        "worker": f"{socket.gethostname()}:{os.getpid()}",
+    }
+
+
+async def run_task(
+    task: BatchTask, settings: RunSettings, budget_left: float | None = None
+) -> dict[str, Any]:
+    """Run ``task`` and return its row (never raises for what the task does)."""
+    started = time.monotonic()
+    row = base_row(task, settings)
+    folder = Path(settings.out) / task.id
+    try:
+        await _run(task, settings, folder, row, budget_left)
+    except ReasonixError as exc:
+        row["error_class"] = type(exc).__name__
+        row["error"] = str(exc)
+    except Exception as exc:  # a crash of this task, reported in its row
+        row["error_class"] = "crashed"
+        row["error"] = f"{type(exc).__name__}: {exc}"
+    row["duration_ms"] = int((time.monotonic() - started) * 1000)
+    return row
+
+
+async def _run(
+    task: BatchTask,
+    settings: RunSettings,
+    folder: Path,
+    row: dict[str, Any],
+    budget_left: float | None,
+) -> None:
+    import asyncio
+
+    from reasonix.app.session import AgentSession
+    from reasonix.cli.headless import YesApprover, approve_all_plans, exit_code, result_object
+    from reasonix.config import check_credentials, load_config
+    from reasonix.events import JsonLinesSink
+    from reasonix.safety.environment import build_environment
+    from reasonix.store import SessionStore
+
+    copy = await asyncio.to_thread(prepare_copy, task.repo, task.is_url, folder / "repo")
+    overrides = {**settings.overrides, **task.overrides}
+    if budget_left is not None:
+        configured = overrides.get("budget.max_session_usd")
+        cap = budget_left if configured is None else min(float(configured), budget_left)
+        overrides["budget.max_session_usd"] = max(cap, 0.0)
+    config = load_config(
+        copy,
+        overrides=overrides,
+        environ=settings.environ,
+        user_config=settings.user_config,
+        trust=settings.trust,
+    )
+    problems = check_credentials(config, settings.environ)
+    if problems:
+        raise ConfigError(" ".join(problems))
+    keys = {p.api_key_env for p in config.providers.values() if p.api_key_env}
+    shell_env = build_environment(
+        include=config.environment.include,
+        extra=dict(config.environment.set),
+        withheld=keys,
+        base=settings.environ,
+    )
+    if task.setup:
+        code, output = await asyncio.to_thread(
+            run_shell, task.setup, copy, settings.timeout, shell_env
+        )
+        (folder / "setup.log").write_text(output, encoding="utf-8")
+        if code != 0:
+            row["error_class"] = "setup_failed"
+            row["error"] = f"setup exited {code}: {_tail(output)}"
+            return
+    store = SessionStore(folder / "session.db")
+    trajectory: IO[str] = (folder / "trajectory.jsonl").open("w", encoding="utf-8")
+    try:
+        session = await AgentSession.open(
+            config,
+            copy,
+            store=store,
+            approver=YesApprover() if settings.yes else None,
+            sink=JsonLinesSink(trajectory),
+            plan_approver=approve_all_plans if settings.yes else None,
+            environ=settings.environ,
+        )
+        try:
+            outcome = await session.run_turn(task.task)
+            result = result_object(session, outcome)
+            trajectory.write(json.dumps(result, ensure_ascii=False) + "\n")
+            row.update(
+                {
+                    "exit_code": exit_code(outcome),
+                    "stop_reason": result["stop_reason"],
+                    "route": result["route"],
+                    "usage": result["usage"],
+                    "cost_usd": result["cost_usd"],
+                    "cache_hit_ratio": {
+                        role: usage["cache_hit_ratio"] for role, usage in result["usage"].items()
+                    },
+                    "session_id": session.session_id,
+                    "result": _tail(result["result"]),
+                }
+            )
+            if outcome.is_error:
+                row["error_class"] = "model_error"
+                row["error"] = _tail(result["result"])
+        finally:
+            await session.aclose()
+    finally:
+        trajectory.close()
+        store.close()
+    patch = await asyncio.to_thread(diff, copy)
+    (folder / "diff.patch").write_text(patch, encoding="utf-8")
+    row["diff_bytes"] = len(patch.encode())
+    if task.verify:
+        code, output = await asyncio.to_thread(
+            run_shell, task.verify, copy, settings.timeout, shell_env
+        )
+        (folder / "verify.log").write_text(output, encoding="utf-8")
+        row["verify_exit_code"] = code
+        row["verify_output_tail"] = _tail(output)
+        row["solved"] = code == 0

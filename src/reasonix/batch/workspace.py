@@ -1,0 +1,97 @@
+"""An isolated copy of a task's repository, and the diff the task made in it.
+
+The source is never modified: a local folder is copied whole (its uncommitted work included,
+symlinks kept as links), a git URL is cloned. Before the agent runs, the copy gets a baseline:
+the copy's own git history when it is a repository (the diff is then relative to its ``HEAD``,
+so a clean checkout gives exactly the task's change, as SWE-bench expects), or a fresh private
+repository with one commit of everything for a plain folder. Our git commands run with the
+allowlisted environment, hooks off, no system or global config.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+from reasonix.errors import ReasonixError
+from reasonix.safety.environment import git_environment
+
+__all__ = ["WorkspaceError", "diff", "prepare_copy", "run_shell"]
+
+#: Folders a copy leaves out: they are rebuilt by the task's own setup if it needs them.
+SKIPPED = (".venv", "node_modules", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache")
+
+
+class WorkspaceError(ReasonixError):
+    """The task's repository could not be copied or cloned."""
+
+
+def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    cmd = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", *args]
+    env = git_environment()
+    env["GIT_CONFIG_GLOBAL"] = "/dev/null"
+    proc = subprocess.run(
+        cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+    if check and proc.returncode != 0:
+        raise WorkspaceError(f"git {' '.join(args[:2])} failed: {proc.stderr.strip()[-500:]}")
+    return proc
+
+
+def prepare_copy(repo: str, is_url: bool, target: Path) -> Path:
+    """Make ``target`` a private copy of ``repo`` with a diff baseline; returns ``target``."""
+    if target.exists():
+        shutil.rmtree(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if is_url:
+        _git(target.parent, "clone", "--quiet", repo, str(target))
+    else:
+        try:
+            shutil.copytree(repo, target, symlinks=True, ignore=shutil.ignore_patterns(*SKIPPED))
+        except (OSError, shutil.Error) as exc:
+            raise WorkspaceError(f"cannot copy {repo}: {exc}") from None
+    if not (target / ".git").exists():
+        _git(target, "init", "--quiet")
+        _git(target, "add", "-A")
+        _git(
+            target,
+            "-c",
+            "user.name=reasonix batch",
+            "-c",
+            "user.email=batch@reasonix.invalid",
+            "commit",
+            "--quiet",
+            "--allow-empty",
+            "-m",
+            "baseline before the task",
+        )
+    return target
+
+
+def diff(copy: Path) -> str:
+    """Everything that differs from the copy's ``HEAD``: edits, new files (also untracked
+    ones), deletions, mode changes; binary files as git binary patches."""
+    _git(copy, "add", "-A", "--intent-to-add")
+    return _git(copy, "diff", "--binary", "HEAD").stdout
+
+
+def run_shell(command: str, cwd: Path, timeout: float, env: Mapping[str, str]) -> tuple[int, str]:
+    """A task's ``setup`` or ``verify`` command: its exit code and combined output (124 and a
+    note when it ran past ``timeout``). ``env`` is the allowlisted environment (no API keys)."""
+    try:
+        proc = subprocess.run(
+            ["bash", "-c", command],
+            cwd=cwd,
+            env=dict(env),
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        out = (exc.stdout or "") if isinstance(exc.stdout, str) else ""
+        return 124, out + f"\n[reasonix batch: stopped after {timeout:g} s]"
+    return proc.returncode, proc.stdout + proc.stderr

@@ -1,0 +1,359 @@
+"""``reasonix batch``: the real command as a subprocess, on the local engine and on a real local
+Ray instance, against one fake model server that answers each task from its own script."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reasonix.testing import FakeDeepSeekServer, Fault, Reply
+from reasonix.testing.fake_server import RecordedRequest
+from reasonix.testing.project import fake_project_toml
+
+KEY_ENV = "REASONIX_FAKE_KEY"
+TASK_ID = re.compile(r"^\[([A-Za-z0-9._-]+)\]")
+
+
+def _first_user_text(request: RecordedRequest) -> str:
+    for message in request.messages:
+        if message.get("role") == "user":
+            return str(message.get("content", ""))
+    return ""
+
+
+def scripted(latency: float = 0.0) -> Any:
+    """A handler answering each task by the ``[id]`` its text starts with: tasks named
+    ``ok-*`` and ``die-*`` write done.txt and finish, ``lazy-*`` answer without doing it,
+    ``broken-*`` get a 400. ``latency`` delays the first byte of every answer."""
+
+    def handler(request: RecordedRequest) -> Reply:
+        match = TASK_ID.match(_first_user_text(request))
+        task = match.group(1) if match else "?"
+        step = sum(1 for m in request.messages if m.get("role") == "assistant")
+        fault = Fault(stall_seconds=latency, stall_after_bytes=0) if latency else None
+        if task.startswith("broken"):
+            return Reply.failing(Fault(status=400, message="a request this task cannot make"))
+        if task.startswith(("ok", "die")) and step == 0:
+            reply = Reply.call("write_file", {"path": "done.txt", "content": f"{task}\n"})
+        else:
+            reply = Reply.text(f"{task}: finished.")
+        return Reply(
+            content=reply.content, tool_calls=reply.tool_calls, reasoning="Working.", fault=fault
+        )
+
+    return handler
+
+
+@dataclass
+class Batch:
+    root: Path
+    server: FakeDeepSeekServer
+    config_dir: Path
+    data_dir: Path
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("REASONIX_", "DEEPSEEK_", "RAY_")) and k != "PYTEST_CURRENT_TEST"
+        }
+        env.update(
+            {
+                KEY_ENV: "sk-test",
+                "REASONIX_CONFIG_DIR": str(self.config_dir),
+                "REASONIX_DATA_DIR": str(self.data_dir),
+                "PYTHONUNBUFFERED": "1",
+                "NO_COLOR": "1",
+                "RAY_USAGE_STATS_ENABLED": "0",
+                "RAY_AUTH_MODE": "disabled",
+            }
+        )
+        env.update(extra)
+        return env
+
+    def repo(self, name: str, git: bool = True) -> Path:
+        path = self.root / "repos" / name
+        path.mkdir(parents=True)
+        (path / "README.md").write_text(f"# {name}\n")
+        (path / "notes.txt").write_text("uncommitted work\n")
+        if git:
+            for args in (
+                ["init", "-q"],
+                ["add", "README.md"],
+                ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"],
+            ):
+                subprocess.run(["git", *args], cwd=path, check=True, capture_output=True)
+        return path
+
+    def tasks(self, lines: list[dict[str, Any]]) -> Path:
+        path = self.root / "tasks.jsonl"
+        path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        return path
+
+    def run(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "reasonix", "batch", *args],
+            cwd=self.root,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
+
+@pytest.fixture
+def batch(tmp_path: Path) -> Iterator[Batch]:
+    with FakeDeepSeekServer(handler=scripted()) as server:
+        config_dir = tmp_path / "cfg"
+        config_dir.mkdir()
+        # Batch copies are new folders nobody trusted: the providers come from the user's
+        # own config, as a user's would.
+        (config_dir / "config.toml").write_text(
+            fake_project_toml(server.base_url, server.base_url, key_env=KEY_ENV, max_steps=6)
+        )
+        yield Batch(tmp_path, server, config_dir, tmp_path / "data")
+
+
+def rows_of(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+
+
+def tree_hash(path: Path) -> str:
+    digest = hashlib.sha256()
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        digest.update(str(file.relative_to(path)).encode() + b"\0" + file.read_bytes())
+    return digest.hexdigest()
+
+
+def eight_tasks(batch: Batch, last: dict[str, Any]) -> list[dict[str, Any]]:
+    lines: list[dict[str, Any]] = []
+    for i in range(6):
+        repo = batch.repo(f"r{i}", git=i % 2 == 0)
+        lines.append(
+            {
+                "id": f"ok-{i}",
+                "repo": str(repo),
+                "task": f"[ok-{i}] create done.txt",
+                "verify": "test -f done.txt",
+            }
+        )
+    lazy = batch.repo("lazy")
+    lines.append(
+        {
+            "id": "lazy-1",
+            "repo": str(lazy),
+            "task": "[lazy-1] create done.txt",
+            "verify": "test -f done.txt || { echo no done.txt here; exit 3; }",
+        }
+    )
+    lines.append(last)
+    return lines
+
+
+def check_common_rows(batch: Batch, out: Path, engine: str, ids: list[str]) -> dict[str, Any]:
+    rows = rows_of(out)
+    assert sorted(r["id"] for r in rows) == sorted(ids), "every task exactly once"
+    by_id = {r["id"]: r for r in rows}
+    for i in range(6):
+        row = by_id[f"ok-{i}"]
+        assert row["engine"] == engine
+        assert row["error_class"] is None, row
+        assert row["solved"] is True and row["verify_exit_code"] == 0
+        assert row["exit_code"] == 0 and row["stop_reason"] == "done"
+        assert row["route"] == "executor_only"
+        assert row["usage"]["executor"]["requests"] == 2
+        assert row["cost_usd"]["total"] == row["cost_usd"]["executor"] > 0
+        assert 0 <= row["cache_hit_ratio"]["executor"] <= 1
+        task_dir = out / f"ok-{i}"
+        patch = (task_dir / "diff.patch").read_text()
+        assert "+++ b/done.txt" in patch and f"+ok-{i}" in patch
+        trajectory = (task_dir / "trajectory.jsonl").read_text().splitlines()
+        kinds = [json.loads(x).get("kind") for x in trajectory]
+        assert "tool_call" in kinds and "usage" in kinds
+        assert (task_dir / "session.db").exists()
+    lazy = by_id["lazy-1"]
+    assert lazy["solved"] is False and lazy["verify_exit_code"] == 3
+    assert "no done.txt here" in lazy["verify_output_tail"]
+    assert lazy["error_class"] is None
+    return by_id
+
+
+def test_local_engine_eight_tasks_every_row_complete(batch: Batch) -> None:
+    lines = eight_tasks(
+        batch,
+        {"id": "broken-1", "repo": str(batch.repo("broken")), "task": "[broken-1] anything"},
+    )
+    sources = {line["id"]: tree_hash(Path(line["repo"])) for line in lines}
+    tasks = batch.tasks(lines)
+    proc = batch.run(str(tasks), "--out", "out", "--yes", "--concurrency", "3", "--swe-bench")
+    out = batch.root / "out"
+    assert proc.returncode == 1, proc.stderr  # one task failed
+    by_id = check_common_rows(batch, out, "local", [line["id"] for line in lines])
+    broken = by_id["broken-1"]
+    assert broken["error_class"] == "model_error" and broken["exit_code"] == 1
+    for line in lines:  # the sources are never modified
+        assert tree_hash(Path(line["repo"])) == sources[line["id"]]
+    assert "solved by verify: 6/7" in proc.stdout
+    assert "executor" in proc.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["tasks"] == 8 and summary["solved"] == 6 and summary["errors"] == 1
+    assert summary["cost_per_solved_usd"]["executor"] > 0
+    preds = json.loads((out / "preds.json").read_text())
+    assert {p["instance_id"] for p in preds} == set(by_id)
+    assert "done.txt" in next(p for p in preds if p["instance_id"] == "ok-0")["model_patch"]
+
+    # A second run with the same --out skips every finished task.
+    before = len(batch.server.requests)
+    again = batch.run(str(tasks), "--out", "out", "--yes")
+    assert "8 task(s) finished already" in again.stderr
+    assert len(batch.server.requests) == before
+    assert len(rows_of(out)) == 8
+
+
+def test_ray_engine_eight_tasks_on_two_cpus_with_a_worker_that_dies(batch: Batch) -> None:
+    pytest.importorskip("ray")
+    mark = batch.root / "died-once"
+    die = {
+        "id": "die-1",
+        "repo": str(batch.repo("die")),
+        "task": "[die-1] create done.txt",
+        # The first attempt kills its own Ray worker; Ray runs the task again.
+        "setup": f"if [ ! -e {mark} ]; then touch {mark}; kill -9 $PPID; fi",
+        "verify": "test -f done.txt",
+    }
+    lines = eight_tasks(batch, die)
+    tasks = batch.tasks(lines)
+    proc = batch.run(
+        str(tasks), "--out", "out", "--yes", "--engine", "ray", "--ray-cpus", "2", timeout=600
+    )
+    out = batch.root / "out"
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    by_id = check_common_rows(batch, out, "ray", [line["id"] for line in lines])
+    assert mark.exists(), "the first attempt ran and killed its worker"
+    assert by_id["die-1"]["solved"] is True and by_id["die-1"]["engine"] == "ray"
+    workers = {r["worker"] for r in by_id.values()}
+    assert len(workers) >= 2, "tasks ran in Ray worker processes, not in the driver"
+    assert "solved by verify: 7/8" in proc.stdout
+
+
+def test_resume_after_sigkill_loses_and_repeats_no_row(batch: Batch, tmp_path: Path) -> None:
+    batch.server.handler = scripted(latency=0.4)
+    lines = [
+        {
+            "id": f"ok-{i}",
+            "repo": str(batch.repo(f"k{i}")),
+            "task": f"[ok-{i}] create done.txt",
+            "verify": "test -f done.txt",
+        }
+        for i in range(6)
+    ]
+    tasks = batch.tasks(lines)
+    out = batch.root / "out"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "reasonix",
+            "batch",
+            str(tasks),
+            "--out",
+            "out",
+            "--yes",
+            "--concurrency",
+            "2",
+        ],
+        cwd=batch.root,
+        env=batch.env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 120
+    results = out / "results.jsonl"
+    while time.monotonic() < deadline:
+        if results.exists() and len(results.read_text().splitlines()) >= 2:
+            break
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    first = rows_of(out)
+    assert 2 <= len(first) < 6, "killed mid-batch"
+    again = batch.run(str(tasks), "--out", "out", "--yes", "--concurrency", "2")
+    assert again.returncode == 0, again.stderr
+    rows = rows_of(out)
+    assert sorted(r["id"] for r in rows) == sorted(line["id"] for line in lines)
+    assert rows[: len(first)] == first, "rows written before the kill are kept as they were"
+    assert all(r["solved"] for r in rows)
+
+
+def test_batch_budget_stops_new_tasks(batch: Batch) -> None:
+    lines = [
+        {"id": f"ok-{i}", "repo": str(batch.repo(f"b{i}")), "task": f"[ok-{i}] create done.txt"}
+        for i in range(4)
+    ]
+    tasks = batch.tasks(lines)
+    proc = batch.run(
+        str(tasks), "--out", "out", "--yes", "--concurrency", "1", "--max-cost", "0.0000001"
+    )
+    assert proc.returncode == 1
+    rows = rows_of(batch.root / "out")
+    assert [r["id"] for r in rows] == ["ok-0"]
+    summary = json.loads((batch.root / "out" / "summary.json").read_text())
+    assert summary["not_started"] == ["ok-1", "ok-2", "ok-3"]
+    assert "budget of $0.0000 reached: 3 task(s) not started" in proc.stdout
+    assert len(batch.server.requests) <= 2, "the first task stopped at the budget too"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ('{"id": "a", "repo": "."}\n', "tasks.jsonl:1: missing task"),
+        (
+            '{"id": "a", "repo": ".", "task": "x"}\n{"id": "a", "repo": ".", "task": "y"}\n',
+            "tasks.jsonl:2: id 'a' is used already on line 1",
+        ),
+        ("not json\n", "tasks.jsonl:1: not a JSON object"),
+        ('{"id": "a b", "repo": ".", "task": "x"}\n', "id 'a b' must be letters"),
+        ('{"id": "a", "repo": "missing", "task": "x"}\n', "repo 'missing' is not a folder"),
+        ('{"id": "a", "repo": ".", "task": "x", "colour": 1}\n', "unknown key(s) colour"),
+    ],
+)
+def test_bad_task_files_say_which_line_and_what_to_fix(
+    batch: Batch, content: str, message: str
+) -> None:
+    (batch.root / "tasks.jsonl").write_text(content)
+    proc = batch.run("tasks.jsonl", "--out", "out")
+    assert proc.returncode == 2
+    assert message in proc.stderr
+    assert not (batch.root / "out").exists() or not (batch.root / "out" / "results.jsonl").exists()
+
+
+def test_ray_engine_without_ray_says_how_to_install(batch: Batch) -> None:
+    fake = batch.root / "no-ray"
+    (fake / "ray").mkdir(parents=True)
+    (fake / "ray" / "__init__.py").write_text("raise ImportError('No module named ray')\n")
+    lines = [{"id": "ok-0", "repo": str(batch.repo("n0")), "task": "[ok-0] create done.txt"}]
+    tasks = batch.tasks(lines)
+    proc = subprocess.run(
+        [sys.executable, "-m", "reasonix", "batch", str(tasks), "--out", "out", "--engine", "ray"],
+        cwd=batch.root,
+        env=batch.env(PYTHONPATH=str(fake)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert "pip install 'reasonix[ray]'" in proc.stderr
