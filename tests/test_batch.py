@@ -147,7 +147,8 @@ def eight_tasks(batch: Batch, last: dict[str, Any]) -> list[dict[str, Any]]:
                 "id": f"ok-{i}",
                 "repo": str(repo),
                 "task": f"[ok-{i}] create done.txt",
-                "verify": "test -f done.txt",
+                # The API key never reaches a task's own commands.
+                "verify": "test -f done.txt && ! env | grep -q sk-test",
             }
         )
     lazy = batch.repo("lazy")

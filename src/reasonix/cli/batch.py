@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from reasonix.cli.commands import EXIT_FAILURE, EXIT_OK, UsageError, overrides_from
+from reasonix.cli.commands import EXIT_FAILURE, EXIT_OK, UsageError, hold_keys, overrides_from
 
 
 def run_batch(args: argparse.Namespace) -> int:
@@ -46,20 +46,25 @@ def run_batch(args: argparse.Namespace) -> int:
         ledger.spend(row)
     overrides = {k: v for k, v in overrides_from(args).items() if v is not None}
     overrides.pop("budget.max_session_usd", None)
+    # The keys leave this process's environment now; the local engine hands them to each
+    # session, the Ray engine to its workers through Ray's runtime environment.
+    environ = hold_keys(base)
+    keys = {p.api_key_env for p in base.providers.values() if p.api_key_env}
     settings = RunSettings(
         out=str(out),
         engine=args.engine,
         overrides=overrides,
         yes=args.yes,
-        trust=args.trust,
+        # --trust (a common flag) trusts the project files of the tasks' repositories.
+        trust=bool(getattr(args, "trust", False)),
         timeout=args.timeout,
+        environ=environ if args.engine == "local" else None,
     )
-    keys = {p.api_key_env for p in base.providers.values() if p.api_key_env}
     if args.engine == "ray":
-        env = {k: os.environ[k] for k in keys if k in os.environ}
+        env = {k: environ[k] for k in keys if k in environ}
         for name in ("REASONIX_CONFIG_DIR", "REASONIX_DATA_DIR"):
-            if name in os.environ:
-                env[name] = os.environ[name]
+            if name in environ:
+                env[name] = environ[name]
         engine: Any = RayEngine(args.ray_address, num_cpus=args.ray_cpus, env=env)
         concurrency = args.concurrency or args.ray_cpus or os.cpu_count() or 2
     else:

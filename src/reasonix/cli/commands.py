@@ -218,9 +218,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--yes", "-y", action="store_true", help="allow what would ask and approve plans"
     )
     batch.add_argument(
-        "--trust", action="store_true", help="trust the project files of the tasks' repositories"
-    )
-    batch.add_argument(
         "--timeout",
         type=float,
         default=1800.0,
