@@ -28,6 +28,7 @@ from reasonix.agent.memory import find_memory_files, load_memory, system_prompt_
 from reasonix.agent.session import Session
 from reasonix.config import Config, RoleConfig
 from reasonix.control import Controller, Options, OrchestratorOptions
+from reasonix.control.delegation import ChildRun, DelegationLimits
 from reasonix.control.gate import GateOptions
 from reasonix.control.orchestrator import PLANNER_SYSTEM_PROMPT, PlanApprover
 from reasonix.errors import ConfigError
@@ -178,8 +179,11 @@ def make_controller(
     sink: Sink,
     plan_approver: PlanApprover | None,
     memory: str,
+    on_subagent: Callable[[ChildRun, Session], None] | None = None,
 ) -> Controller:
-    """The Controller over both roles, continuing ``sessions`` (empty ones for a new session)."""
+    """The Controller over both roles, continuing ``sessions`` (empty ones for a new session).
+    With ``[subagents] enabled`` the executor has the ``task`` tool; ``on_subagent`` is told of
+    each child session as it starts."""
 
     def role_options(role: RoleConfig, system_prompt: str, max_steps: int) -> AgentOptions:
         thinking, effort = effort_options(role)
@@ -219,7 +223,18 @@ def make_controller(
             orchestration=orchestration,
             executor_session=sessions.get("executor"),
             planner_session=sessions.get("planner"),
+            delegation=_delegation(config),
+            on_subagent=on_subagent,
         )
+    )
+
+
+def _delegation(config: Config) -> DelegationLimits | None:
+    sub = config.subagents
+    if not sub.enabled:
+        return None
+    return DelegationLimits(
+        max_parallel=sub.max_parallel, timeout_s=sub.timeout_s, max_steps=sub.max_steps
     )
 
 

@@ -293,6 +293,11 @@ class SessionRecord:
         for message in repair_messages(loaded):
             session.add(message)
 
+    def follow_child(self, name: str, session: Session) -> None:
+        """Mirror a subagent's new session into the store under ``name`` (``task-1``, …), so
+        ``reasonix sessions show`` lists it with the parent's conversations."""
+        _SessionMirror(self.store, self.session_id, name, [], self.report).attach(session)
+
     def _follow_rewrites(self, role: Role, session: Session) -> None:
         """Keep the turn marks pointing at the same turns when a compaction (or a planner
         rollback) rewrites ``role``'s conversation, and record the change."""

@@ -38,7 +38,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from reasonix.agent.session import Session
 from reasonix.app import assembly
@@ -220,6 +220,7 @@ class AgentSession:
             sink=self._events,
             plan_approver=self._plan_approver,
             memory=assembly.project_memory(self.workspace),
+            on_subagent=lambda child, session: self._record.follow_child(child.id, session),
         )
         CHECKPOINTS_KEY.set(self._controller.executor.tool_state, self._checkpoints)
         self._record.follow(
@@ -310,11 +311,27 @@ class AgentSession:
         ``compaction`` (and any other usage source, such as subagents, as it appears)."""
         return self._controller.cost.snapshot()
 
+    def subagents(self) -> list[dict[str, Any]]:
+        """Every subagent (``task``) of this run: its description, status, tokens and cost."""
+        delegator = self._controller.delegator
+        return delegator.figures() if delegator is not None else []
+
     def cost_table(self) -> str:
         """Per-role table for this run; plus the stored totals when resuming added earlier
         runs of the same session."""
         here = self.cost()
         table = format_cost_table(here)
+        children = self.subagents()
+        if children:
+            lines = []
+            for c in children:
+                prompt = c["prompt_tokens"]
+                hit = c["cache_hit_tokens"] / prompt if prompt else 0.0
+                lines.append(
+                    f"  {c['id']:<8} {c['status']:<10} {c['requests']:>4} reqs "
+                    f"{prompt:>10,} in {hit:>6.1%} hit  ${c['cost_usd']:.6f}  {c['description']}"
+                )
+            table += "\n\nSubagents (the subagent row above, per child):\n" + "\n".join(lines)
         stored = self.store.usage_summary(self.session_id)
         if sum(t.requests for t in stored.values()) > sum(c.requests for c in here.values()):
             whole = {k: RoleCost(v.requests, v.usage, v.cost) for k, v in stored.items()}

@@ -76,6 +76,7 @@ def result_object(session: AgentSession, outcome: TurnOutcome) -> dict[str, Any]
         "route": str(result.route),
         "usage": usage,
         "cost_usd": cost,
+        "subagents": session.subagents(),
         "is_error": outcome.is_error,
         "refused": outcome.refused,
         "permission_denials": [

@@ -61,6 +61,9 @@ def _run(args: argparse.Namespace, store: SessionStore) -> int:
                 f"{source}: {total.requests} requests, {u.prompt_tokens} prompt tokens "
                 f"({u.cache_hit_tokens} cached), {u.completion_tokens} output, ${total.cost:.6f}"
             )
+        children = [a for a in store.export_json(info.id)["messages"] if a.startswith("task-")]
+        if children:
+            print(f"subagents: {', '.join(children)} (transcripts below)")
         print()
         print(store.export_markdown(info.id))
         return EXIT_OK

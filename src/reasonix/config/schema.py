@@ -320,6 +320,17 @@ class WebConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class SubagentsConfig:
+    """The ``task`` tool (``[subagents]``): read-only child agents on the executor's model,
+    their usage stamped ``subagent``. A project may only lower the limits."""
+
+    enabled: bool = setting(True, "offer the executor the task tool")
+    max_parallel: int = setting(4, "children running at once", minimum=1, project="lower")
+    timeout_s: float = setting(300.0, "seconds one child may run", minimum=1, project="lower")
+    max_steps: int = setting(30, "model steps one child may take", minimum=1, project="lower")
+
+
+@dataclass(frozen=True, slots=True)
 class TrustConfig:
     """Folders whose project files (``reasonix.toml``, ``.mcp.json``) the user trusts without
     being asked, for headless use (``[trust]``, user config only). A folder answered "yes" at
@@ -360,6 +371,7 @@ class Config:
     mcp: McpConfig = field(default_factory=McpConfig)
     environment: EnvironmentConfig = field(default_factory=EnvironmentConfig)
     web: WebConfig = field(default_factory=WebConfig)
+    subagents: SubagentsConfig = field(default_factory=SubagentsConfig)
     trust: TrustConfig = field(default_factory=TrustConfig)
     provenance: Mapping[str, str] = internal(_EMPTY)
     sources: tuple[str, ...] = internal(())

@@ -10,6 +10,7 @@ stay byte-identical for its whole life.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from reasonix.agent.agent import DEFAULT_SYSTEM_PROMPT, Agent, AgentOptions
 from reasonix.agent.memory import remember, tail_note
 from reasonix.agent.session import Session
 from reasonix.control.cost import CostTracker, RoleCost, format_cost_table
+from reasonix.control.delegation import ChildRun, DelegationLimits, Delegator
 from reasonix.control.orchestrator import (
     PLANNER_SYSTEM_PROMPT,
     OrchestratorOptions,
@@ -44,6 +46,10 @@ class Options:
     #: resume: existing sessions to continue (ids are kept)
     executor_session: Session | None = None
     planner_session: Session | None = None
+    #: give the executor the ``task`` tool (read-only subagents) within these limits
+    delegation: DelegationLimits | None = None
+    #: told of each subagent's session as it starts (the host stores its transcript)
+    on_subagent: Callable[[ChildRun, Session], None] | None = None
 
 
 class Controller:
@@ -60,12 +66,31 @@ class Controller:
             role="executor",
             usage_source=UsageSource.EXECUTOR,
         )
-        self.executor = Agent(
-            options.executor_provider,
-            registry.with_tools(executor_plan_tools()),
+        executor_session = (
             options.executor_session
             if options.executor_session is not None
-            else Session("executor"),
+            else Session("executor")
+        )
+        executor_tools = registry.with_tools(executor_plan_tools())
+        #: runs the executor's ``task`` calls; None when delegation is off
+        self.delegator: Delegator | None = None
+        if options.delegation is not None:
+            # Children get the read-only view of the base registry: no ``task`` (depth 1), no
+            # todo tools of the parent.
+            self.delegator = Delegator(
+                options.executor_provider,
+                registry,
+                exec_opts,
+                limits=options.delegation,
+                sink=self.sink,
+                on_child=options.on_subagent,
+                session_prefix=executor_session.id,
+            )
+            executor_tools = executor_tools.with_tools([self.delegator.tool()])
+        self.executor = Agent(
+            options.executor_provider,
+            executor_tools,
+            executor_session,
             exec_opts,
             self.sink,
         )
