@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import stat
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from reasonix.config import Config, load_config
 from reasonix.config.trust import TRUST_FILE, TrustStore, fingerprint
+from reasonix.errors import ConfigError
 
 ENV = {"DEEPSEEK_API_KEY": "sk-test"}
 
@@ -122,3 +124,29 @@ def test_a_remembered_answer_holds_until_a_project_file_changes(dirs: tuple[Path
     (project / ".claude").mkdir()
     (project / ".claude" / "settings.json").write_text('{"hooks": {}}')
     assert not load(dirs, None).trusted
+
+
+def test_project_files_that_are_not_regular_files_cannot_stall_start_up(
+    dirs: tuple[Path, Path],
+) -> None:
+    project, user = dirs
+    os.mkfifo(project / "reasonix.toml")
+    with pytest.raises(ConfigError, match="not a regular file"):
+        load(dirs, None)
+    (project / "reasonix.toml").unlink()
+    (project / "reasonix.toml").symlink_to("/dev/zero")
+    with pytest.raises(ConfigError, match="not a regular file"):
+        load(dirs, None)
+    (project / "reasonix.toml").unlink()
+    (project / ".mcp.json").symlink_to("/dev/zero")
+    (project / ".reasonix").mkdir()
+    os.mkfifo(project / ".reasonix" / "pipe")
+    config = load(dirs, None)  # neither the hash nor the notice reads them
+    assert config.ignored == (".mcp.json: MCP servers",)
+    assert fingerprint(project) != fingerprint(user)
+
+
+def test_a_huge_project_file_is_refused(dirs: tuple[Path, Path]) -> None:
+    write_project(dirs, "# " + "x" * (2 * 1024 * 1024) + "\n")
+    with pytest.raises(ConfigError, match="larger than"):
+        load(dirs, None)

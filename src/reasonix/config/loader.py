@@ -24,6 +24,7 @@ import dataclasses
 import json
 import os
 import re
+import stat
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -114,14 +115,36 @@ def _thaw(value: Any) -> Any:
     return value
 
 
-def _read_layer(label: str, path: Path) -> _Layer | None:
-    """Parse and validate one file; None when it does not exist."""
+#: Larger configuration files are refused: no one writes one this big by hand.
+MAX_CONFIG_BYTES = 1024 * 1024
+
+
+def read_config_file(path: Path, limit: int = MAX_CONFIG_BYTES) -> bytes | None:
+    """The bytes of a configuration file, None when it does not exist. Anything but a regular
+    file (a FIFO, ``/dev/zero`` behind a symlink) or a file over ``limit`` bytes is a
+    :class:`ConfigError`, so a repository cannot stall or exhaust start-up with one."""
     try:
-        raw = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise ConfigError(f"cannot read the file: {exc.strerror}", file=str(path)) from exc
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ConfigError("not a regular file; replace it with one", file=str(path))
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise ConfigError(
+            f"larger than {limit // 1024} KiB; this is not a config file", file=str(path)
+        )
+    return data
+
+
+def _read_layer(label: str, path: Path) -> _Layer | None:
+    """Parse and validate one file; None when it does not exist."""
+    raw = read_config_file(path)
+    if raw is None:
+        return None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -581,9 +604,10 @@ def load_config(
 def _mcp_json_names(path: Path) -> str:
     """``MCP servers a, b`` from a ``.mcp.json`` we are not going to use, read leniently."""
     try:
-        servers = json.loads(path.read_text(encoding="utf-8")).get("mcpServers", {})
+        raw = read_config_file(path) or b"{}"
+        servers = json.loads(raw.decode("utf-8")).get("mcpServers", {})
         names = ", ".join(_k(str(n)) for n in servers) if isinstance(servers, dict) else ""
-    except (OSError, ValueError, AttributeError):
+    except (ConfigError, ValueError, AttributeError):
         names = ""
     return f"MCP servers {names}" if names else "MCP servers"
 

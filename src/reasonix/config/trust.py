@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,11 +51,11 @@ class TrustDecision:
 
 
 def project_files(project_dir: Path) -> list[Path]:
-    """The project configuration files present in ``project_dir`` (sorted, regular files)."""
+    """The project configuration files present in ``project_dir`` (whatever their kind)."""
     found: list[Path] = []
     for name in (*PROJECT_CONFIG_FILES, *PROJECT_EXTRA_FILES):
         path = project_dir / name
-        if path.is_file() or path.is_symlink():
+        if os.path.lexists(path):
             found.append(path)
     for name in PROJECT_EXTRA_DIRS:
         folder = project_dir / name
@@ -71,16 +72,26 @@ def project_files(project_dir: Path) -> list[Path]:
 
 def fingerprint(project_dir: Path) -> str:
     """SHA-256 over the project files' names and contents (a symlink hashes as its target
-    path, so re-pointing it changes the hash)."""
+    path, so re-pointing it changes the hash; anything but a regular file hashes as its kind,
+    so a FIFO cannot stall start-up). At most :data:`_MAX_HASHED_BYTES` are read in all."""
     digest = hashlib.sha256()
+    budget = _MAX_HASHED_BYTES
     for path in project_files(project_dir):
         digest.update(str(path.relative_to(project_dir)).encode() + b"\0")
         try:
-            if path.is_symlink():
+            mode = os.lstat(path).st_mode
+            if stat.S_ISLNK(mode):
                 digest.update(b"link:" + os.readlink(path).encode())
+            elif not stat.S_ISREG(mode):
+                digest.update(f"kind:{stat.S_IFMT(mode)}".encode())
             else:
-                with path.open("rb") as fh:
-                    digest.update(fh.read(_MAX_HASHED_BYTES))
+                flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+                fd = os.open(path, flags)
+                with os.fdopen(fd, "rb") as fh:
+                    size = os.fstat(fd).st_size
+                    data = fh.read(max(budget, 0))
+                budget -= len(data)
+                digest.update(f"size:{size}:".encode() + data)
         except OSError as exc:
             digest.update(f"unreadable:{exc.errno}".encode())
         digest.update(b"\0")

@@ -285,12 +285,15 @@ def servers_from_mcp_json(
     env = os.environ if environ is None else environ
     p = Path(path)
     file = str(p)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    from reasonix.config.loader import read_config_file
+
+    raw = read_config_file(p)
+    if raw is None:
         return []
-    except OSError as exc:
-        raise ConfigError(f"cannot read: {exc}", file=file) from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError("the file is not valid UTF-8; save it as UTF-8", file=file) from exc
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
