@@ -19,7 +19,7 @@ The session façade (:mod:`reasonix.app.session`) calls these once per opened se
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,10 +37,11 @@ from reasonix.messages import ReasoningEffort
 from reasonix.providers.base import Provider
 from reasonix.safety.checkpoints import CheckpointManager
 from reasonix.safety.permissions import Approver, PermissionEngine, PermissionRecord
-from reasonix.tools.registry import ToolRegistry
+from reasonix.tools.registry import PermissionPolicy, Tool, ToolRegistry
 
 if TYPE_CHECKING:
     from reasonix.mcp import McpManager, McpServerConfig
+    from reasonix.safety.sandbox import Sandbox
 
 __all__ = [
     "ProviderFactory",
@@ -50,6 +51,7 @@ __all__ = [
     "make_provider",
     "make_providers",
     "make_registry",
+    "make_sandbox",
     "mcp_entries",
     "mcp_server_configs",
     "project_memory",
@@ -118,22 +120,30 @@ def make_permissions(
     )
 
 
-def make_registry(
-    config: Config,
-    workspace: Path,
-    permissions: PermissionEngine,
-    checkpoints: CheckpointManager | None,
-    mcp: McpManager | None = None,
-) -> ToolRegistry:
-    """Built-in tools (sandboxed to the workspace and ``[workspace] roots``) plus MCP tools,
-    every call checked by ``permissions``."""
+def make_sandbox(config: Config, workspace: Path) -> Sandbox:
+    """The workspace sandbox: the workspace and ``[workspace] roots``, the built-in read-deny
+    list plus ``[workspace] read_deny``."""
     from reasonix.safety.sandbox import DEFAULT_READ_DENY, Sandbox
-    from reasonix.tools.builtin import ShellOptions, WebOptions, default_tools
 
     ws = config.workspace
     roots = [workspace, *(workspace / Path(r).expanduser() for r in ws.roots)]
     # Configured patterns extend the built-in deny list; they never switch it off.
-    sandbox = Sandbox(roots, read_deny=(*DEFAULT_READ_DENY, *ws.read_deny))
+    return Sandbox(roots, read_deny=(*DEFAULT_READ_DENY, *ws.read_deny))
+
+
+def make_registry(
+    config: Config,
+    workspace: Path,
+    permissions: PermissionPolicy,
+    checkpoints: CheckpointManager | None,
+    mcp: McpManager | None = None,
+    extra: Iterable[Tool] = (),
+) -> ToolRegistry:
+    """Built-in tools (sandboxed to the workspace and ``[workspace] roots``), ``extra`` tools
+    (the ``skill`` tool) and MCP tools, every call checked by ``permissions``."""
+    from reasonix.tools.builtin import ShellOptions, WebOptions, default_tools
+
+    sandbox = make_sandbox(config, workspace)
     # The variables our providers read their keys from never reach the model's commands,
     # whatever they are called.
     key_vars = sorted({p.api_key_env for p in config.providers.values() if p.api_key_env})
@@ -151,7 +161,7 @@ def make_registry(
             max_bytes=web.max_bytes,
         ),
     )
-    registry = ToolRegistry(tools, policy=permissions)
+    registry = ToolRegistry([*tools, *extra], policy=permissions)
     if mcp is not None:
         registry = registry.with_tools(mcp.tools())
     return registry

@@ -43,20 +43,24 @@ from typing import TYPE_CHECKING, Any
 from reasonix.agent.session import Session
 from reasonix.app import assembly
 from reasonix.app.approvals import ApprovalChoice, PendingApprovals
+from reasonix.app.extensions import Extensions
 from reasonix.app.persistence import ROLES, SessionRecord, StoredSession, TurnMark
 from reasonix.app.rewind import rewind_turn
 from reasonix.app.turn import SessionEvents, Turn, TurnOutcome
-from reasonix.config import Config
+from reasonix.config import Config, user_config_path
 from reasonix.control import Controller, GateDecision, Route, TurnResult
 from reasonix.control.cost import RoleCost, format_cost_table
 from reasonix.control.orchestrator import PlanApprover
 from reasonix.control.plan import Plan
 from reasonix.errors import ReasonixError, SessionError
 from reasonix.events import NoticeEvent, NullSink, Sink
+from reasonix.extensions.commands import CustomCommand
+from reasonix.extensions.skills import skills_listing
 from reasonix.providers.base import Provider
 from reasonix.safety.checkpoints import CHECKPOINTS_KEY, CheckpointManager
 from reasonix.safety.permissions import Approver, PermissionEngine, PermissionRecord
 from reasonix.store import SessionInfo, SessionStore
+from reasonix.tools.registry import ToolContext
 
 if TYPE_CHECKING:
     from reasonix.mcp import McpManager, McpServerConfig
@@ -99,6 +103,7 @@ class AgentSession:
         approvals: PendingApprovals | None,
         mcp: McpManager | None,
         data_dir: Path,
+        extensions: Extensions | None = None,
     ) -> None:
         self.config = config
         self.workspace = workspace
@@ -111,6 +116,7 @@ class AgentSession:
         self._approvals = approvals
         self._mcp = mcp
         self._data_dir = data_dir
+        self._extensions = extensions or Extensions()
         self._store_error_reported = False
         self.notices: list[str] = []
         self._attach(stored)
@@ -166,6 +172,9 @@ class AgentSession:
             mcp = await assembly.start_configured_mcp(
                 config, ws, environ, data_dir, events.user, extra=extra_mcp_servers
             )
+        extensions = Extensions.load(ws, user_config_path(environ).parent, trusted=config.trusted)
+        for note in extensions.problems:
+            events.user.emit(NoticeEvent("controller", "extension_skipped", note))
         try:
             target = resume_id
             if target is None and continue_last:
@@ -192,6 +201,7 @@ class AgentSession:
             approvals=approvals,
             mcp=mcp,
             data_dir=data_dir,
+            extensions=extensions,
         )
 
     #: The name this constructor had when the façade was ``Runtime``.
@@ -209,7 +219,12 @@ class AgentSession:
             role: Session(f"{stored.session_id}:{role}", stored.messages[role]) for role in ROLES
         }
         registry = assembly.make_registry(
-            self.config, self.workspace, self._permissions, self._checkpoints, self._mcp
+            self.config,
+            self.workspace,
+            self._permissions,
+            self._checkpoints,
+            self._mcp,
+            extra=self._extensions.tools(),
         )
         self._controller = assembly.make_controller(
             self.config,
@@ -365,6 +380,61 @@ class AgentSession:
             text,
         )
         return self._start(lambda: ctrl.run_turn(text, plan=plan, plan_only=plan_only))
+
+    @property
+    def commands(self) -> dict[str, CustomCommand]:
+        """The custom slash commands of this session (the user's, and the project's in a
+        trusted folder), by name."""
+        return dict(self._extensions.commands)
+
+    def skills_listing(self) -> list[str]:
+        """``/skills``: one line per skill the model can load."""
+        return skills_listing(self._extensions.skills)
+
+    def start_command(self, name: str, arguments: str = "") -> Turn:
+        """Run the custom command ``/name arguments`` as a user turn: its ``!`` lines run
+        first, inside the turn (through the permission engine, so approvals and interrupts
+        work as for any tool call). Raises SessionError for an unknown command or while
+        another turn runs."""
+        self._check_idle("run a command")
+        if name not in self._extensions.commands:
+            raise SessionError(f"no custom command /{name}; /help lists them")
+        ctrl = self._controller
+        self._record.mark_turn(
+            len(ctrl.executor.session),
+            len(ctrl.planner.session) if ctrl.planner is not None else 0,
+            ctrl.executor.turn,
+            f"/{name} {arguments}".strip(),
+        )
+
+        async def run() -> TurnResult:
+            return await ctrl.run_turn(await self.expand_command(name, arguments))
+
+        return self._start(run)
+
+    async def run_command(self, name: str, arguments: str = "") -> TurnOutcome:
+        """:meth:`start_command` and wait for its outcome."""
+        return await self.start_command(name, arguments).result()
+
+    async def expand_command(self, name: str, arguments: str = "") -> str:
+        """The prompt ``/name arguments`` sends (see :mod:`reasonix.extensions.commands`).
+        Raises KeyError for an unknown command."""
+        executor = self._controller.executor
+        ctx = ToolContext(
+            workspace=self.workspace,
+            role="executor",
+            turn=executor.turn + 1,
+            call_id=f"command-{name}",
+            state=executor.tool_state,
+        )
+        return await self._extensions.expand(
+            name,
+            arguments,
+            registry=executor.tools,
+            permissions=self._permissions,
+            sandbox=assembly.make_sandbox(self.config, self.workspace),
+            ctx=ctx,
+        )
 
     def approve_plan(self) -> Turn:
         """``/approve``: run the plan that is waiting. Raises SessionError when none is."""

@@ -157,7 +157,12 @@ async def _run(
     except ReasonixError as exc:
         raise UsageError(str(exc)) from None
     try:
-        outcome = await session.run_turn(task, plan=True if args.plan else None)
+        name, _, arguments = task.strip().partition(" ")
+        if name.startswith("/") and name[1:].lower() in session.commands:
+            # A custom command (``reasonix run "/review src/app.py"``), as in the terminal app.
+            outcome = await session.run_command(name[1:].lower(), arguments.strip())
+        else:
+            outcome = await session.run_turn(task, plan=True if args.plan else None)
         code = exit_code(outcome)
         if fmt == "text":
             if outcome.is_error:

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from prompt_toolkit import PromptSession
+from prompt_toolkit.completion import Completer, Completion
+from prompt_toolkit.document import Document
 from prompt_toolkit.formatted_text import HTML, FormattedText
 from prompt_toolkit.history import FileHistory, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
@@ -63,6 +65,7 @@ prompt, Ctrl-D or /exit quits.
 /reasoning             the last reasoning in full
 /remember <note>       save a note to REASONIX.md for this project
 /mcp [restart NAME]    MCP server status, or restart one
+/skills                the skills the model can load
 /exit                  quit"""
 
 
@@ -208,6 +211,25 @@ class PromptApprover:
             app.console.print("Answer y, a or n.")
 
 
+class SlashCompleter(Completer):
+    """Completes ``/`` commands: the built-in ones and the custom ones of the session."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+
+    def get_completions(self, document: Document, complete_event: Any) -> Any:
+        text = document.text_before_cursor
+        if not text.startswith("/") or " " in text:
+            return
+        rt = self.app.runtime
+        names = [line.split()[0] for line in HELP.splitlines() if line.startswith("/")]
+        if rt is not None:
+            names += [f"/{name}" for name in rt.commands]
+        for name in names:
+            if name.startswith(text):
+                yield Completion(name, start_position=-len(text))
+
+
 class App:
     """One interactive session; see the module docstring."""
 
@@ -235,6 +257,9 @@ class App:
             key_bindings=self._bindings(),
             bottom_toolbar=self.toolbar,
             enable_history_search=True,
+            # Tab completes; completing while typing would switch history search off.
+            completer=SlashCompleter(self),
+            complete_while_typing=False,
         )
 
     # -- prompt ------------------------------------------------------------------------------------
@@ -433,6 +458,16 @@ class App:
                 return "exit"
             if name == "help":
                 out(HELP, markup=False)
+                custom = [c.help_line() for c in rt.commands.values()]
+                if custom:
+                    out("\nCustom commands:", markup=False)
+                    for help_line in custom:
+                        out(printable(help_line), markup=False)
+            elif name == "skills":
+                for skill_line in rt.skills_listing():
+                    out(printable(skill_line), markup=False)
+            elif name in rt.commands:
+                await self.run_turn(_start_command(name, arg))
             elif name == "plan":
                 if not arg:
                     out("Usage: /plan <task>")
@@ -509,6 +544,13 @@ class App:
 def _start_turn(text: str, *, plan: bool | None = None) -> Callable[[AgentSession], Turn]:
     def start(session: AgentSession) -> Turn:
         return session.start_turn(text, plan=plan)
+
+    return start
+
+
+def _start_command(name: str, arguments: str) -> Callable[[AgentSession], Turn]:
+    def start(session: AgentSession) -> Turn:
+        return session.start_command(name, arguments)
 
     return start
 

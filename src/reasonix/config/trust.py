@@ -35,7 +35,9 @@ from typing import Any
 PROJECT_CONFIG_FILES = ("reasonix.toml", ".mcp.json")
 #: Project files read by other agents (and by reasonix's future hooks): part of the hash.
 PROJECT_EXTRA_FILES = (".claude/settings.json", ".claude/settings.local.json")
-PROJECT_EXTRA_DIRS = (".reasonix",)
+#: Folders whose files are hashed too: ours, and the commands and skills other agents' folders
+#: hold (they load in trusted folders only, so adding one must ask again).
+PROJECT_EXTRA_DIRS = (".reasonix", ".claude/commands", ".claude/skills", ".agents/skills")
 TRUST_FILE = "trusted-folders.json"
 _MAX_HASHED_FILES = 200
 _MAX_HASHED_BYTES = 4 * 1024 * 1024
