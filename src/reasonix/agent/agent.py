@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from reasonix.agent.compaction import PLAN_STATE_KEY, compact_session
 from reasonix.agent.prefix import PrefixShape, PrefixTracker
@@ -80,6 +80,17 @@ INTERRUPTED_TURN = "[interrupted before the assistant answered]"
 StopReason = Literal["done", "step_limit", "cancelled", "error", "paused", "length"]
 
 
+class AgentHooks(Protocol):
+    """What the host runs around an agent's work (reasonix's hooks): after each tool call that
+    ran (it may add to the result) and before a compaction (``manual`` or ``auto``)."""
+
+    async def after_tool(
+        self, call: ToolCall, result: ToolResult, ctx: ToolContext
+    ) -> ToolResult: ...
+
+    async def before_compact(self, trigger: str) -> None: ...
+
+
 @dataclass
 class AgentOptions:
     """How an agent talks to its model. ``prices`` default to the provider's model prices."""
@@ -108,6 +119,8 @@ class AgentOptions:
     compaction_keep_turns: int = 4
     #: override the provider's context window (tests, small local models)
     context_window: int | None = None
+    #: the host's hooks around tool calls and compaction (None: none)
+    hooks: AgentHooks | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +210,8 @@ class Agent:
 
     async def compact(self, reason: str = "manual") -> CompactionEvent:
         """Compact the session now (``/compact``)."""
+        if self.options.hooks is not None:
+            await self.options.hooks.before_compact("manual" if reason == "manual" else "auto")
         return await compact_session(
             self, keep_recent_turns=self.options.compaction_keep_turns, reason=reason
         )
@@ -466,6 +481,8 @@ class Agent:
             state=self.tool_state,
         )
         result = await self.tools.execute(call.name, call.arguments, ctx)
+        if self.options.hooks is not None:
+            result = await self.options.hooks.after_tool(call, result, ctx)
         digest = hashlib.sha256(result.content.encode()).hexdigest()[:16]
         ok = not result.is_error and all(e.ok for e in result.effects)
         self.ledger.record_call(key, digest, ok)

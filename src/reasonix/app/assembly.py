@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reasonix.agent.agent import DEFAULT_SYSTEM_PROMPT, AgentOptions
+from reasonix.agent.agent import DEFAULT_SYSTEM_PROMPT, AgentHooks, AgentOptions
 from reasonix.agent.memory import find_memory_files, load_memory, system_prompt_with_memory
 from reasonix.agent.session import Session
 from reasonix.config import Config, RoleConfig
@@ -190,6 +190,7 @@ def make_controller(
     plan_approver: PlanApprover | None,
     memory: str,
     on_subagent: Callable[[ChildRun, Session], None] | None = None,
+    hooks: AgentHooks | None = None,
 ) -> Controller:
     """The Controller over both roles, continuing ``sessions`` (empty ones for a new session).
     With ``[subagents] enabled`` the executor has the ``task`` tool; ``on_subagent`` is told of
@@ -207,6 +208,7 @@ def make_controller(
             max_steps=max_steps,
             prices=config.model_info(role.model).prices,
             workspace=workspace,
+            hooks=hooks,
         )
 
     executor_options = role_options(

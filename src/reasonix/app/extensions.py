@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reasonix.app.hooks import HookedPolicy
 from reasonix.extensions.commands import (
     CustomCommand,
     command_folders,
@@ -22,7 +23,7 @@ from reasonix.extensions.commands import (
 from reasonix.extensions.skills import Skill, load_skills, skill_folders, skill_tool
 from reasonix.safety.permissions import PermissionEngine
 from reasonix.safety.sandbox import Sandbox
-from reasonix.tools.registry import Tool, ToolContext, ToolRegistry
+from reasonix.tools.registry import PermissionPolicy, Tool, ToolContext, ToolRegistry
 
 #: Commands of the terminal app; a custom command cannot take these names.
 BUILTIN_COMMANDS = (
@@ -92,7 +93,11 @@ class Extensions:
                     on_decision=permissions.on_decision,
                 )
                 bash = registry.get("bash")
-                target = ToolRegistry([bash] if bash else [], policy=engine)
+                policy: PermissionPolicy = engine
+                if isinstance(registry.policy, HookedPolicy):
+                    # The session's PreToolUse hooks still see the command.
+                    policy = HookedPolicy(engine, registry.policy.hooks)
+                target = ToolRegistry([bash] if bash else [], policy=policy)
             result = await target.execute("bash", json.dumps({"command": cmd}), ctx)
             if result.is_error:
                 return f"[`{cmd}` did not run: {result.content}]"

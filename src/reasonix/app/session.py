@@ -44,6 +44,13 @@ from reasonix.agent.session import Session
 from reasonix.app import assembly
 from reasonix.app.approvals import ApprovalChoice, PendingApprovals
 from reasonix.app.extensions import Extensions
+from reasonix.app.hooks import (
+    MAX_STOP_CONTINUATIONS,
+    HookedPolicy,
+    NotifyingApprover,
+    SessionHooks,
+    make_session_hooks,
+)
 from reasonix.app.persistence import ROLES, SessionRecord, StoredSession, TurnMark
 from reasonix.app.rewind import rewind_turn
 from reasonix.app.turn import SessionEvents, Turn, TurnOutcome
@@ -104,6 +111,7 @@ class AgentSession:
         mcp: McpManager | None,
         data_dir: Path,
         extensions: Extensions | None = None,
+        hooks: SessionHooks | None = None,
     ) -> None:
         self.config = config
         self.workspace = workspace
@@ -117,6 +125,7 @@ class AgentSession:
         self._mcp = mcp
         self._data_dir = data_dir
         self._extensions = extensions or Extensions()
+        self._hooks = hooks if hooks is not None else SessionHooks.none(workspace, events, data_dir)
         self._store_error_reported = False
         self.notices: list[str] = []
         self._attach(stored)
@@ -165,8 +174,14 @@ class AgentSession:
             approver = approvals
             plan_approver = plan_approver or approvals.approve_plan
         log: list[PermissionRecord] = []
-        permissions = assembly.make_permissions(config, approver, log.append)
         data_dir = store.path.parent
+        hooks = make_session_hooks(config, ws, events, data_dir)
+        for note in hooks.problems:
+            events.user.emit(NoticeEvent("hooks", "hooks_skipped", note))
+        if approver is not None and hooks:
+            approver = NotifyingApprover(approver, hooks)
+        permissions = assembly.make_permissions(config, approver, log.append)
+        hooks.mode = lambda: permissions.mode.value
         mcp = None
         if start_mcp:
             mcp = await assembly.start_configured_mcp(
@@ -188,7 +203,7 @@ class AgentSession:
             if mcp is not None:
                 await mcp.aclose()
             raise
-        return cls(
+        session = cls(
             config,
             ws,
             store=store,
@@ -202,7 +217,10 @@ class AgentSession:
             mcp=mcp,
             data_dir=data_dir,
             extensions=extensions,
+            hooks=hooks,
         )
+        await hooks.session_start("resume" if session.resumed else "startup")
+        return session
 
     #: The name this constructor had when the façade was ``Runtime``.
     from_config = open
@@ -218,10 +236,11 @@ class AgentSession:
         sessions: dict[str, Session] = {
             role: Session(f"{stored.session_id}:{role}", stored.messages[role]) for role in ROLES
         }
+        hooks = self._hooks if self._hooks else None
         registry = assembly.make_registry(
             self.config,
             self.workspace,
-            self._permissions,
+            HookedPolicy(self._permissions, hooks) if hooks else self._permissions,
             self._checkpoints,
             self._mcp,
             extra=self._extensions.tools(),
@@ -236,7 +255,9 @@ class AgentSession:
             plan_approver=self._plan_approver,
             memory=assembly.project_memory(self.workspace),
             on_subagent=lambda child, session: self._record.follow_child(child.id, session),
+            hooks=hooks,
         )
+        self._hooks.attach(stored.session_id, self._controller.executor)
         CHECKPOINTS_KEY.set(self._controller.executor.tool_state, self._checkpoints)
         self._record.follow(
             "executor", self._controller.executor.session, stored.messages["executor"]
@@ -379,7 +400,41 @@ class AgentSession:
             ctrl.executor.turn,
             text,
         )
-        return self._start(lambda: ctrl.run_turn(text, plan=plan, plan_only=plan_only))
+        return self._start(
+            lambda: self._hooked_turn(
+                text, lambda prompt: ctrl.run_turn(prompt, plan=plan, plan_only=plan_only)
+            )
+        )
+
+    async def _hooked_turn(
+        self, text: str, run: Callable[[str], Awaitable[TurnResult]]
+    ) -> TurnResult:
+        """``UserPromptSubmit`` before the prompt is sent (a block keeps it from the model) and
+        ``Stop`` when the turn is done (a block continues it with the hook's reason)."""
+        hooks = self._hooks
+        if not hooks:
+            return await run(text)
+        prompt = await hooks.user_prompt(text)
+        if prompt.blocked:
+            route = Route.EXECUTOR_ONLY
+            why = prompt.reason or "no reason given"
+            return TurnResult(
+                f"The prompt was not sent: a UserPromptSubmit hook blocked it: {why}",
+                route,
+                "prompt_blocked",
+                GateDecision(route, "prompt blocked by a hook"),
+            )
+        result = await run(text)
+        active = False
+        for _ in range(MAX_STOP_CONTINUATIONS):
+            if result.stop_reason != "done":
+                break
+            stop = await hooks.stop(active)
+            if not stop.blocked:
+                break
+            active = True
+            result = await self._controller.run_turn(stop.reason or "Continue.")
+        return result
 
     @property
     def commands(self) -> dict[str, CustomCommand]:
@@ -408,7 +463,8 @@ class AgentSession:
         )
 
         async def run() -> TurnResult:
-            return await ctrl.run_turn(await self.expand_command(name, arguments))
+            prompt = await self.expand_command(name, arguments)
+            return await self._hooked_turn(prompt, ctrl.run_turn)
 
         return self._start(run)
 
@@ -569,7 +625,9 @@ class AgentSession:
         old = self.session_id
         models = _role_models(self.config, self._providers)
         stored = StoredSession.create(self.store, self.workspace, *models)
+        await self._hooks.session_end("clear")
         self._switch(stored)
+        await self._hooks.session_start("clear")
         return f"New session {self.session_id} (previous: {old}; /resume {old} to go back)."
 
     async def resume(self, session_id: str) -> str:
@@ -579,6 +637,7 @@ class AgentSession:
             self.store, session_id, already_ours=session_id == self.session_id
         )
         self._switch(stored)
+        await self._hooks.session_start("resume")
         counts = {role: len(stored.messages[role]) for role in ROLES}
         return (
             f"Resumed {session_id}: {counts['executor']} executor and {counts['planner']} "
@@ -617,6 +676,7 @@ class AgentSession:
             turn.interrupt()
             await turn.result()
         try:
+            await self._hooks.session_end("other")
             if self._mcp is not None:
                 await self._mcp.aclose()
             await self._controller.aclose()

@@ -58,7 +58,7 @@ class TurnOutcome:
     ) -> TurnOutcome:
         """The outcome of a finished turn from its permission decisions (oldest first): a
         denial counts as refused work unless the same call was allowed later in the turn."""
-        refused = result.stop_reason == "plan_declined"
+        refused = result.stop_reason in ("plan_declined", "prompt_blocked")
         for i, rec in enumerate(records):
             if rec.allowed:
                 continue

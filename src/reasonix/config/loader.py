@@ -33,6 +33,7 @@ from typing import Any
 
 from reasonix.config import spec as _spec
 from reasonix.config._locate import PathPart, locate, scan
+from reasonix.config.hooks import HookGroup, HookShapeError, parse_hook_table
 from reasonix.config.schema import (
     DEEPSEEK_KEY_ENV,
     DEFAULT_PROVIDERS,
@@ -69,12 +70,13 @@ __all__ = [
 class _Layer:
     """One source of configuration: its provenance label, file and parsed data."""
 
-    __slots__ = ("data", "label", "path", "text")
+    __slots__ = ("data", "hooks", "label", "path", "text")
 
     def __init__(
         self, label: str, data: dict[str, Any], path: Path | None = None, text: str | None = None
     ) -> None:
         self.label, self.data, self.path, self.text = label, data, path, text
+        self.hooks: tuple[HookGroup, ...] = ()
 
     @property
     def is_project(self) -> bool:
@@ -165,8 +167,15 @@ def _read_layer(label: str, path: Path) -> _Layer | None:
             on_line = [e for e in scan(text) if e.line == line]
             key = _spec.display(on_line[0].path) if on_line else None
         raise ConfigError(f"invalid TOML: {reason}", file=str(path), line=line, key=key) from exc
+    # Hooks have Claude Code's shape (event -> matcher groups -> commands), checked on their own.
+    hooks = data.pop("hooks", None)
     layer = _Layer(label, data, path, text)
     _spec.validate(data, _spec.config_spec(), (), layer.error)
+    if hooks is not None:
+        try:
+            layer.hooks = parse_hook_table(hooks, label)
+        except HookShapeError as exc:
+            raise layer.error(exc.key, str(exc)) from None
     return layer
 
 
@@ -562,6 +571,13 @@ def load_config(
     if trust is False:
         decision = TrustDecision(False)
     merged = _merge(layers, decision)
+    hooks: list[HookGroup] = []
+    for layer in layers:
+        if layer.is_project and not decision.trusted:
+            if layer.hooks:
+                merged.ignored.append("hooks (the folder is not trusted)")
+            continue
+        hooks.extend(layer.hooks)
     if not decision.trusted and (project / MCP_JSON_FILE).exists():
         merged.ignored.append(f"{MCP_JSON_FILE}: {_mcp_json_names(project / MCP_JSON_FILE)}")
     infos, model_provenance = _build_models(merged)
@@ -598,6 +614,7 @@ def load_config(
         sources=tuple(layer.label for layer in layers[1:]),
         ignored=tuple(merged.ignored),
         trusted=decision.trusted,
+        hooks=tuple(hooks),
     )
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, TypeAlias, TypeVar, get_args
 
+from reasonix.config.hooks import HookGroup
 from reasonix.errors import ConfigError
 from reasonix.providers.models import (
     DEFAULT_EXECUTOR_MODEL,
@@ -349,7 +350,8 @@ class Config:
     presets key by key). ``provenance`` maps each effective dotted key (``executor.model``,
     ``providers.deepseek.base_url``, ``models.deepseek-v4-flash.context_window``,
     ``mcp.servers.time``) to where its value came from: ``default``, ``user:<path>``,
-    ``project:<path>`` or ``flag``. ``sources`` lists the files that were read. ``ignored``
+    ``project:<path>`` or ``flag``. ``sources`` lists the files that were read. ``hooks`` are
+    the ``[[hooks.EVENT]]`` groups of the user's file and (when trusted) the project's. ``ignored``
     lists, in words, the project settings that were not applied (an untrusted folder, or a
     setting a project may not make); ``trusted`` says whether the project folder was trusted.
     """
@@ -377,6 +379,7 @@ class Config:
     sources: tuple[str, ...] = internal(())
     ignored: tuple[str, ...] = internal(())
     trusted: bool = internal(True)
+    hooks: tuple[HookGroup, ...] = internal(())
 
     def provider_for(self, role: RoleConfig) -> ProviderConfig:
         """The provider a role names (the loader has checked it exists)."""

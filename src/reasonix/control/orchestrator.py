@@ -75,7 +75,8 @@ class OrchestratorOptions:
 #: Why a turn ended: the executor's own reason, or one the orchestrator gave when it ended
 #: the turn itself (a plan kept for approval, a stall it could not break, the budget).
 TurnStopReason: TypeAlias = (
-    StopReason | Literal["plan_only", "plan_declined", "plan_failed", "stalled", "budget"]
+    StopReason
+    | Literal["plan_only", "plan_declined", "plan_failed", "stalled", "budget", "prompt_blocked"]
 )
 
 

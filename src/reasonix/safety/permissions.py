@@ -445,13 +445,22 @@ class PermissionEngine:
         self._mode = _parse_mode(value)
 
     async def check(
-        self, tool: Tool, arguments: Mapping[str, Any], ctx: ToolContext
+        self,
+        tool: Tool,
+        arguments: Mapping[str, Any],
+        ctx: ToolContext,
+        *,
+        hook_decision: str | None = None,
     ) -> PermissionDecision:
-        """Decide one call; see the module docstring for the order."""
+        """Decide one call; see the module docstring for the order. ``hook_decision`` is a
+        ``PreToolUse`` hook's answer: ``ask`` asks even where rules and mode allow, ``allow``
+        allows what would ask (deny rules and plan mode still refuse)."""
         subject = call_subject(tool, arguments, ctx.workspace)
         outcome = self._decide(tool, subject)
-        if outcome is not None:
+        if outcome is not None and not (hook_decision == "ask" and outcome.allowed):
             return outcome
+        if outcome is None and hook_decision == "allow":
+            return self._emit(tool, subject, True, "hook", reason="allowed by a PreToolUse hook")
         call_key = f"{tool.name}:{canonical_json(dict(arguments))}"
         if call_key in self._session_calls:
             return self._emit(tool, subject, True, "session", reason="approved earlier")
