@@ -153,6 +153,23 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--format", choices=("json", "markdown"), default="json")
     export.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
 
+    rewind = sub.add_parser(
+        "rewind",
+        help="undo steps or turns of a session: files and conversation",
+        description=(
+            "Put the files back to how they were before a turn or a step, byte for byte, and "
+            "cut the session's conversation to the same point; prints what was restored and "
+            "what was not. With no options: the most recent session of this folder, back to "
+            "before its last turn. Needs no API key."
+        ),
+    )
+    rewind.add_argument("--session", metavar="ID", help="the session (default: this folder's last)")
+    point = rewind.add_mutually_exclusive_group()
+    point.add_argument(
+        "--steps", metavar="K", type=int, help="undo the last K steps that may have changed files"
+    )
+    point.add_argument("--turn", metavar="N", type=int, help="go back to before turn N")
+
     doctor = sub.add_parser(
         "doctor",
         help="check the setup",
@@ -363,6 +380,10 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         if args.action is None:
             raise UsageError("sessions needs an action: list, show ID or export ID")
         return run_sessions(args)
+    if command == "rewind":
+        from reasonix.cli.rewind import run_rewind
+
+        return run_rewind(args)
     if command == "doctor":
         from reasonix.cli.doctor import run_doctor
 

@@ -55,6 +55,7 @@ prompt, Ctrl-D or /exit quits.
 /model                 the models of each role
 /cost                  tokens, cache hits and cost per role
 /todo                  the executor's todo list
+/undo [K]              undo the last step (or K steps) that changed files: files and conversation
 /rewind [TURN]         undo the last turn (or TURN and after): files and conversation
 /turns                 the turns of this session (for /rewind)
 /compact               summarise the executor's history to free context
@@ -501,6 +502,8 @@ class App:
             elif name == "rewind":
                 turn = int(arg) if arg else None
                 out(rt.rewind(turn), markup=False)
+            elif name == "undo":
+                out(rt.undo(int(arg) if arg else 1), markup=False)
             elif name == "compact":
                 out(await rt.compact(), markup=False)
             elif name == "clear":

@@ -11,6 +11,7 @@ usage: reasonix [options]                 interactive session in this folder
        reasonix run [options] TASK|-      one headless task (text, json or stream-json output)
        reasonix config                    effective configuration and where each value came from
        reasonix sessions list|show|export stored sessions
+       reasonix rewind [--steps K|--turn N] undo steps or turns (files and conversation)
        reasonix doctor                    check configuration, keys, endpoints, folders, tools
        reasonix demo                      an offline demo turn with a scripted model
        reasonix acp                       serve an editor over the Agent Client Protocol
@@ -38,7 +39,7 @@ exit codes: 0 success, 1 failure (model/provider error), 2 usage or configuratio
 3 refused work (a permission denial stopped the task, or a plan was declined)
 """
 
-COMMANDS = ("run", "config", "sessions", "doctor", "demo", "acp", "batch")
+COMMANDS = ("run", "config", "sessions", "rewind", "doctor", "demo", "acp", "batch")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -276,6 +276,24 @@ class McpServerConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class CheckpointsConfig:
+    """Snapshots of the workspace before each step, so any step can be undone (``/undo``,
+    ``/rewind``, ``reasonix rewind``). Only the user's own config turns them off."""
+
+    enabled: bool = setting(True, "snapshot the workspace before every step", project="never")
+    max_file_mb: float = setting(20.0, "files larger than this (MB) are not snapshotted", minimum=0)
+    exclude: tuple[str, ...] = setting(
+        (),
+        "gitignore-style patterns not snapshotted, besides .venv/, node_modules/, build outputs "
+        "(!build/ re-includes one)",
+    )
+    keep_days: float = setting(14.0, "snapshots older than this (days) are pruned", minimum=0)
+    max_store_mb: float = setting(
+        2048.0, "the most one folder's snapshots may take (MB); the oldest go first", minimum=0
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class McpConfig:
     """MCP servers (``[[mcp.servers]]``, validated plain mappings the MCP layer interprets) and
     which environment variables ``${VAR}`` in an entry may read.
@@ -370,6 +388,7 @@ class Config:
     workspace: WorkspaceConfig = field(default_factory=WorkspaceConfig)
     compaction: CompactionConfig = field(default_factory=CompactionConfig)
     budget: BudgetConfig = field(default_factory=BudgetConfig)
+    checkpoints: CheckpointsConfig = field(default_factory=CheckpointsConfig)
     mcp: McpConfig = field(default_factory=McpConfig)
     environment: EnvironmentConfig = field(default_factory=EnvironmentConfig)
     web: WebConfig = field(default_factory=WebConfig)

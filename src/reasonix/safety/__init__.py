@@ -1,6 +1,6 @@
-"""Safety: the workspace sandbox, permission rules and approval modes, per-turn checkpoints."""
+"""Safety: the workspace sandbox, permission rules and approval modes, snapshots before every step."""
 
-from reasonix.safety.checkpoints import CheckpointManager, FileCheckpoint, RewindResult
+from reasonix.safety.checkpoints import CheckpointManager, RewindResult, Step
 from reasonix.safety.permissions import (
     ApprovalAnswer,
     ApprovalRequest,
@@ -19,11 +19,11 @@ __all__ = [
     "ApprovalRequest",
     "Approver",
     "CheckpointManager",
-    "FileCheckpoint",
     "Mode",
     "PermissionEngine",
     "PermissionRecord",
     "RewindResult",
     "Rule",
     "Sandbox",
+    "Step",
 ]

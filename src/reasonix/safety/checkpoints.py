@@ -1,427 +1,1171 @@
-"""Per-turn checkpoints of the files the tools change, and rewinding to them.
+"""Snapshots of the workspace before every step that may change it, and rewinding to them.
 
-Before the first write to a file in a turn (``write_file``, ``edit_file``, ``multi_edit``,
-``delete_file``), the file tools call :meth:`CheckpointManager.record`, which saves the file's
-bytes and mode, or the fact that it did not exist (and which parent folders the write is about to
-create). :meth:`CheckpointManager.rewind` puts back every file changed at or after a turn, so the
-caller can truncate the conversation to the same point.
+Before each file-tool write and each ``bash`` command that is not plainly read-only, the tools
+call :meth:`CheckpointManager.before_write` / :meth:`CheckpointManager.before_command`, which
+record a snapshot of the whole workspace: tracked, untracked and git-ignored files alike, with
+their exact permission bits. :meth:`CheckpointManager.undo` and :meth:`CheckpointManager.rewind`
+put the files back byte for byte to how they were before a step or a turn (content, mode,
+deletions, creations, renames, symlinks), and say what they restored and what they could not.
 
-What ``bash`` changes is not tracked file by file (a command can touch anything). When the
-workspace is in a git repository the ``bash`` tool calls :meth:`before_command` before the first
-command of a turn, which stores a snapshot commit of the working tree (tracked and untracked
-files, not ignored ones) under ``refs/reasonix/checkpoints/<turn>`` without touching the user's
-index, branch or stash. ``rewind(turn, restore_commands=True)`` restores it too.
+Where snapshots live, and why there
+    In a private git object store per workspace under our data folder
+    (``<data>/checkpoints/<key>/git``, folders 0700), driven with ``GIT_DIR`` pointing there and
+    ``GIT_WORK_TREE`` at the workspace. Nothing is written to the user's repository: not its
+    index, refs, stash, objects or hooks, so snapshots never travel with a push and an ignored
+    ``.env`` never lands in the user's object store. Git runs with an allowlisted environment,
+    without the system or global configuration, with hooks and fsmonitor off and with every
+    attribute that could transform content (``text``, ``eol``, ``filter``, ``ident``,
+    ``working-tree-encoding``) unset, so a planted ``core.fsmonitor`` or hook in the workspace
+    never runs and the stored bytes are the file's bytes. Git's index (ours, in the store) is the
+    stat cache that makes a snapshot of an unchanged tree cost a directory scan and no hashing.
 
-A rewind never writes or deletes through a folder that has become a symlink since the file was
-recorded (a command could have pointed it outside the workspace); such files are reported as not
-restored.
+What is not covered
+    Folders named in :data:`DEFAULT_EXCLUDE` plus ``[checkpoints] exclude`` (gitignore syntax;
+    ``!build/`` re-includes a default), files larger than ``max_file_mb``, unreadable files,
+    nested repositories, empty folders, and the user's own ``.git``. A rewind leaves those as
+    they are and names them.
 
-Checkpoints live in memory; with ``store_dir`` they are also written to disk (one folder per
-turn plus content-addressed blobs) and loaded again by a new manager on the same folder.
+Safety of a rewind
+    A rewind first snapshots the files as they are (so nothing present before the rewind is
+    lost), removes what was created since without following symlinks, and writes files only
+    through real folders inside the workspace: a folder that became a symlink is removed when
+    the snapshot says it was created since, and otherwise nothing is written through it (the
+    path is reported as not restored).
+
+The step journal of each session (``sessions/<id>.jsonl``) maps steps to turns and tool calls.
+Snapshots older than ``keep_days`` are pruned, and the oldest go first while the store is larger
+than ``max_store_mb``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
+import stat
 import subprocess
 import tempfile
 import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from reasonix.config.schema import CheckpointsConfig
 from reasonix.tools.state import StateKey
 
-GIT_REF_PREFIX = "refs/reasonix/checkpoints/"
-_GIT_IDENTITY = {
+__all__ = [
+    "CHECKPOINTS_KEY",
+    "DEFAULT_EXCLUDE",
+    "CheckpointManager",
+    "RewindResult",
+    "Step",
+    "checkpoint_store_size",
+    "command_is_read_only",
+]
+
+#: Folders (and the user's own git data) that snapshots skip: caches, virtual environments,
+#: dependency folders and build outputs, which are large and can be made again.
+DEFAULT_EXCLUDE: tuple[str, ...] = (
+    ".git",
+    ".hg/",
+    ".svn/",
+    ".venv/",
+    "node_modules/",
+    "__pycache__/",
+    ".mypy_cache/",
+    ".pytest_cache/",
+    ".ruff_cache/",
+    ".tox/",
+    ".nox/",
+    ".gradle/",
+    ".next/",
+    "target/",
+    "dist/",
+    "build/",
+)
+
+_SNAPSHOT_LINE = "reasonix snapshot"
+_IDENTITY = {
     "GIT_AUTHOR_NAME": "reasonix",
     "GIT_AUTHOR_EMAIL": "reasonix@localhost",
     "GIT_COMMITTER_NAME": "reasonix",
     "GIT_COMMITTER_EMAIL": "reasonix@localhost",
+    # A fixed date: an unchanged tree gives the same commit, so repeated snapshots add nothing.
+    "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z",
 }
+#: The only variables of ours that git sees (the allowlist; everything else is withheld).
+_ENV_KEEP = ("PATH", "TMPDIR", "SYSTEMROOT")
+#: Settings passed on every call, whatever the store's own config file says.
+_GIT_FLAGS = (
+    "-c", "core.hooksPath=/dev/null",
+    "-c", "core.fsmonitor=false",
+    "-c", "core.untrackedCache=false",
+    "-c", "core.autocrlf=false",
+    "-c", "core.safecrlf=false",
+    "-c", "core.symlinks=true",
+    "-c", "core.filemode=true",
+    "-c", "core.ignorecase=false",
+    "-c", "core.quotepath=false",
+    "-c", "core.splitIndex=false",
+    "-c", "gc.auto=0",
+    "-c", "maintenance.auto=false",
+    "-c", "safe.directory=*",
+)  # fmt: skip
+#: Unset every attribute that would make the stored bytes differ from the file's bytes; the
+#: store's ``info/attributes`` outranks the workspace's ``.gitattributes``.
+_ATTRIBUTES = "* -text -eol -filter -ident -working-tree-encoding -diff -merge\n"
+_LINK = 0o120000
+_SHOWN = 8  # names listed per line of the summary before "and N more"
+
+
+# ---------------------------------------------------------------------------------------------
+# Records
 
 
 @dataclass(frozen=True, slots=True)
-class FileCheckpoint:
-    """A file as it was before a turn first changed it. ``content`` None: it did not exist."""
+class Step:
+    """One snapshot in a session's journal: taken before ``tool`` ran (``detail``: the command
+    or the path) in executor turn ``turn``, as tool call ``call_id``. ``kind`` is ``step``, or
+    ``rewind`` for the snapshot a rewind takes of the files it is about to replace."""
 
-    path: Path
-    content: bytes | None
-    mode: int | None = None
-    created_dirs: tuple[Path, ...] = ()
+    seq: int
+    turn: int
+    call_id: str
+    tool: str
+    detail: str
+    commit: str
+    time: float
+    kind: str = "step"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "kind": self.kind,
+            "turn": self.turn,
+            "call": self.call_id,
+            "tool": self.tool,
+            "detail": self.detail,
+            "commit": self.commit,
+            "time": self.time,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Step:
+        return cls(
+            int(data["seq"]),
+            int(data.get("turn", 0)),
+            str(data.get("call", "")),
+            str(data.get("tool", "")),
+            str(data.get("detail", "")),
+            str(data["commit"]),
+            float(data.get("time", 0.0)),
+            str(data.get("kind", "step")),
+        )
+
+    def describe(self) -> str:
+        detail = " ".join(self.detail.split())
+        if len(detail) > 60:
+            detail = detail[:57] + "..."
+        return f"{self.tool}: {detail}" if detail else self.tool
+
+
+@dataclass(frozen=True, slots=True)
+class _Snapshot:
+    """A snapshot's content: the git tree, exact permission bits that git does not keep
+    (anything but 0644/0755), and the paths it could not cover, with why."""
+
+    tree: str
+    modes: Mapping[str, int] = field(default_factory=dict)
+    skipped: Mapping[str, str] = field(default_factory=dict)
+
+    def message(self) -> str:
+        meta = {"modes": dict(sorted(self.modes.items())), "skipped": dict(self.skipped)}
+        return f"{_SNAPSHOT_LINE}\n\n{json.dumps(meta, sort_keys=True)}\n"
+
+    @classmethod
+    def parse(cls, tree: str, message: str) -> _Snapshot:
+        _, _, body = message.partition("\n\n")
+        try:
+            meta = json.loads(body) if body.strip() else {}
+        except json.JSONDecodeError:
+            meta = {}
+        modes = {str(k): int(v) for k, v in dict(meta.get("modes", {})).items()}
+        skipped = {str(k): str(v) for k, v in dict(meta.get("skipped", {})).items()}
+        return cls(tree, modes, skipped)
 
 
 @dataclass(frozen=True, slots=True)
 class RewindResult:
-    """What :meth:`CheckpointManager.rewind` did; ``text`` is a summary for the user or model."""
+    """What a rewind or an undo did to the files; ``text`` is the summary shown to the user."""
 
     turn: int
     restored: tuple[str, ...] = ()
+    recreated: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
-    git_restored: bool = False
-    git_ref: str | None = None
+    renamed: tuple[tuple[str, str], ...] = ()
+    modes: tuple[str, ...] = ()
+    not_restored: tuple[tuple[str, str], ...] = ()
+    not_covered: tuple[tuple[str, str], ...] = ()
     text: str = ""
 
     def __str__(self) -> str:
         return self.text
 
+    @property
+    def changed(self) -> int:
+        """How many paths the rewind changed."""
+        return (
+            len(self.restored)
+            + len(self.recreated)
+            + len(self.removed)
+            + len(self.modes)
+            + 2 * len(self.renamed)
+        )
 
-@dataclass
-class _Turn:
-    files: dict[str, FileCheckpoint] = field(default_factory=dict)
-    git_ref: str | None = None
-    ran_commands: bool = False
+
+class _GitError(Exception):
+    pass
 
 
-class CheckpointManager:
-    """Saves files before each turn changes them and restores them on :meth:`rewind`.
+# ---------------------------------------------------------------------------------------------
+# Read-only commands
 
-    Thread-safe: the file tools run in worker threads.
-    """
 
-    def __init__(
-        self, workspace: str | Path, *, store_dir: str | Path | None = None, git: bool = True
-    ) -> None:
-        self.workspace = Path(os.path.realpath(workspace))
-        self.store_dir = Path(store_dir) if store_dir is not None else None
-        self.use_git = git
-        self.last_git_error: str | None = None
-        self._turns: dict[int, _Turn] = {}
-        self._lock = threading.RLock()
-        if self.store_dir is not None:
-            self._load()
+_READ_ONLY_WORDS = frozenset(
+    {"ls", "cat", "head", "tail", "wc", "pwd", "echo", "stat", "file", "which", "du", "df",
+     "tree", "grep", "egrep", "fgrep", "date", "whoami", "uname", "true", "false", "type", "id",
+     "hostname", "printenv", "basename", "dirname", "realpath", "readlink", "nl", "md5sum",
+     "sha1sum", "sha256sum", "cmp", "diff", "test", "["}
+)  # fmt: skip
+_READ_ONLY_GIT = frozenset({"status", "log", "show", "diff", "rev-parse", "ls-files", "blame"})
+_UNSAFE_WORD = re.compile(r"^(?:--output|--ext-diff|--textconv|--pre\b|-c\b|--exec|-o\b)")
 
-    # -- recording -----------------------------------------------------------------------------
 
-    def record(self, turn: int, path: Path) -> None:
-        """Save ``path`` (a resolved path) as it is now, unless this turn already saved it."""
-        key = str(path)
-        with self._lock:
-            entry = self._turns.setdefault(turn, _Turn())
-            if key in entry.files:
-                return
-            if path.is_file():
-                snap = FileCheckpoint(path, path.read_bytes(), path.stat().st_mode & 0o7777)
-            elif path.exists():
-                return  # a folder: writing to it fails anyway, nothing to save
-            else:
-                missing: list[Path] = []
-                parent = path.parent
-                while not parent.exists() and parent != parent.parent:
-                    missing.append(parent)
-                    parent = parent.parent
-                snap = FileCheckpoint(path, None, None, tuple(missing))
-            entry.files[key] = snap
-            self._save_turn(turn)
+def command_is_read_only(command: str) -> bool:
+    """Whether a shell command plainly changes nothing, so no snapshot is needed before it.
+    Conservative: only a few reading commands, no redirection, no hidden parts; anything else
+    (or anything unclear) is taken to change files."""
+    from reasonix.safety.permissions import scan_command
 
-    def turns(self) -> list[int]:
-        """Turns that have checkpoints, oldest first."""
-        with self._lock:
-            return sorted(self._turns)
+    scan = scan_command(command)
+    if scan.opaque or scan.redirects or not scan.parts:
+        return False
+    for part in scan.parts:
+        words = part.split()
+        if not words or any(_UNSAFE_WORD.match(w) or "=" in w[:1] for w in words):
+            return False
+        name = words[0].rsplit("/", 1)[-1]
+        if name == "git":
+            if len(words) < 2 or words[1] not in _READ_ONLY_GIT:
+                return False
+        elif name not in _READ_ONLY_WORDS:
+            return False
+    return True
 
-    def changed_files(self, turn: int) -> list[Path]:
-        """Files saved before ``turn`` changed them."""
-        with self._lock:
-            entry = self._turns.get(turn)
-            return [snap.path for snap in entry.files.values()] if entry else []
 
-    def git_ref(self, turn: int) -> str | None:
-        """The git snapshot ref taken before ``turn``'s first command, if any."""
-        with self._lock:
-            entry = self._turns.get(turn)
-            return entry.git_ref if entry else None
+# ---------------------------------------------------------------------------------------------
+# The store of one workspace
 
-    def before_command(self, turn: int) -> str | None:
-        """Called by ``bash`` before it runs a command: the first time in a turn, snapshot the
-        workspace in git (if it is a repository). Returns the snapshot ref, if there is one.
-        Never raises: a failed snapshot must not stop the command; see ``last_git_error``."""
-        with self._lock:
-            entry = self._turns.setdefault(turn, _Turn())
-            first = not entry.ran_commands
-            entry.ran_commands = True
-            if first and self.use_git and entry.git_ref is None:
-                try:
-                    entry.git_ref = self._git_snapshot(turn)
-                except (OSError, subprocess.SubprocessError) as exc:
-                    self.last_git_error = str(exc)
-            self._save_turn(turn)
-            return entry.git_ref
 
-    # -- rewinding -----------------------------------------------------------------------------
+def _workspace_key(workspace: Path) -> str:
+    digest = hashlib.sha256(str(workspace).encode("utf-8", "surrogateescape")).hexdigest()
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", workspace.name)[:40] or "root"
+    return f"{name}-{digest[:16]}"
 
-    def rewind(self, turn: int, *, restore_commands: bool = False) -> RewindResult:
-        """Restore every file changed at or after ``turn`` to how it was before ``turn``.
 
-        With ``restore_commands`` and a git snapshot from one of those turns, the working tree
-        is first put back to that snapshot (undoing what ``bash`` changed in git-visible files).
-        The checkpoints of the rewound turns are dropped; git snapshot refs are kept.
-        """
-        with self._lock:
-            later = sorted(t for t in self._turns if t >= turn)
-            entries = [self._turns[t] for t in later]
-            git_ref = next((e.git_ref for e in entries if e.git_ref), None)
-            command_turns = [t for t, e in zip(later, entries, strict=True) if e.ran_commands]
-            notes: list[str] = []
-            git_restored = False
-            if restore_commands and git_ref:
-                try:
-                    self._git_restore(git_ref)
-                    git_restored = True
-                except (OSError, subprocess.SubprocessError) as exc:
-                    notes.append(f"Restoring the git snapshot {git_ref} failed: {exc}")
-            restored: list[str] = []
-            removed: list[str] = []
-            skipped: list[str] = []
-            seen: set[str] = set()
-            for entry in entries:
-                for key, snap in entry.files.items():
-                    if key in seen:
-                        continue
-                    seen.add(key)
-                    outcome = self._restore_file(snap)
-                    {"restored": restored, "removed": removed, "skipped": skipped}[outcome].append(
-                        self._display(snap.path)
-                    )
-            if skipped:
-                notes.append(
-                    f"Not restored: {', '.join(skipped)}: a folder on the path is now a symlink "
-                    "that leads elsewhere, and a rewind never writes through it."
-                )
-            for t in later:
-                del self._turns[t]
-                self._drop_turn(t)
-            text = self._summary(turn, restored, removed, command_turns, git_ref, git_restored)
-            if notes:
-                text += "\n" + "\n".join(notes)
-            return RewindResult(
-                turn, tuple(restored), tuple(removed), git_restored, git_ref, text.strip()
+def _private_dir(path: Path) -> None:
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with contextlib.suppress(OSError):
+        os.chmod(path, 0o700)
+
+
+def _session_file_name(session_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", session_id) or "session"
+
+
+class _Store:
+    """The private shadow repository of one workspace and the git commands run on it."""
+
+    def __init__(self, root: Path, workspace: Path, settings: CheckpointsConfig) -> None:
+        self.workspace = workspace
+        self.settings = settings
+        self.dir = root / _workspace_key(workspace)
+        self.git_dir = self.dir / "git"
+        self.index = self.dir / "index"
+        self.exclude = self.dir / "exclude"
+        self.sessions = self.dir / "sessions"
+        self._env: dict[str, str] | None = None
+        self._meta_cache: dict[str, _Snapshot] = {}
+
+    # -- set-up -----------------------------------------------------------------------------------
+
+    def ensure(self) -> None:
+        _private_dir(self.dir.parent)
+        _private_dir(self.dir)
+        _private_dir(self.sessions)
+        (self.dir / "workspace").write_text(str(self.workspace) + "\n", encoding="utf-8")
+        patterns = [*DEFAULT_EXCLUDE, *self.settings.exclude]
+        # Our own data folder inside the workspace (a test, or REASONIX_DATA_DIR set so): a
+        # snapshot of the store itself would grow without end.
+        data = self.dir.parent.parent
+        if data.is_relative_to(self.workspace) and data != self.workspace:
+            patterns.append("/" + _escape_pattern(data.relative_to(self.workspace).as_posix()) + "/")
+        text = "\n".join(patterns) + "\n"
+        if not self.exclude.exists() or self.exclude.read_text(encoding="utf-8") != text:
+            self.exclude.write_text(text, encoding="utf-8")
+        if not (self.git_dir / "HEAD").exists():
+            # An empty template: no sample hooks, nothing copied from the system's template dir.
+            template = self.dir / "template"
+            _private_dir(template)
+            env = {k: v for k, v in self.env().items() if k not in ("GIT_DIR", "GIT_WORK_TREE")}
+            self.run("init", "-q", "--bare", f"--template={template}", str(self.git_dir), env=env)
+            shutil.rmtree(template, ignore_errors=True)
+            self.run("config", "core.logAllRefUpdates", "false")
+            # Objects and folders git makes are the owner's only, like the folders above.
+            self.run("config", "core.sharedRepository", "0600")
+            for folder, _dirs, _files in os.walk(self.git_dir):
+                os.chmod(folder, 0o700)
+        info = self.git_dir / "info"
+        info.mkdir(exist_ok=True)
+        attributes = info / "attributes"
+        if not attributes.exists() or attributes.read_text(encoding="utf-8") != _ATTRIBUTES:
+            attributes.write_text(_ATTRIBUTES, encoding="utf-8")
+
+    def env(self) -> dict[str, str]:
+        if self._env is None:
+            env = {k: os.environ[k] for k in _ENV_KEEP if os.environ.get(k)}
+            env.setdefault("PATH", os.defpath)
+            env.update(_IDENTITY)
+            env.update(
+                {
+                    "GIT_DIR": str(self.git_dir),
+                    "GIT_WORK_TREE": str(self.workspace),
+                    "GIT_INDEX_FILE": str(self.index),
+                    "GIT_CONFIG_NOSYSTEM": "1",
+                    "GIT_CONFIG_GLOBAL": os.devnull,
+                    "GIT_ATTR_NOSYSTEM": "1",
+                    # The user's global attributes and ignore files live under these.
+                    "HOME": str(self.dir),
+                    "XDG_CONFIG_HOME": str(self.dir),
+                    "GIT_TERMINAL_PROMPT": "0",
+                    "LC_ALL": "C",
+                }
             )
+            self._env = env
+        return self._env
 
-    def _restore_file(self, snap: FileCheckpoint) -> str:
-        """Put one file back: ``restored``, ``removed``, or ``skipped`` when a folder on its path
-        has become a symlink since (writing or deleting through it could reach outside the
-        workspace)."""
-        path = snap.path
-        if os.path.realpath(path.parent) != str(path.parent):
-            return "skipped"
-        if snap.content is None:
-            if path.is_symlink() or path.is_file():
-                path.unlink()
-            elif path.is_dir():
-                shutil.rmtree(path)
-            for folder in snap.created_dirs:  # deepest first, as recorded
-                if os.path.realpath(folder) != str(folder):
-                    break
-                with contextlib.suppress(OSError):
-                    folder.rmdir()  # only if empty: never remove what someone else put there
-            return "removed"
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        elif path.is_symlink():
-            path.unlink()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # A new temporary file (O_EXCL): a symlink planted at a fixed name cannot catch the write.
-        prefix = f".{path.name[:200]}."
-        fd, name = tempfile.mkstemp(prefix=prefix, suffix=".reasonix-restore", dir=path.parent)
-        tmp = Path(name)
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(snap.content)
-                os.fchmod(out.fileno(), snap.mode if snap.mode is not None else 0o644)
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
-        return "restored"
-
-    def _display(self, path: Path) -> str:
-        try:
-            return path.relative_to(self.workspace).as_posix()
-        except ValueError:
-            return str(path)
-
-    @staticmethod
-    def _summary(
-        turn: int,
-        restored: list[str],
-        removed: list[str],
-        command_turns: list[int],
-        git_ref: str | None,
-        git_restored: bool,
-    ) -> str:
-        lines = [f"Rewound file changes to before turn {turn}."]
-        if restored:
-            lines.append(f"Restored {len(restored)} file(s): {', '.join(restored)}.")
-        if removed:
-            lines.append(f"Removed {len(removed)} file(s) created since: {', '.join(removed)}.")
-        if not restored and not removed:
-            lines.append("No file-tool changes were recorded in those turns.")
-        if command_turns:
-            turns = ", ".join(str(t) for t in command_turns)
-            lines.append(
-                f"bash commands ran in turn(s) {turns}; their changes are not tracked file by "
-                "file" + (" and were restored from the git snapshot." if git_restored else ".")
-            )
-        else:
-            lines.append("Changes made by bash commands are not tracked file by file.")
-        if git_ref and not git_restored:
-            lines.append(
-                f"A git snapshot of the workspace before those commands is at {git_ref}; "
-                "rewind with restore_commands=True to restore it (git-visible files only)."
-            )
-        elif git_restored:
-            lines.append(f"Files ignored by git are not covered by the snapshot {git_ref}.")
-        return "\n".join(lines)
-
-    # -- git safety net ------------------------------------------------------------------------
-
-    def _git(
-        self, *args: str, env: dict[str, str] | None = None, stdin: bytes | None = None
-    ) -> str:
-        from reasonix.safety.environment import git_environment
-
-        # The allowlisted environment: no key, no GIT_DIR/GIT_CONFIG_* steering from outside.
-        run_env = {**git_environment(), **(env or {})}
+    def run(
+        self, *args: str, stdin: bytes | None = None, env: dict[str, str] | None = None
+    ) -> bytes:
         proc = subprocess.run(
-            ["git", *args],
+            ["git", *_GIT_FLAGS, *args],
             cwd=self.workspace,
-            env=run_env,
+            env=env if env is not None else self.env(),
             input=stdin,
             capture_output=True,
-            timeout=120,
+            timeout=300,
             check=False,
         )
         if proc.returncode != 0:
             err = proc.stderr.decode("utf-8", "replace").strip()
-            raise subprocess.SubprocessError(f"git {args[0]} failed: {err}")
-        return proc.stdout.decode("utf-8", "surrogateescape").strip()
+            raise _GitError(f"git {args[0]} failed: {err}")
+        return proc.stdout
 
-    def is_git_repo(self) -> bool:
-        """Whether the workspace is inside a git working tree (and git is installed)."""
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """One process at a time works on the store (two sessions may share a workspace)."""
+        fd = os.open(self.dir / "lock", os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            return self._git("rev-parse", "--is-inside-work-tree") == "true"
-        except (OSError, subprocess.SubprocessError):
-            return False
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
 
-    def _scratch_index(self, tmp: str) -> dict[str, str]:
-        """A private index file seeded from the real one (so unchanged files hash fast), leaving
-        the user's staging area alone."""
-        real_index = Path(self._git("rev-parse", "--git-path", "index"))
-        if not real_index.is_absolute():
-            real_index = self.workspace / real_index
-        scratch = os.path.join(tmp, "index")
-        if real_index.exists():
-            shutil.copyfile(real_index, scratch)
-        return {"GIT_INDEX_FILE": scratch}
+    # -- snapshot -------------------------------------------------------------------------------
 
-    def _worktree_tree(self, tmp: str) -> str:
-        env = self._scratch_index(tmp)
-        self._git("add", "-A", "--", ".", env=env)
-        return self._git("write-tree", env=env)
+    def _listing(self) -> tuple[set[str], set[str], set[str], list[str]]:
+        """(tracked, changed, others, nested): the index's paths, those whose content or type
+        changed, files not in the index (our exclusions apply, the workspace's ignore files do
+        not), and folders that are repositories of their own."""
+        out = self.run(
+            "ls-files", "-z", "-t", "-c", "-m", "-d", "-o", f"--exclude-from={self.exclude}"
+        )
+        tracked: set[str] = set()
+        changed: set[str] = set()
+        others: set[str] = set()
+        nested: list[str] = []
+        for entry in out.split(b"\0"):
+            if len(entry) < 3:
+                continue
+            tag, name = entry[:1], entry[2:].decode("utf-8", "surrogateescape")
+            if tag == b"H":
+                tracked.add(name)
+            elif tag in (b"C", b"R"):
+                changed.add(name)
+            elif name.endswith("/"):
+                nested.append(name)
+            else:
+                others.add(name)
+        return tracked, changed, others, nested
 
-    def _git_snapshot(self, turn: int) -> str | None:
-        if not self.is_git_repo():
+    def last(self) -> _Snapshot | None:
+        commit = self._read_last()
+        return self.load(commit) if commit else None
+
+    def _read_last(self) -> str | None:
+        with contextlib.suppress(OSError):
+            return (self.dir / "last").read_text(encoding="utf-8").strip() or None
+        return None
+
+    def snapshot(self) -> str:
+        """Record the workspace as it is now; returns the snapshot's commit. Caller holds the
+        lock."""
+        previous_commit = self._read_last()
+        previous = self.load(previous_commit) if previous_commit else None
+        if previous is None:
+            # Our index may describe a snapshot that is gone; start from nothing.
+            self.index.unlink(missing_ok=True)
+        tracked, changed, others, nested = self._listing()
+        limit = int(self.settings.max_file_mb * 1024 * 1024)
+        modes: dict[str, int] = {}
+        skipped: dict[str, str] = {}
+        add: list[str] = []
+        remove: list[str] = []
+        ws = str(self.workspace)
+        for name in sorted(tracked | changed | others):
+            try:
+                st = os.lstat(os.path.join(ws, name))
+            except OSError:
+                remove.append(name)
+                continue
+            kind = stat.S_IFMT(st.st_mode)
+            if kind not in (stat.S_IFREG, stat.S_IFLNK):
+                remove.append(name)
+                continue
+            fresh = name in changed or name in others
+            why = ""
+            if kind == stat.S_IFREG and st.st_size > limit:
+                why = f"larger than max_file_mb = {self.settings.max_file_mb:g}"
+            elif fresh and kind == stat.S_IFREG and not os.access(os.path.join(ws, name), os.R_OK):
+                why = "unreadable"
+            if why:
+                skipped[name] = why
+                remove.append(name)
+                continue
+            perms = stat.S_IMODE(st.st_mode)
+            if kind == stat.S_IFREG and perms not in (0o644, 0o755):
+                modes[name] = perms
+            if fresh:
+                add.append(name)
+        for name in nested:
+            skipped[name] = "a repository of its own"
+        if remove:
+            self.run("update-index", "-z", "--force-remove", "--stdin", stdin=_nul(remove))
+        if add:
+            self.run("update-index", "-z", "--add", "--stdin", stdin=_nul(add))
+        if previous is not None and not add and not remove:
+            tree = previous.tree  # nothing changed in git's view: no need to write a tree
+        else:
+            tree = self.run("write-tree").decode().strip()
+        snap = _Snapshot(tree, modes, skipped)
+        if previous is not None and snap == previous and previous_commit is not None:
+            return previous_commit
+        commit = self.run("commit-tree", tree, stdin=snap.message().encode()).decode().strip()
+        self._meta_cache[commit] = snap
+        tmp = self.dir / "last.tmp"
+        tmp.write_text(commit + "\n", encoding="utf-8")
+        os.replace(tmp, self.dir / "last")
+        return commit
+
+    def load(self, commit: str) -> _Snapshot | None:
+        cached = self._meta_cache.get(commit)
+        if cached is not None:
+            return cached
+        try:
+            raw = self.run("cat-file", "commit", commit).decode("utf-8", "replace")
+        except _GitError:
             return None
-        with tempfile.TemporaryDirectory(prefix="reasonix-ckpt-") as tmp:
-            tree = self._worktree_tree(tmp)
-        parents: list[str] = []
-        with contextlib.suppress(subprocess.SubprocessError):
-            parents = ["-p", self._git("rev-parse", "--verify", "-q", "HEAD")]
-        message = f"reasonix checkpoint before the commands of turn {turn}"
-        commit = self._git("commit-tree", tree, *parents, "-m", message, env=_GIT_IDENTITY)
-        ref = f"{GIT_REF_PREFIX}{turn}"
-        self._git("update-ref", ref, commit)
-        return ref
+        header, _, message = raw.partition("\n\n")
+        tree = next(
+            (line.split()[1] for line in header.splitlines() if line.startswith("tree ")), ""
+        )
+        if not tree:
+            return None
+        snap = _Snapshot.parse(tree, message)
+        self._meta_cache[commit] = snap
+        return snap
 
-    def _git_restore(self, ref: str) -> None:
-        with tempfile.TemporaryDirectory(prefix="reasonix-ckpt-") as tmp:
-            current = self._worktree_tree(tmp)
-            diff = self._git(
-                "diff-tree", "-r", "-z", "--relative", "--no-renames", "--name-status",
-                f"{ref}^{{tree}}", current,
-            )  # fmt: skip
-            fields = [f for f in diff.split("\0") if f]
-            added: list[str] = []
-            restore: list[str] = []
-            for status, name in zip(fields[0::2], fields[1::2], strict=True):
-                (added if status == "A" else restore).append(name)
-            for name in added:
-                target = self.workspace / name
-                if target.is_symlink() or target.is_file():
-                    target.unlink()
-                # Folders the commands created for these files go too, if nothing else is in them.
-                for folder in target.parents:
-                    if folder == self.workspace or not folder.is_relative_to(self.workspace):
-                        break
-                    try:
-                        folder.rmdir()
-                    except OSError:
-                        break
-            if restore:
-                env = {"GIT_INDEX_FILE": os.path.join(tmp, "restore-index")}
-                self._git("read-tree", f"{ref}^{{tree}}", env=env)
-                paths = "\0".join(restore).encode("utf-8", "surrogateescape") + b"\0"
-                self._git("checkout-index", "-f", "-z", "--stdin", env=env, stdin=paths)
+    # -- refs ---------------------------------------------------------------------------------------
 
-    # -- on-disk store -------------------------------------------------------------------------
+    @staticmethod
+    def ref(session_id: str, seq: int) -> str:
+        return f"refs/steps/{_session_file_name(session_id)}/{seq}"
 
-    def _turn_file(self, turn: int) -> Path:
-        assert self.store_dir is not None
-        return self.store_dir / f"turn-{turn}.json"
+    def set_refs(self, refs: Mapping[str, str]) -> None:
+        lines = "".join(f"update {ref} {commit}\n" for ref, commit in refs.items())
+        self.run("update-ref", "--stdin", stdin=lines.encode())
 
-    def _save_turn(self, turn: int) -> None:
-        if self.store_dir is None:
+    def delete_refs(self, refs: Iterable[str]) -> None:
+        lines = "".join(f"delete {r}\n" for r in refs)
+        if lines:
+            self.run("update-ref", "--stdin", stdin=lines.encode())
+
+    # -- reading a snapshot ----------------------------------------------------------------------
+
+    def diff(self, old_tree: str, new_tree: str) -> list[tuple[str, str, str, str, str, str]]:
+        """(status, path, old mode, old blob, new mode, new blob) for every path that differs."""
+        out = self.run("diff-tree", "-r", "-z", "--no-renames", "--raw", old_tree, new_tree)
+        fields = out.split(b"\0")
+        rows = []
+        i = 0
+        while i + 1 < len(fields):
+            head = fields[i].decode()
+            if not head.startswith(":"):
+                i += 1
+                continue
+            old_mode, new_mode, old_blob, new_blob, status = head[1:].split()
+            name = fields[i + 1].decode("utf-8", "surrogateescape")
+            rows.append((status[:1], name, old_mode, old_blob, new_mode, new_blob))
+            i += 2
+        return rows
+
+    def blobs(self, shas: Sequence[str]) -> Iterator[tuple[str, bytes]]:
+        """The content of each blob, streamed from one ``cat-file --batch``."""
+        if not shas:
             return
-        entry = self._turns[turn]
-        blobs = self.store_dir / "blobs"
-        blobs.mkdir(parents=True, exist_ok=True)
-        files = []
-        for snap in entry.files.values():
-            blob = None
-            if snap.content is not None:
-                blob = hashlib.sha256(snap.content).hexdigest()
-                blob_path = blobs / blob
-                if not blob_path.exists():
-                    blob_path.write_bytes(snap.content)
-            files.append(
-                {
-                    "path": str(snap.path),
-                    "blob": blob,
-                    "mode": snap.mode,
-                    "created_dirs": [str(d) for d in snap.created_dirs],
-                }
+        proc = subprocess.Popen(
+            ["git", *_GIT_FLAGS, "cat-file", "--batch"],
+            cwd=self.workspace,
+            env=self.env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        feeder = threading.Thread(target=_feed, args=(proc.stdin, shas), daemon=True)
+        feeder.start()
+        try:
+            for sha in shas:
+                header = proc.stdout.readline().split()
+                if len(header) != 3:
+                    raise _GitError(f"the snapshot store lost object {sha}")
+                size = int(header[2])
+                data = proc.stdout.read(size)
+                proc.stdout.read(1)
+                yield sha, data
+        finally:
+            feeder.join(timeout=5)
+            proc.stdout.close()
+            proc.wait(timeout=30)
+
+    def uncovered(self) -> list[str]:
+        """Excluded paths present in the workspace now (folders end with ``/``)."""
+        try:
+            out = self.run(
+                "ls-files", "-z", "-o", "-i", "--directory", f"--exclude-from={self.exclude}"
             )
-        data = {
-            "turn": turn,
-            "git_ref": entry.git_ref,
-            "ran_commands": entry.ran_commands,
-            "files": files,
-        }
-        tmp = self._turn_file(turn).with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
-        os.replace(tmp, self._turn_file(turn))
+        except _GitError:
+            return []
+        names = [n.decode("utf-8", "surrogateescape") for n in out.split(b"\0") if n]
+        ours = _rel(self.dir.parent.parent, self.workspace)
+        return [n for n in names if n.rstrip("/") not in (".git", ours)]
 
-    def _drop_turn(self, turn: int) -> None:
-        if self.store_dir is not None:
-            self._turn_file(turn).unlink(missing_ok=True)
+    # -- size and pruning --------------------------------------------------------------------------
 
-    def _load(self) -> None:
-        assert self.store_dir is not None
-        if not self.store_dir.is_dir():
-            return
-        for item in sorted(self.store_dir.glob("turn-*.json")):
-            data = json.loads(item.read_text(encoding="utf-8"))
-            entry = _Turn(git_ref=data.get("git_ref"), ran_commands=bool(data.get("ran_commands")))
-            for f in data.get("files", []):
-                blob = f.get("blob")
-                content = (self.store_dir / "blobs" / blob).read_bytes() if blob else None
-                path = Path(f["path"])
-                entry.files[str(path)] = FileCheckpoint(
-                    path, content, f.get("mode"), tuple(Path(d) for d in f.get("created_dirs", []))
+    def size_bytes(self) -> int:
+        return _tree_size(self.dir)
+
+    def gc(self) -> None:
+        self.run("pack-refs", "--all")
+        self.run("gc", "--prune=now", "--quiet")
+
+
+def _escape_pattern(text: str) -> str:
+    return re.sub(r"([*?\[\]\\!#])", r"\\\1", text)
+
+
+def _feed(pipe: Any, shas: Sequence[str]) -> None:
+    try:
+        for sha in shas:
+            pipe.write(sha.encode() + b"\n")
+        pipe.close()
+    except OSError:
+        pass
+
+
+def _nul(names: Iterable[str]) -> bytes:
+    return b"".join(n.encode("utf-8", "surrogateescape") + b"\0" for n in names)
+
+
+def _tree_size(path: Path) -> int:
+    total = 0
+    for folder, _dirs, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(folder, name)).st_size
+    return total
+
+
+def checkpoint_store_size(data_dir: Path) -> tuple[int, int]:
+    """(bytes, workspaces) of the snapshot store under ``data_dir``, for ``reasonix doctor``."""
+    root = data_dir / "checkpoints"
+    if not root.is_dir():
+        return 0, 0
+    folders = [p for p in root.iterdir() if (p / "git").is_dir()]
+    return _tree_size(root), len(folders)
+
+
+# ---------------------------------------------------------------------------------------------
+# Restoring
+
+
+class _Restorer:
+    """Puts the workspace's files back to a snapshot, never writing through a symlink."""
+
+    def __init__(self, store: _Store, target: _Snapshot, current: _Snapshot) -> None:
+        self.store = store
+        self.ws = store.workspace
+        self.target = target
+        self.current = current
+        self.restored: list[str] = []
+        self.recreated: list[str] = []
+        self.removed: list[str] = []
+        self.modes: list[str] = []
+        self.failed: dict[str, str] = {}
+        self.not_covered: dict[str, str] = {}
+        self.removed_blobs: dict[str, str] = {}
+        self.written_blobs: dict[str, str] = {}
+
+    def run(self) -> None:
+        rows = self.store.diff(self.current.tree, self.target.tree)
+        remove = [r for r in rows if r[0] == "D"]  # in the current tree, not in the target
+        write = [r for r in rows if r[0] != "D"]
+        for _status, name, _old_mode, old_blob, *_ in sorted(
+            remove, key=lambda r: r[1].count("/"), reverse=True
+        ):
+            if name in self.target.skipped:
+                self.not_covered[name] = self.target.skipped[name]
+                continue
+            if self._remove(name):
+                self.removed_blobs[name] = old_blob
+        self._prune_dirs([r[1] for r in remove])
+        pending: list[tuple[str, str, str, bool]] = []
+        for status, name, old_mode, old_blob, new_mode, new_blob in write:
+            if old_blob == new_blob and old_mode[:3] == new_mode[:3] == "100":
+                self._chmod(name, self.target.modes.get(name, _canonical(new_mode)))
+                continue
+            if name in self.current.skipped:
+                self.failed[name] = (
+                    f"its current version is not in any snapshot ({self.current.skipped[name]}),"
+                    " and restoring would lose it"
                 )
-            self._turns[int(data["turn"])] = entry
+                continue
+            pending.append((name, new_mode, new_blob, status == "A"))
+        order = iter(pending)
+        for _sha, data in self.store.blobs([p[2] for p in pending]):
+            name, mode, blob, created = next(order)
+            if self._write(name, mode, data, created):
+                self.written_blobs[name] = blob
+        written = {r[1] for r in write if r[3] != r[5]}
+        for name, perms in self.target.modes.items():
+            if name not in written and self.current.modes.get(name) != perms:
+                self._chmod(name, perms)
+        for name in self.current.modes:
+            if name not in written and name not in self.target.modes:
+                self._chmod(name, None)
+        for name, why in self.target.skipped.items():
+            self.not_covered.setdefault(name, why)
+
+    def renamed(self) -> list[tuple[str, str]]:
+        """(now, restored) pairs: a file removed and a file recreated with the same content,
+        which is what undoing ``mv a b`` looks like."""
+        by_blob: dict[str, list[str]] = {}
+        for name, blob in self.removed_blobs.items():
+            by_blob.setdefault(blob, []).append(name)
+        pairs = []
+        for name in self.recreated:
+            olds = by_blob.get(self.written_blobs.get(name, ""))
+            if olds:
+                pairs.append((olds.pop(0), name))
+        return pairs
+
+    def _unsafe_parent(self, name: str) -> str | None:
+        """Why the folders leading to ``name`` cannot be written through, or None. Missing
+        folders are created here as real folders."""
+        parts = name.split("/")[:-1]
+        folder = self.ws
+        for part in parts:
+            folder = folder / part
+            try:
+                st = os.lstat(folder)
+            except FileNotFoundError:
+                try:
+                    os.mkdir(folder)
+                except OSError as exc:
+                    return f"cannot create the folder {_rel(folder, self.ws)}: {exc.strerror}"
+                continue
+            except OSError as exc:
+                return f"cannot inspect {_rel(folder, self.ws)}: {exc.strerror}"
+            if stat.S_ISLNK(st.st_mode):
+                return (
+                    f"the folder {_rel(folder, self.ws)} is now a symlink, and a rewind never "
+                    "writes through one"
+                )
+            if not stat.S_ISDIR(st.st_mode):
+                return f"{_rel(folder, self.ws)} is now a file, not a folder"
+        return None
+
+    def _remove(self, name: str) -> bool:
+        path = self.ws / name
+        if self._unsafe_parent_existing(name):
+            self.failed[name] = "a folder on its path is now a symlink or a file"
+            return False
+        try:
+            if stat.S_ISDIR(os.lstat(path).st_mode):
+                return False  # a folder where the snapshot had a file: handled when writing
+            os.unlink(path)  # a symlink itself, never what it points to
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            self.failed[name] = exc.strerror or str(exc)
+            return False
+        self.removed.append(name)
+        return True
+
+    def _unsafe_parent_existing(self, name: str) -> bool:
+        folder = self.ws
+        for part in name.split("/")[:-1]:
+            folder = folder / part
+            try:
+                st = os.lstat(folder)
+            except OSError:
+                return False
+            if not stat.S_ISDIR(st.st_mode):
+                return True
+        return False
+
+    def _prune_dirs(self, removed: list[str]) -> None:
+        """Remove folders the removals emptied (the ones the snapshot has come back when its
+        files are written)."""
+        for folder in sorted(_parent_dirs(removed), key=lambda d: d.count("/"), reverse=True):
+            path = self.ws / folder
+            with contextlib.suppress(OSError):
+                if stat.S_ISDIR(os.lstat(path).st_mode):
+                    path.rmdir()  # only when empty: what was not covered stays
+
+    def _write(self, name: str, mode: str, data: bytes, created: bool) -> bool:
+        why = self._unsafe_parent(name)
+        if why is not None:
+            self.failed[name] = why
+            return False
+        path = self.ws / name
+        try:
+            st: os.stat_result | None = os.lstat(path)
+        except FileNotFoundError:
+            st = None
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            try:
+                path.rmdir()
+            except OSError:
+                self.failed[name] = "a folder is in its place and still holds files"
+                return False
+        is_link = int(mode, 8) == _LINK
+        perms = self.target.modes.get(name, _canonical(mode))
+        try:
+            _place(path, data, is_link, perms)
+        except OSError as exc:
+            self.failed[name] = exc.strerror or str(exc)
+            return False
+        (self.recreated if created else self.restored).append(name)
+        return True
+
+    def _chmod(self, name: str, perms: int | None) -> None:
+        path = self.ws / name
+        if self._unsafe_parent_existing(name):
+            return
+        try:
+            st = os.lstat(path)
+            if not stat.S_ISREG(st.st_mode):
+                return
+            if perms is None:
+                perms = 0o755 if st.st_mode & 0o100 else 0o644
+            if stat.S_IMODE(st.st_mode) != perms:
+                os.chmod(path, perms)
+                self.modes.append(name)
+        except OSError as exc:
+            self.failed[name] = exc.strerror or str(exc)
+
+
+def _place(path: Path, data: bytes, is_link: bool, perms: int) -> None:
+    """Write ``path`` through a new temporary name in its folder (O_EXCL, so a symlink planted
+    at a fixed name cannot catch the write), then rename it into place."""
+    folder = path.parent
+    if is_link:
+        for _ in range(100):
+            tmp = folder / f".{path.name[:100]}.{os.urandom(6).hex()}.reasonix-restore"
+            try:
+                os.symlink(os.fsdecode(data), tmp)
+                break
+            except FileExistsError:
+                continue
+        else:
+            raise OSError("no free temporary name")
+        os.replace(tmp, path)
+        return
+    fd, name = tempfile.mkstemp(prefix=f".{path.name[:100]}.", suffix=".reasonix-restore", dir=folder)
+    tmp = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            os.fchmod(out.fileno(), perms)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _canonical(mode: str) -> int:
+    return 0o755 if int(mode, 8) & 0o111 else 0o644
+
+
+def _parent_dirs(names: Iterable[str]) -> set[str]:
+    out: set[str] = set()
+    for name in names:
+        parts = name.split("/")[:-1]
+        for i in range(1, len(parts) + 1):
+            out.add("/".join(parts[:i]))
+    return out
+
+
+def _rel(path: Path, ws: Path) -> str:
+    try:
+        return path.relative_to(ws).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _names(items: Sequence[str]) -> str:
+    shown = ", ".join(items[:_SHOWN])
+    if len(items) > _SHOWN:
+        shown += f" and {len(items) - _SHOWN} more"
+    return shown
+
+
+# ---------------------------------------------------------------------------------------------
+# The manager
+
+
+class CheckpointManager:
+    """Snapshots before each step of one session, and rewinds to them.
+
+    ``data_dir`` is our data folder (the store goes in ``<data_dir>/checkpoints``); by default
+    the platform's user data folder, or ``$REASONIX_DATA_DIR``. Thread-safe and safe to share
+    a workspace with other processes (a file lock serialises work on its store). A failed
+    snapshot never stops the step; see :attr:`last_error`.
+    """
+
+    def __init__(
+        self,
+        workspace: str | Path,
+        *,
+        data_dir: str | Path | None = None,
+        session_id: str = "default",
+        settings: CheckpointsConfig | None = None,
+    ) -> None:
+        self.workspace = Path(os.path.realpath(workspace))
+        self.settings = settings or CheckpointsConfig()
+        self.session_id = session_id
+        if data_dir is None:
+            from reasonix.store import default_store_path
+
+            data_dir = default_store_path().parent
+        self.data_dir = Path(data_dir)
+        self._store = _Store(self.data_dir / "checkpoints", self.workspace, self.settings)
+        self.journal = self._store.sessions / f"{_session_file_name(session_id)}.jsonl"
+        self.last_error: str | None = None
+        self._lock = threading.RLock()
+        self._ready = False
+        self._since_prune = 0
+        self._seq: int | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.settings.enabled
+
+    @property
+    def store_dir(self) -> Path:
+        """This workspace's private snapshot store."""
+        return self._store.dir
+
+    def _prepare(self) -> None:
+        if not self._ready:
+            self._store.ensure()
+            self._ready = True
+            self._prune_locked()
+
+    # -- recording -----------------------------------------------------------------------------
+
+    def before_write(self, ctx: Any, path: Path, tool: str = "edit") -> Step | None:
+        """Called by the file tools before they change ``path`` (``ctx``: the tool context)."""
+        return self.before_step(ctx.turn, ctx.call_id, tool, _rel(path, self.workspace))
+
+    def before_command(self, ctx: Any, command: str) -> Step | None:
+        """Called by ``bash`` before it runs ``command``: snapshot unless it plainly only
+        reads."""
+        if command_is_read_only(command):
+            return None
+        return self.before_step(ctx.turn, ctx.call_id, "bash", command)
+
+    def before_step(self, turn: int, call_id: str, tool: str, detail: str) -> Step | None:
+        """Snapshot the workspace and record it as the state before this step. Never raises:
+        a failed snapshot must not stop the step (the failure is kept in ``last_error``)."""
+        if not self.enabled:
+            return None
+        with self._lock:
+            try:
+                self._prepare()
+                with self._store.locked():
+                    commit = self._store.snapshot()
+                    step = self._append(turn, call_id, tool, detail, commit, "step")
+                    self._since_prune += 1
+                    if self._since_prune >= 200:
+                        self._prune_locked(held=True)
+                return step
+            except (OSError, _GitError, subprocess.SubprocessError) as exc:
+                self.last_error = f"the snapshot before this step failed: {exc}"
+                return None
+
+    def _entries(self) -> list[Step]:
+        try:
+            text = self.journal.read_text(encoding="utf-8")
+        except OSError:
+            return []
+        out = []
+        for line in text.splitlines():
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                out.append(Step.from_dict(json.loads(line)))
+        return out
+
+    def _append(
+        self, turn: int, call_id: str, tool: str, detail: str, commit: str, kind: str
+    ) -> Step:
+        if self._seq is None:
+            entries = self._entries()
+            self._seq = entries[-1].seq if entries else 0
+        self._seq += 1
+        seq = self._seq
+        step = Step(seq, turn, call_id, tool, detail[:500], commit, time.time(), kind)
+        # refs/last keeps the snapshot our index describes alive through pruning.
+        self._store.set_refs({self._store.ref(self.session_id, seq): commit, "refs/last": commit})
+        fd = os.open(self.journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        with os.fdopen(fd, "a", encoding="utf-8") as out:
+            out.write(json.dumps(step.to_dict()) + "\n")
+        return step
+
+    def _write_journal(self, path: Path, entries: list[Step]) -> None:
+        tmp = path.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.writelines(json.dumps(e.to_dict()) + "\n" for e in entries)
+        os.replace(tmp, path)
+
+    def steps(self) -> list[Step]:
+        """The steps of this session that can be undone, oldest first."""
+        with self._lock:
+            return [e for e in self._entries() if e.kind == "step"]
+
+    def turns(self) -> list[int]:
+        """Executor turns that have snapshots, oldest first."""
+        return sorted({s.turn for s in self.steps()})
+
+    # -- rewinding -----------------------------------------------------------------------------
+
+    def rewind(self, turn: int, *, label: str = "") -> RewindResult:
+        """Put the files back to how they were before executor turn ``turn``'s first step
+        (turns after it included), and forget the steps from there on. ``label`` names the
+        point in the summary (default ``before turn <turn>``)."""
+        with self._lock:
+            first = next((s for s in self.steps() if s.turn >= turn), None)
+            if first is None:
+                text = "No step changed files in those turns; the files are as they were."
+                if not self.enabled:
+                    text = "Snapshots are off ([checkpoints] enabled = false); files unchanged."
+                return RewindResult(turn, text=text)
+            return self._rewind_to(first, label or f"before turn {turn}")
+
+    def undo(self, count: int = 1) -> RewindResult:
+        """Put the files back to how they were before the last ``count`` steps."""
+        with self._lock:
+            steps = self.steps()
+            if not steps:
+                return RewindResult(0, text="No step of this session changed files.")
+            target = steps[-min(count, len(steps))]
+            return self._rewind_to(target, "")
+
+    def restore_point(self, count: int) -> Step | None:
+        """The step ``undo(count)`` would go back to (None: nothing to undo)."""
+        steps = self.steps()
+        return steps[-min(count, len(steps))] if steps and count > 0 else None
+
+    def _rewind_to(self, target: Step, label: str) -> RewindResult:
+        if not label:
+            label = f"before step {target.seq} ({target.describe()})"
+        try:
+            self._prepare()
+            with self._store.locked():
+                wanted = self._store.load(target.commit)
+                if wanted is None:
+                    return RewindResult(
+                        target.turn,
+                        text=f"The snapshot {label} is gone (pruned); files unchanged.",
+                    )
+                now_commit = self._store.snapshot()
+                current = self._store.load(now_commit)
+                assert current is not None
+                self._append(target.turn, "", "rewind", label, now_commit, "rewind")
+                restorer = _Restorer(self._store, wanted, current)
+                restorer.run()
+                self._drop_from(target.seq)
+                uncovered = self._store.uncovered()
+                # The restored files are picked up by the next snapshot's stat check.
+        except (OSError, _GitError, subprocess.SubprocessError) as exc:
+            return RewindResult(target.turn, text=f"Rewinding the files failed: {exc}")
+        return self._result(target, label, restorer, uncovered)
+
+    def _drop_from(self, seq: int) -> None:
+        entries = self._entries()
+        gone = [e for e in entries if e.kind == "step" and e.seq >= seq]
+        if not gone:
+            return
+        self._store.delete_refs(self._store.ref(self.session_id, e.seq) for e in gone)
+        self._write_journal(self.journal, [e for e in entries if e not in gone])
+
+    def _result(
+        self, target: Step, label: str, r: _Restorer, uncovered: list[str]
+    ) -> RewindResult:
+        renamed = r.renamed()
+        back = {new for _, new in renamed}
+        gone = {old for old, _ in renamed}
+        removed = [n for n in r.removed if n not in gone]
+        recreated = [n for n in r.recreated if n not in back]
+        lines = [f"Files put back to {label}."]
+        if renamed:
+            moves = [f"{old} -> {new}" for old, new in renamed]
+            lines.append(f"Moved back {len(moves)} renamed file(s): {_names(moves)}.")
+        if recreated:
+            lines.append(f"Recreated {len(recreated)} deleted file(s): {_names(recreated)}.")
+        if r.restored:
+            lines.append(f"Restored the content of {len(r.restored)}: {_names(r.restored)}.")
+        if removed:
+            lines.append(f"Removed {len(removed)} file(s) created since: {_names(removed)}.")
+        if r.modes:
+            lines.append(f"Restored the permissions of {len(r.modes)}: {_names(r.modes)}.")
+        if not (renamed or recreated or r.restored or removed or r.modes or r.failed):
+            lines.append("No file differed from the snapshot.")
+        if r.failed:
+            items = [f"{name} ({why})" for name, why in sorted(r.failed.items())]
+            lines.append(f"Not restored: {'; '.join(items[:_SHOWN])}" + (
+                f"; and {len(items) - _SHOWN} more." if len(items) > _SHOWN else "."
+            ))  # fmt: skip
+        covered = {**r.not_covered}
+        for name in uncovered:
+            covered.setdefault(name, "excluded by [checkpoints] exclude or the defaults")
+        if covered:
+            items = [f"{name} ({why})" for name, why in sorted(covered.items())]
+            lines.append(
+                "Not covered by snapshots, left as they are: "
+                + "; ".join(items[:_SHOWN])
+                + (f"; and {len(items) - _SHOWN} more." if len(items) > _SHOWN else ".")
+            )
+        return RewindResult(
+            target.turn,
+            tuple(r.restored),
+            tuple(recreated),
+            tuple(removed),
+            tuple(renamed),
+            tuple(r.modes),
+            tuple(sorted(r.failed.items())),
+            tuple(sorted(covered.items())),
+            "\n".join(lines),
+        )
+
+    # -- pruning -------------------------------------------------------------------------------
+
+    def prune(self, now: float | None = None) -> int:
+        """Drop snapshots older than ``keep_days``, then the oldest while the store is over
+        ``max_store_mb``. Returns how many were dropped."""
+        with self._lock:
+            self._prepare()
+            return self._prune_locked(now=now)
+
+    def _prune_locked(self, *, held: bool = False, now: float | None = None) -> int:
+        self._since_prune = 0
+        lock = contextlib.nullcontext() if held else self._store.locked()
+        try:
+            with lock:
+                return self._prune(time.time() if now is None else now)
+        except (OSError, _GitError, subprocess.SubprocessError) as exc:
+            self.last_error = f"pruning the snapshot store failed: {exc}"
+            return 0
+
+    def _journals(self) -> dict[Path, list[Step]]:
+        out: dict[Path, list[Step]] = {}
+        for path in sorted(self._store.sessions.glob("*.jsonl")):
+            entries = []
+            for line in path.read_text(encoding="utf-8").splitlines():
+                with contextlib.suppress(ValueError, KeyError, TypeError):
+                    entries.append(Step.from_dict(json.loads(line)))
+            out[path] = entries
+        return out
+
+    def _prune(self, now: float) -> int:
+        journals = self._journals()
+        cutoff = now - self.settings.keep_days * 86400
+        doomed: set[tuple[Path, int]] = {
+            (path, e.seq) for path, entries in journals.items() for e in entries if e.time < cutoff
+        }
+        limit = self.settings.max_store_mb * 1024 * 1024
+        dropped = self._drop(journals, doomed)
+        if dropped:
+            self._store.gc()
+        while self._store.size_bytes() > limit:
+            everything = sorted(
+                ((e.time, path, e.seq) for path, entries in journals.items() for e in entries),
+            )
+            if not everything:
+                break
+            oldest = everything[: max(1, len(everything) // 4)]
+            count = self._drop(journals, {(path, seq) for _, path, seq in oldest})
+            dropped += count
+            self._store.gc()
+        return dropped
+
+    def _drop(self, journals: dict[Path, list[Step]], doomed: set[tuple[Path, int]]) -> int:
+        if not doomed:
+            return 0
+        refs = []
+        for path, entries in journals.items():
+            keep = [e for e in entries if (path, e.seq) not in doomed]
+            if len(keep) == len(entries):
+                continue
+            refs += [self._store.ref(path.stem, e.seq) for e in entries if e not in keep]
+            journals[path] = keep
+            if keep:
+                self._write_journal(path, keep)
+            else:
+                path.unlink(missing_ok=True)
+        self._store.delete_refs(refs)
+        return len(refs)
+
+    def store_size(self) -> int:
+        """Bytes this workspace's snapshots take."""
+        return self._store.size_bytes() if self._store.dir.is_dir() else 0
 
 
 #: The session's checkpoint manager in the file and shell tools' context.

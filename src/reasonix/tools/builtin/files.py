@@ -160,7 +160,7 @@ class FileTools:
     def _checkpoint(self, ctx: ToolContext, real: Path) -> None:
         manager = CHECKPOINTS_KEY.get(ctx.state) or self.checkpoints
         if manager is not None:
-            manager.record(ctx.turn, real)
+            manager.before_write(ctx, real)
 
     def _missing(self, real: Path, shown: str) -> ToolResult:
         hint = ""

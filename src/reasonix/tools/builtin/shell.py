@@ -14,8 +14,8 @@
 - ``isolation="bwrap"`` runs the command under bubblewrap: the file system read-only except the
   workspace roots and a private ``/tmp``, no network, its own PID namespace. It needs ``bwrap``
   on ``PATH``; without it the tool refuses to run rather than run unconfined.
-- In a git workspace, the first command of each turn is preceded by a git snapshot (see
-  :meth:`reasonix.safety.checkpoints.CheckpointManager.before_command`).
+- Every command that is not plainly read-only is preceded by a snapshot of the workspace in our
+  private store (see :meth:`reasonix.safety.checkpoints.CheckpointManager.before_command`).
 """
 
 from __future__ import annotations
@@ -185,7 +185,7 @@ class ShellTool:
             return ToolResult.error(argv)
         manager = CHECKPOINTS_KEY.get(ctx.state) or self.checkpoints
         if manager is not None:
-            await asyncio.to_thread(manager.before_command, ctx.turn)
+            await asyncio.to_thread(manager.before_command, ctx, command)
         output = _CappedOutput(opts.output_limit)
         marker = f"{os.getpid()}-{secrets.token_hex(8)}"
         env = command_env(opts)

@@ -1,0 +1,68 @@
+"""``reasonix rewind``: undo steps or turns of any stored session, headless ones included.
+
+With no arguments: the most recent session of this folder, back to before its last turn.
+``--turn N`` goes back to before turn N; ``--steps K`` undoes the last K steps that may have
+changed files. Files come back from the session's snapshots; the conversation is cut to the
+same point, so ``reasonix run -c`` continues from there. Needs no API key: no model is called.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+
+from reasonix.cli.commands import EXIT_OK, UsageError, load, open_store
+from reasonix.errors import ReasonixError
+from reasonix.store import SessionStore
+
+
+def run_rewind(args: argparse.Namespace) -> int:
+    store = open_store()
+    try:
+        return asyncio.run(_rewind(args, store))
+    finally:
+        store.close()
+
+
+async def _rewind(args: argparse.Namespace, store: SessionStore) -> int:
+    from reasonix.app.runtime import Runtime
+
+    here = Path.cwd().resolve()
+    session_id = args.session or store.latest_session(here)
+    if session_id is None:
+        raise UsageError(
+            f"no stored session in {here} to rewind; `reasonix sessions list --all` lists the "
+            "sessions of every folder, and `--session ID` picks one"
+        )
+    info = store.get_session(session_id)
+    if info is None:
+        raise UsageError(f"no session {session_id!r}; list them with `reasonix sessions list`")
+    workspace = Path(info.workspace)
+    if not workspace.is_dir():
+        raise UsageError(f"the session's folder {workspace} does not exist any more")
+    config = load(args, workspace)
+    try:
+        runtime = await Runtime.from_config(
+            config, workspace, store=store, resume_id=session_id, start_mcp=False
+        )
+    except ReasonixError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        if args.steps is not None:
+            if args.steps < 1:
+                raise UsageError("--steps needs a number of steps of 1 or more")
+            text = runtime.undo(args.steps)
+        else:
+            marks = runtime.marks
+            if args.turn is not None and marks and not any(m.turn == args.turn for m in marks):
+                raise UsageError(
+                    f"session {session_id} has no turn {args.turn}; its turns are "
+                    f"1..{marks[-1].turn}"
+                )
+            text = runtime.rewind(args.turn)
+        print(f"Session {session_id} in {workspace}:")
+        print(text)
+        return EXIT_OK
+    finally:
+        await runtime.aclose()
