@@ -19,7 +19,7 @@ Section = Callable[[bool], dict[str, Any]]
 
 def sections() -> dict[str, Section]:
     # imported here so `--only` loads just what it runs
-    from bench import batch, cache, edits, memory, overhead, prefix, startup
+    from bench import batch, cache, edits, memory, overhead, prefix, snapshots, startup
 
     return {
         "cache": cache.run_cache,
@@ -30,6 +30,7 @@ def sections() -> dict[str, Section]:
         "edits": edits.run_edits,
         "prefix": prefix.run_prefix,
         "batch": batch.run_batch,
+        "snapshots": snapshots.run_snapshots,
     }
 
 

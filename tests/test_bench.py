@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SECTIONS = ("cache", "cost", "overhead", "startup", "memory", "edits", "prefix")
+SECTIONS = ("cache", "cost", "overhead", "startup", "memory", "edits", "prefix", "snapshots")
 
 
 def test_quick_bench_writes_every_section(tmp_path: Path) -> None:
@@ -38,3 +38,5 @@ def test_quick_bench_writes_every_section(tmp_path: Path) -> None:
     assert set(cache["roles"]) == {"executor", "planner"}
     assert data["edits"]["cases"] > 0
     assert data["prefix"]["executor"]["tokens"] > 0
+    # every file deleted came back from the snapshots
+    assert data["snapshots"]["files_restored"] == data["snapshots"]["files"] >= 10_000

@@ -1,49 +1,60 @@
-"""Per-turn checkpoints through the real tools, rewound with byte-identical results.
-
-Deletions are tracked through the ``delete_file`` tool (checkpointed like any write); what
-``bash`` changes is covered only by the git snapshot, tested separately."""
+"""Snapshots before every step, through the real file tools and the real shell, rewound with
+byte-identical results; what is not covered is left alone and named; the store is pruned by
+age and size. (The end-to-end CLI tests are in ``test_undo_everything.py``.)"""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from reasonix.safety.checkpoints import GIT_REF_PREFIX, CheckpointManager
+from reasonix.config import CheckpointsConfig
+from reasonix.safety.checkpoints import (
+    CheckpointManager,
+    checkpoint_store_size,
+    command_is_read_only,
+)
 from reasonix.tools.builtin import default_tools
 from reasonix.tools.registry import ToolContext, ToolRegistry
 
-State = tuple[dict[str, bytes], set[str]]
+State = dict[str, tuple[int, bytes]]
 
 
 def state(ws: Path) -> State:
-    files = {
-        p.relative_to(ws).as_posix(): p.read_bytes()
-        for p in ws.rglob("*")
-        if p.is_file() and ".git" not in p.relative_to(ws).parts
-    }
-    folders = {
-        p.relative_to(ws).as_posix()
-        for p in ws.rglob("*")
-        if p.is_dir() and ".git" not in p.relative_to(ws).parts
-    }
-    return files, folders
+    """Every file and symlink (not ``.git``, not the data folder): full mode and bytes."""
+    out: State = {}
+    for folder, dirs, files in os.walk(ws):
+        for skip in (".git", "data"):
+            if Path(folder) == ws and skip in dirs:
+                dirs.remove(skip)
+        for name in files + [d for d in dirs if os.path.islink(os.path.join(folder, d))]:
+            path = os.path.join(folder, name)
+            data = os.readlink(path).encode() if os.path.islink(path) else Path(path).read_bytes()
+            out[os.path.relpath(path, ws)] = (os.lstat(path).st_mode, data)
+    return out
 
 
-class Turns:
-    def __init__(self, ws: Path, manager: CheckpointManager, *, via_state: bool) -> None:
+class Steps:
+    """Runs real tools as the agent would, with the manager in the context's state."""
+
+    def __init__(self, ws: Path, manager: CheckpointManager) -> None:
         self.ws = ws
         self.manager = manager
-        tools = default_tools(ws, checkpoints=None if via_state else manager, use_rg=False)
-        self.registry = ToolRegistry(tools)
-        self.via_state = via_state
+        self.registry = ToolRegistry(default_tools(ws, use_rg=False))
+        self.calls = 0
 
     async def __call__(self, turn: int, name: str, **args: Any) -> None:
-        state_map: dict[str, Any] = {"checkpoints": self.manager} if self.via_state else {}
-        ctx = ToolContext(workspace=self.ws, turn=turn, state=state_map)
+        self.calls += 1
+        ctx = ToolContext(
+            workspace=self.ws,
+            turn=turn,
+            call_id=f"call-{self.calls}",
+            state={"checkpoints": self.manager},
+        )
         result = await self.registry.execute(name, json.dumps(args), ctx)
         assert not result.is_error, result.content
 
@@ -54,114 +65,187 @@ def seed(ws: Path) -> None:
     (ws / "c.txt").write_bytes(b"gamma, no final newline")
     (ws / "tool.sh").write_bytes(b"#!/bin/sh\necho hi\n")
     (ws / "tool.sh").chmod(0o755)
+    (ws / "private.key").write_bytes(b"k\n")
+    (ws / "private.key").chmod(0o600)
+    # Attributes that would rewrite line endings or run filters must not touch our copies.
+    (ws / ".gitattributes").write_text("* text eol=crlf\n*.txt filter=planted ident\n")
 
 
-async def three_turns(run: Turns) -> tuple[State, State, State]:
-    s0 = state(run.ws)
+def manager_for(tmp_path: Path, ws: Path, **settings: Any) -> CheckpointManager:
+    return CheckpointManager(
+        ws, data_dir=tmp_path / "data", session_id="s1", settings=CheckpointsConfig(**settings)
+    )
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    seed(root)
+    return root
+
+
+async def test_rewind_turns_and_undo_steps_are_byte_identical(tmp_path: Path, ws: Path) -> None:
+    manager = manager_for(tmp_path, ws)
+    run = Steps(ws, manager)
+    s0 = state(ws)
     await run(1, "edit_file", path="a.txt", old_string="alpha", new_string="alpha one")
     await run(1, "write_file", path="new1.txt", content="created in turn 1\n")
-    await run(1, "edit_file", path="tool.sh", old_string="hi", new_string="hello")
-    s1 = state(run.ws)
-    await run(2, "edit_file", path="a.txt", old_string="alpha one", new_string="alpha two")
+    await run(1, "bash", command="chmod 644 tool.sh && chmod 640 private.key")
+    s1 = state(ws)
     await run(2, "edit_file", path="b.py", old_string="return 1", new_string="return 2")
     await run(2, "write_file", path="deep/er/new2.txt", content="created in turn 2\n")
     await run(2, "delete_file", path="c.txt")
-    s2 = state(run.ws)
-    await run(3, "edit_file", path="b.py", old_string="return 2", new_string="return 3")
-    await run(3, "write_file", path="new1.txt", content="rewritten in turn 3\n")
-    await run(3, "delete_file", path="a.txt")
-    await run(3, "write_file", path="c.txt", content="c is back, different\n")
-    await run(3, "write_file", path="deep/er/new2.txt", content="changed in turn 3\n")
-    return s0, s1, s2
-
-
-@pytest.mark.parametrize("via_state", [True, False])
-async def test_rewind_to_turn_two_then_one_is_byte_identical(
-    tmp_path: Path, via_state: bool
-) -> None:
-    seed(tmp_path)
-    manager = CheckpointManager(tmp_path)
-    run = Turns(tmp_path, manager, via_state=via_state)
-    s0, s1, s2 = await three_turns(run)
+    await run(2, "bash", command="mv a.txt moved.txt && ln -s moved.txt a-link")
+    s2 = state(ws)
+    await run(3, "bash", command="rm -rf ./* .gitattributes")
+    assert state(ws) == {}
     assert manager.turns() == [1, 2, 3]
 
+    undone = manager.undo()
+    assert state(ws) == s2
+    assert "Recreated" in undone.text and "deep/er/new2.txt" in undone.text
+
     back2 = manager.rewind(2)
-    assert state(tmp_path) == s1
-    assert set(back2.restored) == {"a.txt", "b.py", "c.txt", "new1.txt"}
-    assert back2.removed == ("deep/er/new2.txt",)
-    assert "not tracked file by file" in back2.text
+    assert state(ws) == s1
+    assert back2.renamed == (("moved.txt", "a.txt"),)
+    assert "c.txt" in back2.recreated and "a-link" in back2.removed
+    assert not (ws / "deep").exists()  # folders made since go when emptied
     assert manager.turns() == [1]
 
     back1 = manager.rewind(1)
-    assert state(tmp_path) == s0
-    assert (tmp_path / "tool.sh").stat().st_mode & 0o777 == 0o755
+    assert state(ws) == s0
+    assert set(back1.modes) == {"tool.sh", "private.key"}
     assert "new1.txt" in back1.removed
     assert manager.turns() == []
-    assert s2 != s1 != s0
+    assert "No step changed files" in manager.rewind(1).text
 
 
-async def test_checkpoints_persist_on_disk(tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    seed(ws)
-    store = tmp_path / "store"
-    run = Turns(ws, CheckpointManager(ws, store_dir=store), via_state=True)
-    s0, s1, _ = await three_turns(run)
-    reloaded = CheckpointManager(ws, store_dir=store)
-    assert reloaded.turns() == [1, 2, 3]
-    reloaded.rewind(2)
-    assert state(ws) == s1
-    assert CheckpointManager(ws, store_dir=store).turns() == [1]
-    CheckpointManager(ws, store_dir=store).rewind(1)
+async def test_a_new_manager_finds_the_steps_of_its_session(tmp_path: Path, ws: Path) -> None:
+    run = Steps(ws, manager_for(tmp_path, ws))
+    s0 = state(ws)
+    await run(1, "bash", command="echo changed > a.txt")
+    other = CheckpointManager(ws, data_dir=tmp_path / "data", session_id="other")
+    assert other.steps() == []
+    again = manager_for(tmp_path, ws)
+    assert [s.detail for s in again.steps()] == ["echo changed > a.txt"]
+    again.undo()
     assert state(ws) == s0
 
 
-def git(ws: Path, *args: str) -> str:
-    out = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        cwd=ws,
-        capture_output=True,
-        check=True,
-        text=True,
-    )
-    return out.stdout
+async def test_read_only_commands_take_no_snapshot(tmp_path: Path, ws: Path) -> None:
+    manager = manager_for(tmp_path, ws)
+    run = Steps(ws, manager)
+    await run(1, "bash", command="ls -la && cat a.txt | wc -l && git status")
+    await run(1, "read_file", path="a.txt")
+    assert manager.steps() == []
+    await run(1, "bash", command="cat a.txt > copy.txt")
+    assert len(manager.steps()) == 1
+    for command in ["ls", "grep -n x a.txt", "git log --oneline -3", "head a.txt | tail -1"]:
+        assert command_is_read_only(command), command
+    for command in [
+        "rm a.txt",
+        "echo x > a.txt",
+        "git diff --output=a.txt",
+        "find . -delete",
+        "ls $(rm a.txt)",
+        "git checkout -- .",
+        "sed -i s/a/b/ a.txt",
+        "FOO=1 ls",
+    ]:
+        assert not command_is_read_only(command), command
 
 
-async def test_git_snapshot_undoes_bash_changes(tmp_path: Path) -> None:
-    git(tmp_path, "init", "-q")
-    seed(tmp_path)
-    (tmp_path / ".gitignore").write_text("ignored.log\n")
-    git(tmp_path, "add", "a.txt", "b.py", ".gitignore")
-    git(tmp_path, "commit", "-q", "-m", "base")
-    (tmp_path / "b.py").write_bytes(b"staged change\n")
-    git(tmp_path, "add", "b.py")
-    status_before = git(tmp_path, "status", "--porcelain")
-    head_before = git(tmp_path, "rev-parse", "HEAD")
-    s0 = state(tmp_path)
-
-    manager = CheckpointManager(tmp_path)
-    run = Turns(tmp_path, manager, via_state=True)
-    await run(1, "edit_file", path="a.txt", old_string="alpha", new_string="ALPHA")
-    await run(1, "bash", command="echo bash-was-here >> b.py && rm c.txt && echo x > untracked.new")
-    await run(2, "bash", command="echo more >> a.txt && mkdir -p gen && echo g > gen/out.txt")
-    assert manager.git_ref(1) == f"{GIT_REF_PREFIX}1"
-    assert git(tmp_path, "rev-parse", "--verify", f"{GIT_REF_PREFIX}2").strip()
-    # The user's branch, index and stash are untouched by the snapshots.
-    assert git(tmp_path, "rev-parse", "HEAD") == head_before
-    assert git(tmp_path, "stash", "list") == ""
-
-    first = manager.rewind(2)
-    assert "refs/reasonix/checkpoints/2" in first.text and "restore_commands=True" in first.text
-    assert (tmp_path / "gen" / "out.txt").exists()  # bash changes are not undone by default
-
-    result = manager.rewind(1, restore_commands=True)
-    assert result.git_restored
-    assert state(tmp_path) == s0
-    assert git(tmp_path, "status", "--porcelain") == status_before
-
-
-async def test_rewind_without_changes_and_outside_git(tmp_path: Path) -> None:
-    manager = CheckpointManager(tmp_path)
-    assert manager.before_command(1) is None  # not a repository: no snapshot, no error
+async def test_what_is_not_covered_is_left_alone_and_named(tmp_path: Path, ws: Path) -> None:
+    manager = manager_for(tmp_path, ws, max_file_mb=0.001, exclude=["scratch/"])
+    (ws / "node_modules" / "pkg").mkdir(parents=True)
+    (ws / "node_modules" / "pkg" / "index.js").write_text("original\n")
+    (ws / "scratch").mkdir()
+    (ws / "scratch" / "tmp.txt").write_text("scratch\n")
+    (ws / "big.bin").write_bytes(b"x" * 5000)
+    run = Steps(ws, manager)
+    await run(1, "bash", command="echo changed > node_modules/pkg/index.js && echo y >> big.bin")
+    await run(1, "bash", command="echo z > a.txt && echo later > scratch/tmp.txt")
     result = manager.rewind(1)
-    assert "No file-tool changes" in result.text and "bash commands ran in turn(s) 1" in result.text
+    assert (ws / "a.txt").read_bytes() == b"alpha\n"
+    assert (ws / "node_modules" / "pkg" / "index.js").read_text() == "changed\n"
+    assert (ws / "scratch" / "tmp.txt").read_text() == "later\n"
+    assert (ws / "big.bin").stat().st_size == 5002  # not rolled back, and not deleted
+    assert "Not covered" in result.text
+    for name in ("node_modules/", "scratch/", "big.bin (larger than max_file_mb"):
+        assert name in result.text, result.text
+
+
+async def test_a_file_grown_past_the_limit_is_never_overwritten(tmp_path: Path, ws: Path) -> None:
+    manager = manager_for(tmp_path, ws, max_file_mb=0.001)
+    run = Steps(ws, manager)
+    await run(1, "bash", command="head -c 5000 /dev/zero > a.txt")
+    await run(1, "bash", command="echo more >> a.txt")
+    result = manager.rewind(1)
+    assert (ws / "a.txt").stat().st_size == 5005
+    assert "a.txt (its current version is not in any snapshot" in result.text
+
+
+async def test_rewind_replaces_a_folder_turned_symlink_without_writing_through_it(
+    tmp_path: Path, ws: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (ws / "d").mkdir()
+    (ws / "d" / "victim.txt").write_text("inside before\n")
+    manager = manager_for(tmp_path, ws)
+    run = Steps(ws, manager)
+    await run(1, "bash", command=f"rm -rf d && ln -s {outside} d")
+    (outside / "victim.txt").write_text("outside, untouched\n")
+    result = manager.rewind(1)
+    assert (outside / "victim.txt").read_text() == "outside, untouched\n"
+    assert not (ws / "d").is_symlink()
+    assert (ws / "d" / "victim.txt").read_text() == "inside before\n"
+    assert "d/victim.txt" in result.recreated and "d" in result.removed
+
+
+async def test_disabled_takes_no_snapshot(tmp_path: Path, ws: Path) -> None:
+    manager = manager_for(tmp_path, ws, enabled=False)
+    await Steps(ws, manager)(1, "bash", command="echo x > a.txt")
+    assert manager.steps() == []
+    assert not (tmp_path / "data" / "checkpoints").exists()
+    assert "Snapshots are off" in manager.rewind(1).text
+
+
+async def test_nested_repository_is_reported_not_covered(tmp_path: Path, ws: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(ws / "vendor")], check=True)  # noqa: ASYNC221
+    (ws / "vendor" / "x.txt").write_text("x\n")
+    manager = manager_for(tmp_path, ws)
+    await Steps(ws, manager)(1, "bash", command="echo y > a.txt")
+    result = manager.rewind(1)
+    assert "vendor/ (a repository of its own)" in result.text
+    assert (ws / "a.txt").read_bytes() == b"alpha\n"
+
+
+async def test_pruning_by_age_and_by_size(tmp_path: Path, ws: Path) -> None:
+    manager = manager_for(tmp_path, ws, keep_days=1)
+    run = Steps(ws, manager)
+    for i in range(3):
+        await run(1, "bash", command=f"echo {i} > a.txt")
+    assert len(manager.steps()) == 3
+    assert manager.prune() == 0
+    dropped = manager.prune(now=manager.steps()[-1].time + 2 * 86400)
+    assert dropped == 3 and manager.steps() == []
+    refs = subprocess.run(  # noqa: ASYNC221
+        ["git", f"--git-dir={manager.store_dir / 'git'}", "for-each-ref", "refs/steps"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert refs.stdout == ""
+
+    small = manager_for(tmp_path, ws, max_store_mb=0.0001)
+    run = Steps(ws, small)
+    for i in range(4):
+        (ws / f"f{i}.bin").write_bytes(os.urandom(20000))
+        await run(1, "bash", command=f"touch f{i}.bin")
+    assert len(small.steps()) == 4
+    assert small.prune() >= 1
+    assert len(small.steps()) < 4
+    size, folders = checkpoint_store_size(tmp_path / "data")
+    assert size > 0 and folders == 1

@@ -301,17 +301,18 @@ class SwappingCheckpoints(CheckpointManager):
     racing the tool would."""
 
     def __init__(self, workspace: Path, folder: Path, target: Path) -> None:
-        super().__init__(workspace, git=False)
+        super().__init__(workspace, data_dir=workspace.parent / "data")
         self.folder = folder
         self.target = target
 
-    def record(self, turn: int, path: Path) -> None:
-        super().record(turn, path)
+    def before_write(self, ctx: Any, path: Path, tool: str = "edit") -> Any:
+        step = super().before_write(ctx, path, tool)
         if self.folder.is_dir() and not self.folder.is_symlink():
             (self.folder / "inner.txt").unlink(missing_ok=True)
             self.folder.rmdir()
         if not self.folder.is_symlink():
             os.symlink(self.target, self.folder)
+        return step
 
 
 async def test_a_folder_swapped_for_a_symlink_mid_call_is_refused(
@@ -336,7 +337,7 @@ async def test_rewind_never_writes_through_a_folder_that_became_a_symlink(
     world: tuple[Path, Path],
 ) -> None:
     ws, outside = world
-    manager = CheckpointManager(ws, git=False)
+    manager = CheckpointManager(ws, data_dir=ws.parent / "data")
     (ws / "d").mkdir()
     (ws / "d" / "victim.txt").write_text("inside before\n")
     assert not (
@@ -354,14 +355,18 @@ async def test_rewind_never_writes_through_a_folder_that_became_a_symlink(
     result = manager.rewind(1)
     assert (outside / "victim.txt").read_text() == "untouched\n"
     assert (outside / "new.txt").read_text() == "outside file\n"
-    assert "Not restored" in result.text and "d/victim.txt" in result.text
+    # The symlink is what the command made; the folder that was there comes back instead.
+    assert not (ws / "d").is_symlink()
+    assert (ws / "d" / "victim.txt").read_text() == "inside before\n"
+    assert not (ws / "d" / "new.txt").exists()
+    assert "d/victim.txt" in result.recreated
 
 
 async def test_rewind_ignores_a_symlink_planted_at_the_restore_name(
     world: tuple[Path, Path],
 ) -> None:
     ws, outside = world
-    manager = CheckpointManager(ws, git=False)
+    manager = CheckpointManager(ws, data_dir=ws.parent / "data")
     assert not (
         await call(ws, "write_file", manager=manager, path="a.txt", content="changed\n")
     ).is_error

@@ -242,7 +242,7 @@ def test_planted_fsmonitor_and_reference_transaction_hook_never_run(world: World
     world.git("config", "core.fsmonitor", str(probe))
     hook = world.root / ".git" / "hooks" / "reference-transaction"
     hook.parent.mkdir(exist_ok=True)
-    hook.write_text(f'#!/bin/sh\necho hook >> {marker}/ran\nexit 0\n')
+    hook.write_text(f"#!/bin/sh\necho hook >> {marker}/ran\nexit 0\n")
     hook.chmod(0o755)
     for name in ("post-index-change", "pre-commit", "post-commit"):
         other = hook.parent / name

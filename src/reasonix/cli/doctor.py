@@ -103,6 +103,7 @@ def diagnose(
             checks.append(Check("info", f"provider {pc.name}: no API key needed"))
     checks += _endpoints(config, roles)
     checks += _folders(user_config_path().parent)
+    checks.append(_snapshots(config))
     checks += _optional_tools()
     checks += _mcp(config)
     return checks
@@ -217,10 +218,30 @@ def _folders(config_dir: Path) -> list[Check]:
     return checks
 
 
+def _snapshots(config: Config) -> Check:
+    """The size of the snapshot store that /undo and `reasonix rewind` restore from."""
+    from reasonix.safety.checkpoints import checkpoint_store_size
+    from reasonix.store import default_store_path
+
+    settings = config.checkpoints
+    if not settings.enabled:
+        return Check(
+            "warn",
+            "snapshots are off: steps cannot be undone",
+            "set [checkpoints] enabled = true in your config",
+        )
+    size, folders = checkpoint_store_size(default_store_path().parent)
+    return Check(
+        "info",
+        f"snapshots: {size / 1024 / 1024:.1f} MB for {folders} folder(s) (pruned after "
+        f"{settings.keep_days:g} days or past {settings.max_store_mb:g} MB per folder)",
+    )
+
+
 def _optional_tools() -> list[Check]:
     hints = {
         "rg": "install ripgrep for faster search (grep falls back to a Python search)",
-        "git": "install git: rewinding what shell commands changed needs it",
+        "git": "install git: the snapshots behind /undo and `reasonix rewind` need it",
         "bwrap": "install bubblewrap to sandbox shell commands (Linux)",
     }
     checks = []

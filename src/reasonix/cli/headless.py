@@ -41,9 +41,18 @@ from reasonix.safety.permissions import ApprovalAnswer, ApprovalRequest
 
 
 class YesApprover:
-    """``--yes``: allow once whatever would ask (deny rules and plan mode still refuse)."""
+    """``--yes``: allow once whatever would ask (deny rules and plan mode still refuse), except
+    commands no snapshot can undo: nobody is there to confirm those."""
 
     async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
+        if request.irreversible:
+            from reasonix.safety.patterns import escape_command_pattern
+
+            rule = f"{request.category}({escape_command_pattern(request.subject)})"
+            return ApprovalAnswer.deny(
+                f"--yes does not cover commands no snapshot can undo ({request.irreversible}); "
+                f"to permit this one, add {rule!r} to [permissions] allow in your own config"
+            )
         return ApprovalAnswer.allow_once()
 
 

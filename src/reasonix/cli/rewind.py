@@ -13,6 +13,7 @@ import asyncio
 from pathlib import Path
 
 from reasonix.cli.commands import EXIT_OK, UsageError, load, open_store
+from reasonix.config import Config
 from reasonix.errors import ReasonixError
 from reasonix.store import SessionStore
 
@@ -20,28 +21,30 @@ from reasonix.store import SessionStore
 def run_rewind(args: argparse.Namespace) -> int:
     store = open_store()
     try:
-        return asyncio.run(_rewind(args, store))
+        here = Path.cwd().resolve()
+        session_id = args.session or store.latest_session(here)
+        if session_id is None:
+            raise UsageError(
+                f"no stored session in {here} to rewind; `reasonix sessions list --all` lists "
+                "the sessions of every folder, and `--session ID` picks one"
+            )
+        info = store.get_session(session_id)
+        if info is None:
+            raise UsageError(f"no session {session_id!r}; list them with `reasonix sessions list`")
+        workspace = Path(info.workspace)
+        if not workspace.is_dir():
+            raise UsageError(f"the session's folder {workspace} does not exist any more")
+        config = load(args, workspace)
+        return asyncio.run(_rewind(args, store, session_id, workspace, config))
     finally:
         store.close()
 
 
-async def _rewind(args: argparse.Namespace, store: SessionStore) -> int:
+async def _rewind(
+    args: argparse.Namespace, store: SessionStore, session_id: str, workspace: Path, config: Config
+) -> int:
     from reasonix.app.runtime import Runtime
 
-    here = Path.cwd().resolve()
-    session_id = args.session or store.latest_session(here)
-    if session_id is None:
-        raise UsageError(
-            f"no stored session in {here} to rewind; `reasonix sessions list --all` lists the "
-            "sessions of every folder, and `--session ID` picks one"
-        )
-    info = store.get_session(session_id)
-    if info is None:
-        raise UsageError(f"no session {session_id!r}; list them with `reasonix sessions list`")
-    workspace = Path(info.workspace)
-    if not workspace.is_dir():
-        raise UsageError(f"the session's folder {workspace} does not exist any more")
-    config = load(args, workspace)
     try:
         runtime = await Runtime.from_config(
             config, workspace, store=store, resume_id=session_id, start_mcp=False

@@ -1,4 +1,4 @@
-"""Safety: the workspace sandbox, permission rules and approval modes, snapshots before every step."""
+"""Safety: the workspace sandbox, permission rules and approval modes, snapshots of each step."""
 
 from reasonix.safety.checkpoints import CheckpointManager, RewindResult, Step
 from reasonix.safety.permissions import (

@@ -316,7 +316,8 @@ class _Store:
         # snapshot of the store itself would grow without end.
         data = self.dir.parent.parent
         if data.is_relative_to(self.workspace) and data != self.workspace:
-            patterns.append("/" + _escape_pattern(data.relative_to(self.workspace).as_posix()) + "/")
+            inside = data.relative_to(self.workspace).as_posix()
+            patterns.append("/" + _escape_pattern(inside) + "/")
         text = "\n".join(patterns) + "\n"
         if not self.exclude.exists() or self.exclude.read_text(encoding="utf-8") != text:
             self.exclude.write_text(text, encoding="utf-8")
@@ -438,38 +439,74 @@ class _Store:
         skipped: dict[str, str] = {}
         add: list[str] = []
         remove: list[str] = []
-        ws = str(self.workspace)
-        for name in sorted(tracked | changed | others):
-            try:
-                st = os.lstat(os.path.join(ws, name))
-            except OSError:
-                remove.append(name)
-                continue
-            kind = stat.S_IFMT(st.st_mode)
-            if kind not in (stat.S_IFREG, stat.S_IFLNK):
-                remove.append(name)
-                continue
-            fresh = name in changed or name in others
-            why = ""
-            if kind == stat.S_IFREG and st.st_size > limit:
-                why = f"larger than max_file_mb = {self.settings.max_file_mb:g}"
-            elif fresh and kind == stat.S_IFREG and not os.access(os.path.join(ws, name), os.R_OK):
-                why = "unreadable"
-            if why:
-                skipped[name] = why
-                remove.append(name)
-                continue
-            perms = stat.S_IMODE(st.st_mode)
-            if kind == stat.S_IFREG and perms not in (0o644, 0o755):
-                modes[name] = perms
-            if fresh:
+        fd = os.open(self.workspace, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            real_dirs: dict[str, bool] = {"": True}
+
+            def real_dir(folder: str) -> bool:
+                """Whether ``folder`` and every folder above it are real folders (a path below
+                a symlink is not the file it was: the link is what the snapshot keeps)."""
+                known = real_dirs.get(folder)
+                if known is None:
+                    try:
+                        known = real_dir(folder.rpartition("/")[0]) and stat.S_ISDIR(
+                            os.lstat(folder, dir_fd=fd).st_mode
+                        )
+                    except OSError:
+                        known = False
+                    real_dirs[folder] = known
+                return known
+
+            lstat = os.lstat
+            plain = (0o644, 0o755)
+            # Unchanged tracked files (most of them): only their exact permission bits, which
+            # git does not keep, are read. This loop is the cost of a step; keep it lean.
+            for name in tracked - changed:
+                try:
+                    parent = name.rpartition("/")[0]
+                    if not (real_dirs.get(parent) or real_dir(parent)):
+                        raise FileNotFoundError(name)
+                    mode = lstat(name, dir_fd=fd).st_mode
+                except OSError:
+                    remove.append(name)
+                    continue
+                if mode & 0o7777 not in plain and stat.S_ISREG(mode):
+                    modes[name] = mode & 0o7777
+            for name in changed | others:
+                try:
+                    if not real_dir(name.rpartition("/")[0]):
+                        raise FileNotFoundError(name)
+                    st = lstat(name, dir_fd=fd)
+                except OSError:
+                    remove.append(name)
+                    continue
+                kind = stat.S_IFMT(st.st_mode)
+                if kind not in (stat.S_IFREG, stat.S_IFLNK):
+                    remove.append(name)
+                    continue
+                why = ""
+                if kind == stat.S_IFREG and st.st_size > limit:
+                    why = f"larger than max_file_mb = {self.settings.max_file_mb:g}"
+                elif kind == stat.S_IFREG and not os.access(name, os.R_OK, dir_fd=fd):
+                    why = "unreadable"
+                if why:
+                    skipped[name] = why
+                    remove.append(name)
+                    continue
+                perms = stat.S_IMODE(st.st_mode)
+                if kind == stat.S_IFREG and perms not in plain:
+                    modes[name] = perms
                 add.append(name)
+        finally:
+            os.close(fd)
         for name in nested:
             skipped[name] = "a repository of its own"
         if remove:
             self.run("update-index", "-z", "--force-remove", "--stdin", stdin=_nul(remove))
         if add:
-            self.run("update-index", "-z", "--add", "--stdin", stdin=_nul(add))
+            # Many new files (a first snapshot) go into one pack instead of a loose file each.
+            bulk = ("-c", "core.bigFileThreshold=1") if len(add) > 200 else ()
+            self.run(*bulk, "update-index", "-z", "--add", "--stdin", stdin=_nul(sorted(add)))
         if previous is not None and not add and not remove:
             tree = previous.tree  # nothing changed in git's view: no need to write a tree
         else:
@@ -502,7 +539,7 @@ class _Store:
         self._meta_cache[commit] = snap
         return snap
 
-    # -- refs ---------------------------------------------------------------------------------------
+    # -- refs ----------------------------------------------------------------------------------
 
     @staticmethod
     def ref(session_id: str, seq: int) -> str:
@@ -819,7 +856,9 @@ def _place(path: Path, data: bytes, is_link: bool, perms: int) -> None:
             raise OSError("no free temporary name")
         os.replace(tmp, path)
         return
-    fd, name = tempfile.mkstemp(prefix=f".{path.name[:100]}.", suffix=".reasonix-restore", dir=folder)
+    fd, name = tempfile.mkstemp(
+        prefix=f".{path.name[:100]}.", suffix=".reasonix-restore", dir=folder
+    )
     tmp = Path(name)
     try:
         with os.fdopen(fd, "wb") as out:
@@ -1046,9 +1085,7 @@ class CheckpointManager:
         self._store.delete_refs(self._store.ref(self.session_id, e.seq) for e in gone)
         self._write_journal(self.journal, [e for e in entries if e not in gone])
 
-    def _result(
-        self, target: Step, label: str, r: _Restorer, uncovered: list[str]
-    ) -> RewindResult:
+    def _result(self, target: Step, label: str, r: _Restorer, uncovered: list[str]) -> RewindResult:
         renamed = r.renamed()
         back = {new for _, new in renamed}
         gone = {old for old, _ in renamed}

@@ -358,6 +358,8 @@ class ApprovalRequest:
     reason: str
     session_rules: tuple[str, ...]
     mode: Mode
+    #: why no snapshot could undo this call (empty for ordinary calls); always asked
+    irreversible: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -456,6 +458,9 @@ class PermissionEngine:
         ``PreToolUse`` hook's answer: ``ask`` asks even where rules and mode allow, ``allow``
         allows what would ask (deny rules and plan mode still refuse)."""
         subject = call_subject(tool, arguments, ctx.workspace)
+        danger = _irreversible(tool, arguments, ctx.workspace)
+        if danger and self._mode is not Mode.PLAN and self._match_deny(tool, subject) is None:
+            return await self._confirm_irreversible(tool, subject, arguments, danger)
         outcome = self._decide(tool, subject)
         if outcome is not None and not (hook_decision == "ask" and outcome.allowed):
             return outcome
@@ -502,6 +507,41 @@ class PermissionEngine:
             shown = ", ".join(r.text for r in rules)
             return self._emit(tool, subject, True, "approver", shown, "allowed for the session")
         return self._emit(tool, subject, True, "approver", reason="allowed once")
+
+    async def _confirm_irreversible(
+        self, tool: Tool, subject: Subject, arguments: Mapping[str, Any], danger: str
+    ) -> PermissionDecision:
+        """Ask before a command no snapshot can undo, in every mode, unless an explicit allow
+        rule in the configuration names it (a bare ``bash`` or ``bash(*)`` does not)."""
+        explicit = [r for r in self.allow if r.pattern and r.pattern.strip("* ")]
+        allowed = self._match_allow(explicit, tool, subject)
+        if allowed is not None:
+            return self._emit(tool, subject, True, "rule", allowed.text)
+        suggested = session_rules_for(tool, subject)
+        reason = f"{tool.name} needs approval every time, as no snapshot can undo it: {danger}"
+        if self.approver is None:
+            why = (
+                f"{reason}. To permit it, add {', '.join(repr(r) for r in suggested)} to "
+                "[permissions] allow in your own config."
+            )
+            return self._emit(tool, subject, False, "headless", reason=why)
+        async with self._approval_lock:
+            request = ApprovalRequest(
+                tool=tool.name,
+                category=tool.category,
+                arguments=dict(arguments),
+                subject=subject.describe(),
+                reason=reason,
+                session_rules=(),
+                mode=self._mode,
+                irreversible=danger,
+            )
+            answer = await self.approver.approve(request)
+        if answer.kind == "deny":
+            why = "the user declined" + (f": {answer.reason}" if answer.reason else "")
+            return self._emit(tool, subject, False, "approver", reason=why)
+        # Never remembered for the session: the next one asks again.
+        return self._emit(tool, subject, True, "approver", reason="allowed once (irreversible)")
 
     def _decide(self, tool: Tool, subject: Subject) -> PermissionDecision | None:
         """The decision rules and mode make on their own; None means ask."""
@@ -641,6 +681,15 @@ def _reaches_below(pattern: str | None, folder: str) -> bool:
     if folder == "." or not base:
         return True
     return base == folder or base.startswith(folder + "/") or folder.startswith(base + "/")
+
+
+def _irreversible(tool: Tool, arguments: Mapping[str, Any], workspace: Path) -> str | None:
+    command = arguments.get("command")
+    if tool.category != "bash" or not isinstance(command, str):
+        return None
+    from reasonix.safety.irreversible import irreversible_reason
+
+    return irreversible_reason(command, workspace)
 
 
 def _parse_mode(value: Mode | str) -> Mode:

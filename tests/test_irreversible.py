@@ -1,0 +1,147 @@
+"""Commands no snapshot can undo ask every time, in yolo and under ``--yes`` too, unless the
+user's own config allows them by an explicit rule: the matcher's table, and the real CLI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from reasonix.safety.irreversible import irreversible_reason
+from reasonix.testing import FakeDeepSeekServer, Reply
+from reasonix.testing.project import fake_project_toml
+
+IRREVERSIBLE = [
+    "git push --force origin main",
+    "git push -f",
+    "git push --force-with-lease",
+    "git push origin :old-branch",
+    "git push origin +main",
+    "git push --delete origin feature",
+    "git push --mirror backup",
+    "git stash clear",
+    "git reflog expire --expire=now --all",
+    "git gc --prune=now",
+    "gh repo delete me/project --yes",
+    "dropdb production",
+    "psql -c 'DROP TABLE users'",
+    "mysql -e 'truncate orders'",
+    "redis-cli FLUSHALL",
+    "aws s3 rm s3://bucket/key --recursive",
+    "aws ec2 terminate-instances --instance-ids i-1",
+    "kubectl delete namespace prod",
+    "helm uninstall web",
+    "terraform destroy -auto-approve",
+    "terraform apply -destroy",
+    "docker volume rm data",
+    "curl -X DELETE https://api.example.com/items/1",
+    "rm -rf ~/projects",
+    "echo gone > ~/.bashrc",
+    "sudo rm -rf /etc/nginx",
+    "cp build.txt /etc/motd",
+    "cd .. && rm -rf sibling",
+    "bash -c 'git push -f origin main'",
+    "timeout 10 kubectl delete pod web",
+    "env X=1 dropdb app",
+    "ls && git push --force",
+]
+REVERSIBLE = [
+    "git push origin main",
+    "git push -u origin feature",
+    "git status",
+    "rm -rf build",
+    "git reset --hard",
+    "echo x > notes.txt",
+    "psql -c 'select 1'",
+    "aws s3 ls s3://bucket",
+    "kubectl get pods",
+    "terraform plan",
+    "cp /etc/hosts hosts.copy",
+    "ls -la /",
+    "echo hi 2>&1 >/dev/null",
+]
+
+
+@pytest.mark.parametrize("command", IRREVERSIBLE)
+def test_recognised(command: str, tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    assert irreversible_reason(command, ws), command
+
+
+@pytest.mark.parametrize("command", REVERSIBLE)
+def test_not_recognised(command: str, tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    assert irreversible_reason(command, ws) is None, command
+
+
+KEY_ENV = "REASONIX_FAKE_KEY"
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Iterator[tuple[Path, Path, FakeDeepSeekServer]]:
+    root = tmp_path / "work"
+    root.mkdir()
+    config = tmp_path / "config"
+    config.mkdir()
+    with FakeDeepSeekServer() as ex:
+        (config / "config.toml").write_text(
+            fake_project_toml(ex.base_url, ex.base_url, key_env=KEY_ENV, max_steps=6)
+        )
+        yield root, config, ex
+
+
+def run(root: Path, config: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REASONIX_", "DEEPSEEK_"))}
+    env.update(
+        {
+            KEY_ENV: "sk-test",
+            "REASONIX_DATA_DIR": str(root.parent / "data"),
+            "REASONIX_CONFIG_DIR": str(config),
+        }
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "reasonix", "run", "--no-planner", *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+# The command would leave a marker if it ran (the push itself fails: there is no remote).
+FORCE_PUSH = "git push --force nowhere main; touch pushed"
+
+
+@pytest.mark.parametrize("flags", [["--yes"], ["--mode", "yolo"], ["--yes", "--mode", "yolo"]])
+def test_force_push_is_refused_under_yes_and_yolo(
+    cli: tuple[Path, Path, FakeDeepSeekServer], flags: list[str]
+) -> None:
+    root, config, ex = cli
+    ex.push(Reply.call("bash", {"command": FORCE_PUSH}), Reply.text("could not push"))
+    proc = run(root, config, *flags, "push it")
+    assert proc.returncode == 3, proc.stderr
+    assert not (root / "pushed").exists()
+    assert "no snapshot can undo" in proc.stderr and "[permissions] allow" in proc.stderr
+    sent = ex.requests[-1].messages[-1]["content"]
+    assert "rewrites or deletes history on the remote" in sent
+
+
+def test_an_explicit_rule_in_the_users_config_allows_it(
+    cli: tuple[Path, Path, FakeDeepSeekServer],
+) -> None:
+    root, config, ex = cli
+    with (config / "config.toml").open("a") as fh:
+        rules = '"bash(git push --force nowhere main)", "bash(touch pushed)"'
+        fh.write(f"\n[permissions]\nallow = [{rules}]\n")
+    ex.push(Reply.call("bash", {"command": FORCE_PUSH}), Reply.text("pushed"))
+    proc = run(root, config, "--yes", "push it")
+    assert proc.returncode == 0, proc.stderr
+    assert (root / "pushed").exists()  # control: the probe sees a command that ran
