@@ -5,7 +5,6 @@ git, real SQLite."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -264,16 +263,11 @@ async def test_a_plan_that_needs_approval_is_asked_remotely_then_approved_later(
 async def test_a_failed_git_snapshot_is_reported_once(
     tmp_path: Path, servers: Servers, store: SessionStore
 ) -> None:
-    def git(*args: str) -> None:
-        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
-
-    git("init", "-q")
-    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x")
-    # A file where the checkpoint refs' folder should be: every snapshot fails to update its ref.
-    (tmp_path / ".git" / "refs" / "reasonix").write_text("in the way\n")
+    # A file where the snapshot store's folder should be: every snapshot fails.
+    (store.path.parent / "checkpoints").write_text("in the way\n")
     ex, _ = servers
-    ex.push(Reply.call("bash", {"command": "echo hi"}), Reply.text("ran it"))
-    ex.push(Reply.call("bash", {"command": "echo again"}), Reply.text("ran it again"))
+    ex.push(Reply.call("bash", {"command": "touch one"}), Reply.text("ran it"))
+    ex.push(Reply.call("bash", {"command": "touch two"}), Reply.text("ran it again"))
     sink = CollectingSink()
     session = await open_session(tmp_path, servers, store, {"permissions.mode": "yolo"}, sink=sink)
     try:
@@ -285,7 +279,7 @@ async def test_a_failed_git_snapshot_is_reported_once(
         await session.aclose()
     notices = [e for e in sink.of_type(NoticeEvent) if e.code == "snapshot_failed"]
     assert len(notices) == 1
-    assert "non-directory in the way" in notices[0].message
+    assert "File exists" in notices[0].message
     assert "/rewind" in notices[0].message
     assert notices[0] in streamed
     assert "snapshot_failed" in str(store.load_events(session.session_id))

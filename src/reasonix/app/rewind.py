@@ -1,19 +1,29 @@
-"""``/rewind``: undo a user turn and every later one, files and conversations together.
+"""``/rewind`` and ``/undo``: undo a user turn (and every later one) or the last steps, files
+and conversations together.
 
 A turn's mark (:class:`~reasonix.app.persistence.TurnMark`) says where both conversations stood
-when it started and which checkpoint turn holds the files its tools changed. Rewinding restores
-those files, cuts both conversations back (a rewrite the store mirrors), clears the todo list,
-and records the shortened list of marks. A turn that a compaction folded into its summary can
-no longer be cut out; the answer says so and changes nothing.
+when it started and which executor turn its steps' snapshots belong to. Rewinding restores the
+files from the snapshot before that turn's first step, cuts both conversations back (a rewrite
+the store mirrors), clears the todo list, and records the shortened list of marks. Undoing steps
+restores the snapshot before the first undone step and cuts the executor's conversation before
+the model step that made it, closing it with a note so the model knows. What a compaction
+folded into its summary can no longer be cut out; the answer says so and changes nothing.
 """
 
 from __future__ import annotations
 
 from reasonix.app.persistence import SessionRecord
 from reasonix.control import Controller
+from reasonix.messages import AssistantMessage
 from reasonix.safety.checkpoints import CheckpointManager
 
-__all__ = ["rewind_turn"]
+__all__ = ["UNDONE_STEP", "rewind_turn", "undo_steps"]
+
+#: What the executor's conversation says in place of the steps the user undid.
+UNDONE_STEP = (
+    "[The user undid my next step(s): the files are back as they were before them, and what I "
+    "did there did not happen.]"
+)
 
 
 def rewind_turn(
@@ -37,7 +47,8 @@ def rewind_turn(
             f"Turn {target.turn} cannot be rewound: the {which} conversation was compacted "
             f"since, and that turn now lives only in its summary. Nothing was changed.{can}"
         )
-    lines = [str(checkpoints.rewind(target.agent_turn + 1))]
+    label = f"before turn {target.turn}"
+    lines = [str(checkpoints.rewind(target.agent_turn + 1, label=label))]
     ex = controller.executor.session
     ex.rewrite(ex.snapshot()[: target.executor_len], reason="rewind")
     if controller.planner is not None:
@@ -50,3 +61,41 @@ def rewind_turn(
         "continues from there."
     )
     return "\n".join(line for line in lines if line)
+
+
+def undo_steps(
+    controller: Controller, checkpoints: CheckpointManager, record: SessionRecord, steps: int = 1
+) -> str:
+    """Undo the last ``steps`` steps that may have changed files; returns what happened."""
+    target = checkpoints.restore_point(steps)
+    if target is None:
+        return "Nothing to undo: no step of this session has changed files."
+    ex = controller.executor.session
+    messages = ex.snapshot()
+    cut = next(
+        (
+            i
+            for i, m in enumerate(messages)
+            if isinstance(m, AssistantMessage)
+            and any(call.id == target.call_id for call in m.tool_calls)
+        ),
+        None,
+    )
+    if cut is None:
+        return (
+            f"Step {target.seq} ({target.describe()}) cannot be undone here: the conversation "
+            "that made it was compacted since. /rewind TURN rewinds a whole turn. Nothing was "
+            "changed."
+        )
+    result = checkpoints.undo(steps)
+    dropped = [m for m in record.marks if m.executor_len > cut]
+    ex.rewrite((*messages[:cut], AssistantMessage(content=UNDONE_STEP)), reason="rewind")
+    if dropped:
+        if controller.planner is not None and dropped[0].planner_len >= 0:
+            pl = controller.planner.session
+            pl.rewrite(pl.snapshot()[: dropped[0].planner_len], reason="rewind")
+        record.cut_marks(dropped[0])
+    return (
+        f"{result}\nThe conversation continues from before that step; the model is told it was "
+        "undone."
+    )

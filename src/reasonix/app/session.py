@@ -52,7 +52,7 @@ from reasonix.app.hooks import (
     make_session_hooks,
 )
 from reasonix.app.persistence import ROLES, SessionRecord, StoredSession, TurnMark
-from reasonix.app.rewind import rewind_turn
+from reasonix.app.rewind import rewind_turn, undo_steps
 from reasonix.app.turn import SessionEvents, Turn, TurnOutcome
 from reasonix.config import Config, user_config_path
 from reasonix.control import Controller, GateDecision, Route, TurnResult
@@ -231,7 +231,10 @@ class AgentSession:
         self._events.record = self._record.sink
         self._git_error_reported = False
         self._checkpoints = CheckpointManager(
-            self.workspace, store_dir=self._data_dir / "checkpoints" / stored.session_id
+            self.workspace,
+            data_dir=self._data_dir,
+            session_id=stored.session_id,
+            settings=self.config.checkpoints,
         )
         sessions: dict[str, Session] = {
             role: Session(f"{stored.session_id}:{role}", stored.messages[role]) for role in ROLES
@@ -601,6 +604,13 @@ class AgentSession:
         self._check_idle("rewind")
         return rewind_turn(self._controller, self._checkpoints, self._record, turn)
 
+    def undo(self, steps: int = 1) -> str:
+        """Undo the last ``steps`` steps that may have changed files (``/undo``): the files go
+        back to before them and the executor's conversation to the model step that made the
+        first of them."""
+        self._check_idle("undo")
+        return undo_steps(self._controller, self._checkpoints, self._record, steps)
+
     async def compact(self) -> str:
         """``/compact``: summarise the executor's older history now."""
         self._check_idle("compact")
@@ -700,15 +710,16 @@ class AgentSession:
         self._events.tell(NoticeEvent("controller", "store_error", text))
 
     def _report_git_error(self) -> None:
-        """A git snapshot before a command failed: say so (once per session), since
-        ``/rewind`` then cannot undo what commands changed."""
-        error = self._checkpoints.last_git_error
+        """A snapshot before a step failed: say so (once per session), since ``/undo`` and
+        ``/rewind`` then cannot restore what that step changed."""
+        error = self._checkpoints.last_error
         if error is None or self._git_error_reported:
             return
         self._git_error_reported = True
         text = (
-            f"Could not snapshot the workspace in git before running a command ({error}). "
-            "/rewind restores files the tools edited, but not what commands changed."
+            f"Could not snapshot the workspace before a step ({error}). /undo and /rewind "
+            "cannot restore what the steps after it changed; check `reasonix doctor` (git is "
+            "needed)."
         )
         self.notices.append(text)
         self._events.emit(NoticeEvent("controller", "snapshot_failed", text))

@@ -43,10 +43,10 @@ def run_rewind(args: argparse.Namespace) -> int:
 async def _rewind(
     args: argparse.Namespace, store: SessionStore, session_id: str, workspace: Path, config: Config
 ) -> int:
-    from reasonix.app.runtime import Runtime
+    from reasonix.app.session import AgentSession
 
     try:
-        runtime = await Runtime.from_config(
+        runtime = await AgentSession.open(
             config, workspace, store=store, resume_id=session_id, start_mcp=False
         )
     except ReasonixError as exc:
