@@ -100,8 +100,6 @@ _IDENTITY = {
     "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z",
     "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z",
 }
-#: The only variables of ours that git sees (the allowlist; everything else is withheld).
-_ENV_KEEP = ("PATH", "TMPDIR", "SYSTEMROOT")
 #: Settings passed on every call, whatever the store's own config file says.
 _GIT_FLAGS = (
     "-c", "core.hooksPath=/dev/null",
@@ -341,7 +339,9 @@ class _Store:
 
     def env(self) -> dict[str, str]:
         if self._env is None:
-            env = {k: os.environ[k] for k in _ENV_KEEP if os.environ.get(k)}
+            from reasonix.safety.environment import git_environment
+
+            env = git_environment()
             env.setdefault("PATH", os.defpath)
             env.update(_IDENTITY)
             env.update(
@@ -352,7 +352,7 @@ class _Store:
                     "GIT_CONFIG_NOSYSTEM": "1",
                     "GIT_CONFIG_GLOBAL": os.devnull,
                     "GIT_ATTR_NOSYSTEM": "1",
-                    # The user's global attributes and ignore files live under these.
+                    # The user's global config, attributes and ignore files live under these.
                     "HOME": str(self.dir),
                     "XDG_CONFIG_HOME": str(self.dir),
                     "GIT_TERMINAL_PROMPT": "0",
