@@ -249,3 +249,15 @@ async def test_pruning_by_age_and_by_size(tmp_path: Path, ws: Path) -> None:
     assert len(small.steps()) < 4
     size, folders = checkpoint_store_size(tmp_path / "data")
     assert size > 0 and folders == 1
+
+
+def test_a_project_file_cannot_turn_snapshots_off(tmp_path: Path) -> None:
+    from reasonix.config import load_config
+
+    (tmp_path / "reasonix.toml").write_text("[checkpoints]\nenabled = false\nmax_file_mb = 1\n")
+    config = load_config(tmp_path, environ={}, user_config=tmp_path / "none.toml")
+    assert config.checkpoints.enabled is True
+    assert config.checkpoints.max_file_mb == 1  # the other keys follow the trust rules
+    user = tmp_path / "user.toml"
+    user.write_text("[checkpoints]\nenabled = false\n")
+    assert load_config(tmp_path, environ={}, user_config=user).checkpoints.enabled is False

@@ -276,3 +276,75 @@ def test_snapshots_live_in_a_private_store_never_in_the_repository(world: World)
     objects = world.git("cat-file", "--batch-all-objects", "--batch-check").split()
     secret_blob = world.git("hash-object", ".env").strip()
     assert secret_blob not in objects
+
+
+def test_undo_and_rewind_in_the_interactive_app(world: World) -> None:
+    import pexpect
+
+    make_repo(world)
+    before = digest(world.root)
+    ex = world.ex
+    ex.push(Reply.call("bash", {"command": "rm notes.txt"}), Reply.text("Removed the notes."))
+    ex.push(
+        Reply.call("write_file", {"path": "new.txt", "content": "new\n"}),
+        Reply.call("bash", {"command": "mv a.txt b.txt"}),
+        Reply.text("Renamed it."),
+    )
+    ex.push(
+        Reply.call("bash", {"command": "kubectl delete namespace prod"}),
+        Reply.text("Left the cluster alone."),
+    )
+    env = {**world.env(), "PROMPT_TOOLKIT_NO_CPR": "1", "TERM": "xterm-256color"}
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "reasonix", "--mode", "yolo", "--no-planner"],
+        cwd=str(world.root),
+        env=env,
+        encoding="utf-8",
+        timeout=30,
+        dimensions=(40, 160),
+    )
+    try:
+        child.expect("›")
+        child.sendline("remove the notes")
+        child.expect("Removed the notes.")
+        child.expect("›")
+        child.sendline("rename a")
+        child.expect("Renamed it.")
+        child.expect("›")
+        assert (world.root / "b.txt").exists() and (world.root / "new.txt").exists()
+
+        child.sendline("/undo")
+        child.expect(r"Moved back 1 renamed file\(s\): b.txt -> a.txt")
+        child.expect("›")
+        assert (world.root / "a.txt").exists() and not (world.root / "b.txt").exists()
+        assert (world.root / "new.txt").exists()  # the step before it stays
+
+        child.sendline("/rewind 1")
+        child.expect("Files put back to before turn 1")
+        child.expect("Recreated 1 deleted file")
+        child.expect("notes.txt")
+        child.expect("›")
+        assert digest(world.root) == before
+
+        # Yolo approves everything, except what no snapshot can undo: that still asks.
+        child.sendline("clean the cluster")
+        child.expect("no snapshot can undo it")
+        child.expect(r"\?")
+        child.sendline("n")
+        child.expect("Left the cluster alone.")
+        child.expect("›")
+        child.sendline("/exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    sent = ex.requests[-1].messages
+    assert any("declined" in str(m.get("content")) for m in sent if m.get("role") == "tool")
+
+
+def test_doctor_shows_the_size_of_the_snapshot_store(world: World) -> None:
+    populate(world.root)
+    assert "snapshots: 0.0 MB for 0 folder(s)" in world.reasonix("doctor").stdout
+    world.run_commands("rm a.txt")
+    out = world.reasonix("doctor").stdout
+    assert "for 1 folder(s)" in out and "pruned after 14 days" in out, out

@@ -40,7 +40,6 @@ than ``max_store_mb``.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -48,6 +47,7 @@ import re
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -384,7 +384,14 @@ class _Store:
         """One process at a time works on the store (two sessions may share a workspace)."""
         fd = os.open(self.dir / "lock", os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
+                import msvcrt
+
+                msvcrt.locking(fd, msvcrt.LK_LOCK, 1)
+            else:
+                import fcntl
+
+                fcntl.flock(fd, fcntl.LOCK_EX)
             yield
         finally:
             os.close(fd)
@@ -439,7 +446,7 @@ class _Store:
         skipped: dict[str, str] = {}
         add: list[str] = []
         remove: list[str] = []
-        fd = os.open(self.workspace, os.O_RDONLY | os.O_DIRECTORY)
+        fd = os.open(self.workspace, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
         try:
             real_dirs: dict[str, bool] = {"": True}
 
@@ -976,7 +983,7 @@ class CheckpointManager:
                     if self._since_prune >= 200:
                         self._prune_locked(held=True)
                 return step
-            except (OSError, _GitError, subprocess.SubprocessError) as exc:
+            except (OSError, NotImplementedError, _GitError, subprocess.SubprocessError) as exc:
                 self.last_error = f"the snapshot before this step failed: {exc}"
                 return None
 
