@@ -8,6 +8,10 @@ The client's file-system and terminal capabilities are not used: our own tools r
 run commands inside the workspace under our permission engine and sandbox (the protocol's next
 version drops those capabilities). Approvals are the one thing we ask the client for, through
 ``session/request_permission``.
+
+This module runs past 500 lines because it is the whole protocol surface, one short method per
+ACP request plus the prompt, command and approval paths; the event translation, which is pure,
+lives in :mod:`reasonix.acp.updates`.
 """
 
 from __future__ import annotations
