@@ -82,6 +82,7 @@ class SSEDecoder:
         self._id: str | None = None
         self._at_start = True
         self.comments = 0
+        self._scanned = 0  # buffered bytes already searched for a line end
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         """Consume ``chunk``; return the events it completed, in order."""
@@ -97,7 +98,9 @@ class SSEDecoder:
         events: list[SSEEvent] = []
         start = 0
         while True:
-            match = _LINE_END.search(self._buffer, start)
+            # Resume where the last search ended: a long line arriving in many chunks would
+            # otherwise be searched again from its start on every chunk (quadratic).
+            match = _LINE_END.search(self._buffer, max(start, self._scanned))
             if match is None:
                 break
             # A lone "\r" at the very end may be the first half of "\r\n": wait for more bytes
@@ -110,6 +113,8 @@ class SSEDecoder:
             if event is not None:
                 events.append(event)
         del self._buffer[:start]
+        # The last byte is searched again: a "\r" there may be the start of "\r\n".
+        self._scanned = max(len(self._buffer) - 1, 0)
         return events
 
     def close(self) -> list[SSEEvent]:
