@@ -25,7 +25,8 @@ from reasonix.events import ErrorEvent, NoticeEvent, NullSink, Sink
 from reasonix.mcp.config import McpServerConfig
 from reasonix.mcp.convert import assign_names, normalize_schema, result_to_tool_result
 from reasonix.mcp.transport import McpStartError, ProcessInfo, open_http, open_stdio
-from reasonix.safety.permissions import printable
+from reasonix.store.private import private_dir, private_file
+from reasonix.terminal_text import printable, strip_escape_sequences
 from reasonix.tools.registry import Tool, ToolResult
 
 EVENT_ROLE = "mcp"
@@ -90,12 +91,6 @@ def _log_name(name: str) -> str:
     return safe + ".log"
 
 
-# Terminal escape sequences (CSI such as colours, OSC such as a window title, and two-byte
-# ones): colour codes in a server's stderr are noise in a one-line summary, and the others must
-# never reach the terminal through an error message.
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
-
-
 def _describe_exc(exc: BaseException) -> str:
     """Flatten exception groups (anyio wraps transport failures in them) into one message."""
     if isinstance(exc, BaseExceptionGroup):
@@ -154,7 +149,7 @@ class _Server:
                 data = f.read()[-4000:]
         except OSError:
             return ""
-        text = _ANSI.sub("", data.decode("utf-8", "replace"))
+        text = strip_escape_sequences(data.decode("utf-8", "replace"))
         kept = [
             printable(ln.strip()[:200])
             for ln in text.splitlines()
@@ -215,10 +210,14 @@ class McpManager:
         self._started = True
         servers = [s for s in self._servers.values() if s.config.enabled]
         if servers:
-            self.log_dir.mkdir(parents=True, exist_ok=True)
+            private_dir(self.log_dir)
             # The SDK takes about a second to import; doing it in a thread keeps the event
             # loop (and a frontend drawing on it) responsive meanwhile.
-            await asyncio.to_thread(_import_sdk)
+            try:
+                await asyncio.to_thread(_import_sdk)
+            except ImportError as exc:
+                self._sdk_missing(servers, exc)
+                return
             _route_sdk_logs()
 
         async def launch(srv: _Server) -> None:
@@ -227,6 +226,23 @@ class McpManager:
                 await self._launch(srv)
 
         await asyncio.gather(*(launch(s) for s in servers))
+        self._take_snapshot()
+
+    def _sdk_missing(self, servers: list[_Server], exc: ImportError) -> None:
+        """No MCP SDK (an install without its dependencies): a notice, never a traceback."""
+        why = (
+            f"the MCP SDK could not be imported ({exc}); reinstall reasonix "
+            "(`pip install --force-reinstall reasonix`, or `pip install 'mcp>=1.20'`)"
+        )
+        for srv in servers:
+            srv.state = ServerState.FAILED
+            srv.error = why
+            srv.ready.set()
+            srv.done.set()
+        names = ", ".join(s.config.name for s in servers)
+        self.sink.emit(
+            NoticeEvent(EVENT_ROLE, "mcp_unavailable", f"MCP servers not started ({names}): {why}.")
+        )
         self._take_snapshot()
 
     async def aclose(self) -> None:
@@ -241,7 +257,7 @@ class McpManager:
         srv = self._get(name)
         await self._stop(srv)
         if not self.log_dir.exists():
-            self.log_dir.mkdir(parents=True, exist_ok=True)
+            private_dir(self.log_dir)
         await self._launch(srv)
         if srv.state is ServerState.RUNNING:
             self._emit_notice("mcp_server_restarted", f"MCP server '{name}' restarted.")
@@ -297,7 +313,7 @@ class McpManager:
         # SDK log records from this task and the session tasks it starts go to this log.
         _CURRENT_LOG.set(srv.log_path)
         try:
-            log = srv.log_path.open("ab")
+            log = private_file(srv.log_path).open("ab")
             log_start = log.tell()
             stamp = time.strftime("%Y-%m-%d %H:%M:%S")
             log.write(f"--- reasonix: starting {cfg.describe()} at {stamp} ---\n".encode())
