@@ -62,6 +62,8 @@ from reasonix.messages import (
 )
 from reasonix.providers.base import Provider
 from reasonix.providers.models import Prices, price_usage
+from reasonix.redaction import redact
+from reasonix.tools.limits import StepBudget, bound_response, check_request_size
 from reasonix.tools.registry import ToolContext, ToolRegistry, ToolResult, cap_output
 
 DEFAULT_SYSTEM_PROMPT = """\
@@ -278,7 +280,8 @@ class Agent:
                 steps += 1
                 await self._maybe_compact()
                 finished = await self._request()
-                assistant = finished.message
+                # Shaped once, on entry: the bounded form is what is stored and sent back.
+                assistant, refused = bound_response(finished.message, self.tools.limits)
                 self.session.add(assistant)
                 if not assistant.tool_calls:
                     final_text = assistant.content
@@ -291,7 +294,7 @@ class Agent:
                         )
                     break
                 before = self.ledger.signature()
-                results = await self._execute_calls(assistant.tool_calls)
+                results = await self._execute_calls(assistant.tool_calls, refused)
                 if on_step is not None:
                     info = StepInfo(
                         steps,
@@ -371,6 +374,7 @@ class Agent:
 
     async def _request(self) -> StreamFinished:
         request = self.build_request()
+        check_request_size(request.messages, self.tools.limits)
         shape = self._tracker.shape(request.messages, self.tools.schema_bytes(), self.session.epoch)
         finished: StreamFinished | None = None
         async for event in self.provider.stream(request):
@@ -424,28 +428,36 @@ class Agent:
 
     # -- tools ----------------------------------------------------------------------------------
 
-    async def _execute_calls(self, calls: tuple[ToolCall, ...]) -> tuple[ToolMessage, ...]:
+    async def _execute_calls(
+        self, calls: tuple[ToolCall, ...], refused: Mapping[str, str] | None = None
+    ) -> tuple[ToolMessage, ...]:
         """Run the calls: consecutive read-only calls concurrently, writers one at a time.
-        Results are appended in call order; on cancellation the missing ones are filled in."""
+        Results are appended in call order; on cancellation the missing ones are filled in.
+        ``refused`` calls (over the response's limits) get their error without running."""
         for call in calls:
             self.sink.emit(ToolCallEvent(self.role, call))
-        results: dict[str, ToolResult] = {}
+        results = {cid: ToolResult.error(text) for cid, text in (refused or {}).items()}
+        pending = [c for c in calls if c.id not in results]
         try:
             i = 0
-            while i < len(calls):
-                batch = [calls[i]]
-                if self._is_read_only(calls[i]):
-                    while i + len(batch) < len(calls) and self._is_read_only(calls[i + len(batch)]):
-                        batch.append(calls[i + len(batch)])
+            while i < len(pending):
+                batch = [pending[i]]
+                if self._is_read_only(pending[i]):
+                    while i + len(batch) < len(pending) and self._is_read_only(
+                        pending[i + len(batch)]
+                    ):
+                        batch.append(pending[i + len(batch)])
                 outs = await asyncio.gather(*(self._execute_one(c) for c in batch))
                 for c, out in zip(batch, outs, strict=True):
                     results[c.id] = out
                 i += len(batch)
         finally:
             messages = []
+            budget = StepBudget(self.tools.limits)
             for call in calls:
                 out = results.get(call.id) or ToolResult.error(INTERRUPTED_CALL)
-                content = cap_output(out.content, self.options.max_tool_output_chars)
+                content = cap_output(redact(out.content), self.options.max_tool_output_chars)
+                content = budget.admit(content, out.is_error)
                 msg = ToolMessage(call.id, content, name=call.name, is_error=out.is_error)
                 self.session.add(msg)
                 messages.append(msg)

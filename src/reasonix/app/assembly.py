@@ -37,6 +37,7 @@ from reasonix.messages import ReasoningEffort
 from reasonix.providers.base import Provider
 from reasonix.safety.checkpoints import CheckpointManager
 from reasonix.safety.permissions import Approver, PermissionEngine, PermissionRecord
+from reasonix.tools.limits import ToolLimits
 from reasonix.tools.registry import PermissionPolicy, Tool, ToolRegistry
 
 if TYPE_CHECKING:
@@ -149,6 +150,7 @@ def make_registry(
     key_vars = sorted({p.api_key_env for p in config.providers.values() if p.api_key_env})
     shell = ShellOptions(secret_env=tuple(key_vars))
     web = config.web
+    limits = ToolLimits.from_config(config.limits)
     tools = default_tools(
         workspace,
         sandbox=sandbox,
@@ -160,8 +162,9 @@ def make_registry(
             timeout=web.timeout,
             max_bytes=web.max_bytes,
         ),
+        limits=limits,
     )
-    registry = ToolRegistry([*tools, *extra], policy=permissions)
+    registry = ToolRegistry([*tools, *extra], policy=permissions, limits=limits)
     if mcp is not None:
         registry = registry.with_tools(mcp.tools())
     return registry

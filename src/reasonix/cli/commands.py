@@ -272,13 +272,18 @@ def load(
     ``Config.ignored`` (see :func:`project_notice`)."""
     from reasonix.config import load_config
     from reasonix.errors import ConfigError
+    from reasonix.redaction import remember_environment
 
     if getattr(args, "trust", False):
         trust = True
     try:
-        return load_config(workspace or Path.cwd(), overrides=overrides_from(args), trust=trust)
+        config = load_config(workspace or Path.cwd(), overrides=overrides_from(args), trust=trust)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+    # Before anything removes keys from the environment: their values are redacted from
+    # whatever is stored or shown, whatever the variables are called.
+    remember_environment(p.api_key_env for p in config.providers.values())
+    return config
 
 
 def project_notice(config: Config) -> str:
@@ -294,7 +299,10 @@ def announce(config: Config) -> str:
     """Print :func:`project_notice` to stderr (once) and return it."""
     text = project_notice(config)
     if text:
-        print(f"reasonix: {text}", file=sys.stderr, flush=True)
+        from reasonix.terminal_text import terminal_safe
+
+        # It quotes project files: shown, never obeyed.
+        print(f"reasonix: {terminal_safe(text)}", file=sys.stderr, flush=True)
     return text
 
 
@@ -346,7 +354,10 @@ def dispatch(argv: Sequence[str]) -> int:
             raise UsageError("-c/--continue and -r/--resume cannot be combined; choose one")
         return _run(args, parser)
     except UsageError as exc:
-        print(f"reasonix: {exc}", file=sys.stderr)
+        from reasonix.terminal_text import terminal_safe
+
+        # Configuration errors quote file contents: shown, never obeyed.
+        print(f"reasonix: {terminal_safe(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except SystemExit as exc:  # argparse --help (0)
         return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_USAGE
@@ -366,13 +377,15 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return run_headless(args)
     if command == "config":
         from reasonix.config import describe_keys, render_config
+        from reasonix.redaction import redact
+        from reasonix.terminal_text import terminal_safe
 
         if args.keys:
             print("\n".join(describe_keys()))
             return EXIT_OK
         config = load(args)
         announce(config)
-        print("\n".join(render_config(config)))
+        print(terminal_safe(redact("\n".join(render_config(config)))))
         return EXIT_OK
     if command == "sessions":
         from reasonix.cli.sessions import run_sessions

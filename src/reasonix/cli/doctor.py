@@ -42,8 +42,12 @@ class Check:
 def run_doctor(args: argparse.Namespace) -> int:
     trust = True if getattr(args, "trust", False) else None
     checks = diagnose(overrides_from(args), Path.cwd(), trust=trust)
+    from reasonix.redaction import redact
+    from reasonix.terminal_text import terminal_safe
+
     for check in checks:
-        print(check.render())
+        # Checks quote config values, server answers and MCP stderr: shown, never obeyed.
+        print(terminal_safe(redact(check.render())))
     problems = sum(1 for c in checks if c.status == "fail")
     warnings = sum(1 for c in checks if c.status == "warn")
     print()

@@ -37,7 +37,9 @@ from reasonix.cli.commands import (
 from reasonix.control.plan import Plan
 from reasonix.errors import ReasonixError
 from reasonix.events import JsonLinesSink, NoticeEvent, NullSink, Sink
+from reasonix.redaction import redact, redact_json_text
 from reasonix.safety.permissions import ApprovalAnswer, ApprovalRequest
+from reasonix.terminal_text import json_text_for_terminal, terminal_safe
 
 
 class YesApprover:
@@ -58,6 +60,25 @@ class YesApprover:
 
 def approve_all_plans(plan: Plan) -> bool:
     return True
+
+
+class SafeJsonStream:
+    """The stream ``--output-format json|stream-json`` writes to: known secrets redacted, and
+    the characters JSON leaves raw but a terminal obeys (C1 controls) escaped."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return int(self._stream.write(json_text_for_terminal(redact_json_text(text))))
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+
+def shown(text: str) -> str:
+    """Text for the terminal: known secrets redacted, escape sequences made harmless."""
+    return terminal_safe(redact(text))
 
 
 def exit_code(outcome: TurnOutcome) -> int:
@@ -148,7 +169,8 @@ async def _run(
     notice: str,
 ) -> int:
     fmt = args.output_format
-    sink: Sink = JsonLinesSink(sys.stdout) if fmt == "stream-json" else NullSink()
+    out = SafeJsonStream(sys.stdout)
+    sink: Sink = JsonLinesSink(out) if fmt == "stream-json" else NullSink()  # type: ignore[arg-type]
     if notice:
         sink.emit(NoticeEvent("config", "project_config_ignored", notice))
     try:
@@ -175,13 +197,15 @@ async def _run(
         code = exit_code(outcome)
         if fmt == "text":
             if outcome.is_error:
-                print(f"reasonix: {outcome.result.text}", file=sys.stderr)
+                print(f"reasonix: {shown(outcome.result.text)}", file=sys.stderr)
             else:
-                print(outcome.result.text)
+                print(shown(outcome.result.text))
                 for d in outcome.denials:
-                    print(f"reasonix: refused {d.tool} ({d.subject}): {d.reason}", file=sys.stderr)
+                    refusal = f"refused {d.tool} ({d.subject}): {d.reason}"
+                    print(f"reasonix: {shown(refusal)}", file=sys.stderr)
         else:
-            print(json.dumps(result_object(session, outcome), ensure_ascii=False), flush=True)
+            out.write(json.dumps(result_object(session, outcome), ensure_ascii=False) + "\n")
+            out.flush()
         return code
     finally:
         await session.aclose()

@@ -40,8 +40,10 @@ from reasonix.cli.sessions import session_line
 from reasonix.config import Config
 from reasonix.control.plan import Plan
 from reasonix.errors import ReasonixError
-from reasonix.safety.permissions import ApprovalAnswer, ApprovalRequest, printable
+from reasonix.safety.permissions import ApprovalAnswer, ApprovalRequest
 from reasonix.store import SessionStore, default_store_path
+from reasonix.store.private import private_dir, private_file
+from reasonix.terminal_text import printable, terminal_safe
 
 HELP = """\
 Type a task and press Enter. New line: Esc then Enter, or end the line with a backslash (\\).
@@ -168,6 +170,11 @@ class EscapeWatcher:
         self._saved = None
 
 
+def _shown(text: str) -> str:
+    """Outside text inside our markup: made terminal-safe, then markup-escaped."""
+    return escape(terminal_safe(text))
+
+
 def _whole_subject(subject: str, limit: int = 2000) -> str:
     """What is being approved, shown whole; a very long one keeps its head and its tail and says
     how much is not shown, so nothing can hide at the end of a long command."""
@@ -188,8 +195,8 @@ class PromptApprover:
         app = self.app
         app.renderer.end_line()
         app.console.print(
-            f"[bold yellow]approval needed[/bold yellow] {escape(request.reason)}\n"
-            f"  {escape(request.tool)}: {escape(_whole_subject(request.subject))}"
+            f"[bold yellow]approval needed[/bold yellow] {_shown(request.reason)}\n"
+            f"  {_shown(request.tool)}: {_shown(_whole_subject(request.subject))}"
         )
         rules = printable(", ".join(request.session_rules))
         question = (
@@ -303,7 +310,7 @@ class App:
             hit = f"{c.hit_ratio * 100:.0f}%" if c and c.requests else "–"
             spent = f"${c.cost:.4f}" if c else "$0"
             parts.append(f"{use.role} {use.model} ctx {use.fraction * 100:.1f}% hit {hit} {spent}")
-        return FormattedText([("", " │ ".join(parts) + " ")])
+        return FormattedText([("", printable(" │ ".join(parts)) + " ")])
 
     async def ask(self, question: str) -> str | None:
         """A one-line answer from the user during a turn; None on Ctrl-C/Ctrl-D."""
@@ -374,9 +381,10 @@ class App:
         assert rt is not None
         models = ", ".join(f"{r} {m}" for r, m in rt.models().items())
         what = "resumed" if rt.resumed else "new"
+        # Model names and the mode come from configuration files: shown, never obeyed.
         self.console.print(
-            f"[bold]reasonix[/bold] · {models} · mode {rt.mode} · {what} session "
-            f"{rt.session_id}\n[dim]/help for commands; Esc+Enter for a new line[/dim]"
+            f"[bold]reasonix[/bold] · {_shown(models)} · mode {_shown(rt.mode)} · {what} session "
+            f"{_shown(rt.session_id)}\n[dim]/help for commands; Esc+Enter for a new line[/dim]"
         )
 
     # -- turns -------------------------------------------------------------------------------------
@@ -421,7 +429,7 @@ class App:
             outcome = await self._turn.result()
         except ReasonixError as exc:
             self.renderer.finish()
-            self.console.print(f"[red]{escape(str(exc))}[/red]")
+            self.console.print(f"[red]{_shown(str(exc))}[/red]")
             return
         finally:
             self._escape.stop()
@@ -453,7 +461,12 @@ class App:
         assert rt is not None
         name, _, arg = line[1:].partition(" ")
         name, arg = name.lower(), arg.strip()
-        out = self.console.print
+
+        def out(text: str, *, markup: bool = True, style: str = "") -> None:
+            # Our own strings carry markup; text from elsewhere (markup=False) is made safe.
+            shown = text if markup else terminal_safe(text)
+            self.console.print(shown, markup=markup, style=style or None, highlight=False)
+
         try:
             if name in ("exit", "quit", "q"):
                 return "exit"
@@ -480,11 +493,11 @@ class App:
                 else:
                     await self.run_turn(lambda session: session.approve_plan())
             elif name == "mode":
-                out(rt.set_mode(arg or None))
+                out(rt.set_mode(arg or None), markup=False)
             elif name == "model":
                 for role in ("executor", "planner"):
                     model = rt.model_of(role)
-                    out(f"{role}: {model or 'disabled'}")
+                    out(f"{role}: {model or 'disabled'}", markup=False)
                 out(
                     "[dim]Models stay fixed within a session (switching would void the prompt "
                     "cache); start with --model / --planner-model to change them.[/dim]"
@@ -540,7 +553,7 @@ class App:
             else:
                 out(f"Unknown command /{name}; /help lists them.", markup=False)
         except (ReasonixError, ValueError, OSError) as exc:
-            out(f"[red]{escape(str(exc))}[/red]")
+            out(f"[red]{_shown(str(exc))}[/red]")
         return None
 
 
@@ -561,8 +574,8 @@ def _start_command(name: str, arguments: str) -> Callable[[AgentSession], Turn]:
 def _history() -> FileHistory | InMemoryHistory:
     path = default_store_path().parent / "history"
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.touch(exist_ok=True)
+        # What the user typed may include secrets: the history is theirs alone.
+        private_file(private_dir(path.parent) / path.name)
     except OSError:
         return InMemoryHistory()
     return FileHistory(str(path))

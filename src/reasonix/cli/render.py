@@ -10,7 +10,6 @@ short result line; diffs in tool results are coloured; plans are rendered as mar
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
@@ -37,7 +36,8 @@ from reasonix.events import (
     TurnEnded,
     TurnStarted,
 )
-from reasonix.safety.permissions import printable
+from reasonix.terminal_text import printable, terminal_safe
+from reasonix.tools.limits import ArgumentsRejected, parse_arguments
 
 #: argument shown in a tool call's one-line summary, by preference
 _KEY_ARGS = ("path", "command", "pattern", "query", "url", "step", "objective")
@@ -47,8 +47,8 @@ _DIFF_LINES = 40
 def summarize_call(name: str, arguments: str, width: int = 80) -> str:
     """``name(key argument)`` on one line."""
     try:
-        args = json.loads(arguments) if arguments.strip() else {}
-    except ValueError:
+        args = parse_arguments(name, arguments)
+    except ArgumentsRejected:
         args = {}
     shown = ""
     if isinstance(args, dict):
@@ -253,7 +253,7 @@ class TerminalRenderer:
         self._role = role
         if self.show_role_headers:
             model = self._models.get(role, "")
-            label = f"── {role}" + (f" · {model}" if model else "") + " "
+            label = printable(f"── {role}" + (f" · {model}" if model else "") + " ")
             self.line(Text(label, style="bold cyan" if role == "planner" else "bold green"))
 
     def _on_turn_started(self, event: Any) -> None:
@@ -313,7 +313,8 @@ class TerminalRenderer:
         title = "plan" if event.round == 1 else f"revised plan (round {event.round})"
         self._newline()
         # Plan markdown puts its bold headings on single lines; give them paragraphs.
-        markdown = event.markdown.replace("\n**", "\n\n**")
+        # The plan is the model's text: shown, never obeyed.
+        markdown = terminal_safe(event.markdown).replace("\n**", "\n\n**")
         self.console.print(Panel(Markdown(markdown), title=title, border_style="cyan"))
         self._at_line_start = True
 
@@ -332,9 +333,10 @@ class TerminalRenderer:
     def _on_step_completed(self, event: Any) -> None:
         assert isinstance(event, StepCompleted)
         if event.accepted:
-            self.line(Text(f"✓ step {event.step} completed", style="green"))
+            self.line(Text(f"✓ step {printable(str(event.step))} completed", style="green"))
         else:
-            self.line(Text(f"✗ step {event.step} not accepted: {event.reason[:160]}", "yellow"))
+            reason = printable(event.reason[:160])
+            self.line(Text(f"✗ step {printable(str(event.step))} not accepted: {reason}", "yellow"))
 
     def _on_notice(self, event: Any) -> None:
         assert isinstance(event, NoticeEvent)

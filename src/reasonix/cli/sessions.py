@@ -10,7 +10,16 @@ from pathlib import Path
 
 from reasonix.cli.commands import EXIT_FAILURE, EXIT_OK, open_store
 from reasonix.errors import SessionStoreError
+from reasonix.redaction import redact
 from reasonix.store import SessionInfo, SessionStore
+from reasonix.store.private import write_private_text
+from reasonix.terminal_text import json_for_terminal, terminal_safe
+
+
+def _print(text: str) -> None:
+    """A line of stored text (transcripts quote models, tools and servers): shown, not obeyed,
+    and without known secrets."""
+    print(terminal_safe(redact(text)))
 
 
 def session_line(info: SessionInfo) -> str:
@@ -42,18 +51,19 @@ def _run(args: argparse.Namespace, store: SessionStore) -> int:
             print(f"No sessions{where}.")
         for item in infos:
             line = session_line(item)
-            print(f"{line}  [{item.workspace}]" if args.all else line)
+            _print(f"{line}  [{item.workspace}]" if args.all else line)
         return EXIT_OK
     info = store.get_session(args.id)
     if info is None:
         print(
-            f"reasonix: no session {args.id!r}; list them with `reasonix sessions list --all`",
+            f"reasonix: no session {terminal_safe(repr(args.id))}; list them with "
+            "`reasonix sessions list --all`",
             file=sys.stderr,
         )
         return EXIT_FAILURE
     if args.action == "show":
-        print(session_line(info))
-        print(f"workspace: {info.workspace}")
+        _print(session_line(info))
+        _print(f"workspace: {info.workspace}")
         usage = store.usage_summary(info.id)
         for source, total in usage.items():
             u = total.usage
@@ -65,14 +75,17 @@ def _run(args: argparse.Namespace, store: SessionStore) -> int:
         if children:
             print(f"subagents: {', '.join(children)} (transcripts below)")
         print()
-        print(store.export_markdown(info.id))
+        _print(store.export_markdown(info.id))
         return EXIT_OK
-    if args.format == "json":
-        text = json.dumps(store.export_json(info.id), ensure_ascii=False, indent=2) + "\n"
-    else:
-        text = store.export_markdown(info.id)
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+        # A file gets the exact (redacted) transcript, readable by the user alone.
+        if args.format == "json":
+            text = json.dumps(store.export_json(info.id), ensure_ascii=False, indent=2) + "\n"
+        else:
+            text = store.export_markdown(info.id)
+        write_private_text(Path(args.output), text)
+    elif args.format == "json":
+        sys.stdout.write(json_for_terminal(store.export_json(info.id), indent=2) + "\n")
     else:
-        sys.stdout.write(text)
+        sys.stdout.write(terminal_safe(store.export_markdown(info.id)))
     return EXIT_OK

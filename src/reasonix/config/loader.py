@@ -700,6 +700,25 @@ def _effective_items(config: Config) -> list[tuple[str, Any]]:
     return items
 
 
+#: tables whose values are credentials as often as not (``Authorization``, ``API_TOKEN``)
+_HIDDEN_TABLES = frozenset({"headers", "env"})
+
+
+def _masked(value: Any, hide: bool = False) -> Any:
+    """``value`` for display: the values of header and env tables, and strings under a
+    secret-like name, become ``<hidden, N chars>``."""
+    from reasonix.redaction import is_secret_name
+
+    if isinstance(value, Mapping):
+        return {
+            k: _masked(v, hide or k in _HIDDEN_TABLES or is_secret_name(str(k)))
+            for k, v in value.items()
+        }
+    if isinstance(value, str) and hide:
+        return f"<hidden, {len(value)} chars>"
+    return value
+
+
 def render_config(config: Config, environ: Mapping[str, str] | None = None) -> list[str]:
     """Effective configuration as ``key = value  # source`` lines, for ``reasonix config``.
 
@@ -708,7 +727,8 @@ def render_config(config: Config, environ: Mapping[str, str] | None = None) -> l
     env = os.environ if environ is None else environ
     rows: list[tuple[str, str]] = []
     for key, value in _effective_items(config):
-        rows.append((f"{key} = {_format_value(value)}", config.provenance.get(key, "default")))
+        shown = _format_value(_masked(value, key.rsplit(".", 1)[-1] in _HIDDEN_TABLES))
+        rows.append((f"{key} = {shown}", config.provenance.get(key, "default")))
     in_use = {config.executor.provider}
     if config.planner.enabled:
         in_use.add(config.planner.provider)

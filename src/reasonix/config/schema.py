@@ -216,6 +216,40 @@ class BudgetConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class LimitsConfig:
+    """Bounds on what one model response may ask (``[limits]``; the same names as
+    :class:`reasonix.tools.limits.ToolLimits`). A project file may only lower them."""
+
+    max_calls_per_response: int = setting(
+        64, "tool calls run from one response", minimum=1, project="lower"
+    )
+    max_argument_bytes: int = setting(
+        1_000_000, "size of one call's JSON arguments", minimum=1, project="lower"
+    )
+    max_argument_depth: int = setting(
+        64, "nesting depth of one call's JSON arguments", minimum=1, project="lower"
+    )
+    max_write_bytes: int = setting(
+        512_000,
+        "content one write_file/edit_file/multi_edit call may write",
+        minimum=1,
+        project="lower",
+    )
+    max_step_result_chars: int = setting(
+        200_000, "tool-result characters one step adds, together", minimum=1, project="lower"
+    )
+    max_request_chars: int = setting(
+        8_000_000,
+        "characters one request may carry (larger: not sent)",
+        minimum=1,
+        project="lower",
+    )
+    max_concurrent_tools: int = setting(
+        8, "tool calls (and their processes) running at once", minimum=1, project="lower"
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class McpServerConfig:
     """One MCP server (``[[mcp.servers]]`` or a ``.mcp.json`` entry): either a local command
     spoken to over stdio, or a streamable HTTP ``url``.
@@ -389,6 +423,7 @@ class Config:
     compaction: CompactionConfig = field(default_factory=CompactionConfig)
     budget: BudgetConfig = field(default_factory=BudgetConfig)
     checkpoints: CheckpointsConfig = field(default_factory=CheckpointsConfig)
+    limits: LimitsConfig = field(default_factory=LimitsConfig)
     mcp: McpConfig = field(default_factory=McpConfig)
     environment: EnvironmentConfig = field(default_factory=EnvironmentConfig)
     web: WebConfig = field(default_factory=WebConfig)

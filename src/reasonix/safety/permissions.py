@@ -63,6 +63,7 @@ from reasonix.safety.patterns import (
     escape_path_pattern,
     normalize_command,
 )
+from reasonix.terminal_text import printable
 from reasonix.tools.registry import Permission, PermissionDecision, Tool, ToolContext
 
 PATH_CATEGORIES = frozenset({"read", "edit"})
@@ -140,27 +141,6 @@ class Subject:
         """The subject for a person to read; control and bidi characters are shown escaped so
         a command cannot hide a part of itself from the one approving it."""
         return printable(" ; ".join(self.values))
-
-
-# C0/C1 controls (ESC sequences can conceal or rewrite text on a terminal) and the zero-width
-# and bidirectional-override characters that can reorder what is shown.
-_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
-_UNPRINTABLE_KEEP_LAYOUT = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]"
-)
-
-
-def printable(text: str, *, keep_layout: bool = False) -> str:
-    """``text`` safe to show on a terminal: control, zero-width and bidi characters are shown
-    escaped (``\\x1b``), so nothing a model or a tool wrote can rewrite or hide what the user
-    sees. ``keep_layout`` leaves newlines and tabs alone."""
-    pattern = _UNPRINTABLE_KEEP_LAYOUT if keep_layout else _UNPRINTABLE
-    return pattern.sub(_escape_char, text)
-
-
-def _escape_char(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def split_command(command: str) -> tuple[list[str], bool]:

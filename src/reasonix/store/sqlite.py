@@ -47,6 +47,8 @@ from reasonix.messages import (
     message_from_dict,
     message_to_dict,
 )
+from reasonix.redaction import redact, redact_value
+from reasonix.store.private import private_dir, private_file, tighten_existing
 
 DATA_DIR_ENV = "REASONIX_DATA_DIR"
 DB_FILE = "sessions.db"
@@ -201,7 +203,9 @@ class SessionStore:
         self._conn: sqlite3.Connection | None = None
         self._claims: dict[str, int] = {}  # session id -> fd of its held lock file
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # The store holds everything the agent saw: only the user may read it.
+            private_dir(self.path.parent)
+            private_file(self.path)
         except OSError as exc:
             raise SessionStoreError(
                 f"cannot create the session folder {self.path.parent}: {exc.strerror or exc}. "
@@ -223,6 +227,8 @@ class SessionStore:
                 conn.execute("PRAGMA synchronous = FULL")
             else:
                 conn.execute("PRAGMA synchronous = NORMAL")
+            for suffix in ("-wal", "-shm", "-journal"):
+                tighten_existing(self.path.with_name(self.path.name + suffix))
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
                 raise SessionStoreError(
@@ -320,7 +326,7 @@ class SessionStore:
         """An fd holding the session's lock file, or None when someone else holds it."""
         path = self._lock_path(session_id)
         try:
-            path.parent.mkdir(exist_ok=True)
+            private_dir(path.parent)
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as exc:
             raise SessionStoreError(
@@ -447,7 +453,7 @@ class SessionStore:
         """Rename a session."""
         with self._op("set the title") as conn:
             cur = conn.execute(
-                "UPDATE sessions SET title = ? WHERE id = ?", (_storable(title), session_id)
+                "UPDATE sessions SET title = ? WHERE id = ?", (_storable(redact(title)), session_id)
             )
             if cur.rowcount == 0:
                 raise SessionStoreError(f"no session {session_id!r} in {self.path}")
@@ -472,7 +478,7 @@ class SessionStore:
 
         Storing the same message at the same seq again is a no-op; a different one is refused.
         """
-        data = _dump(message_to_dict(message))
+        data = _dump(redact_value(message_to_dict(message)))
         with self._op("append a message") as conn:
             conn.execute("BEGIN IMMEDIATE")
             cur = conn.execute(
@@ -560,7 +566,7 @@ class SessionStore:
 
     def record_event(self, session_id: str, event: Event) -> int:
         """Append an event to the session's timeline; returns its seq (1, 2, ...)."""
-        data = _dump(event.to_dict())
+        data = _dump(redact_value(event.to_dict()))
         with self._op("record an event") as conn:
             # BEGIN IMMEDIATE takes the write lock first, so two writers cannot pick the same seq.
             conn.execute("BEGIN IMMEDIATE")
@@ -655,24 +661,29 @@ class SessionStore:
                     (session_id, session_id),
                 )
             ]
-        return {
-            "format": "reasonix-session",
-            "version": 1,
-            "session": info.to_dict(),
-            "messages": {
-                agent: [message_to_dict(m) for m in self.load_messages(session_id, agent)]
-                for agent in sorted(agents, key=_agent_order)
-            },
-            "archived_messages": {
-                agent: [
-                    {"reason": reason, **message_to_dict(m)}
-                    for reason, m in self.load_archived(session_id, agent)
-                ]
-                for agent in sorted(agents, key=_agent_order)
-            },
-            "events": self.load_events(session_id),
-            "usage": {k: v.to_dict() for k, v in self.usage_summary(session_id).items()},
-        }
+        # Known secrets are redacted again on the way out: sessions stored before a secret was
+        # known (or by an older version) must not hand it over either.
+        exported: dict[str, Any] = redact_value(
+            {
+                "format": "reasonix-session",
+                "version": 1,
+                "session": info.to_dict(),
+                "messages": {
+                    agent: [message_to_dict(m) for m in self.load_messages(session_id, agent)]
+                    for agent in sorted(agents, key=_agent_order)
+                },
+                "archived_messages": {
+                    agent: [
+                        {"reason": reason, **message_to_dict(m)}
+                        for reason, m in self.load_archived(session_id, agent)
+                    ]
+                    for agent in sorted(agents, key=_agent_order)
+                },
+                "events": self.load_events(session_id),
+                "usage": {k: v.to_dict() for k, v in self.usage_summary(session_id).items()},
+            }
+        )
+        return exported
 
     def export_markdown(self, session_id: str) -> str:
         """A readable transcript: per agent, each message with reasoning and tool calls."""

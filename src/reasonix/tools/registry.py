@@ -32,6 +32,13 @@ from typing import Annotated, Any, Literal, Protocol, Union, get_args, get_origi
 
 from reasonix.errors import ToolDefinitionError
 from reasonix.messages import canonical_json
+from reasonix.tools.limits import (
+    DEFAULT_LIMITS,
+    ArgumentsRejected,
+    ConcurrencySlots,
+    ToolLimits,
+    parse_arguments,
+)
 
 TOOL_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -467,10 +474,16 @@ class ToolRegistry:
         *,
         policy: PermissionPolicy | None = None,
         default_timeout: float | None = 120.0,
+        limits: ToolLimits = DEFAULT_LIMITS,
+        _slots: ConcurrencySlots | None = None,
     ) -> None:
         self._tools: dict[str, Tool] = {}
         self.policy = policy
         self.default_timeout = default_timeout
+        #: bounds on what one model response may ask (see :mod:`reasonix.tools.limits`)
+        self.limits = limits
+        # Views (read_only, with_tools) share one set of slots: the bound is per host.
+        self._slots = _slots or ConcurrencySlots(limits.max_concurrent_tools)
         self._schemas_cache: tuple[dict[str, Any], ...] | None = None
         self._schema_bytes_cache: str | None = None
         for t in tools:
@@ -499,12 +512,18 @@ class ToolRegistry:
             (t for t in self._tools.values() if t.read_only),
             policy=self.policy,
             default_timeout=self.default_timeout,
+            limits=self.limits,
+            _slots=self._slots,
         )
 
     def with_tools(self, extra: Iterable[Tool | ToolFunc]) -> ToolRegistry:
         """A new registry with these tools plus ``extra``."""
         reg = ToolRegistry(
-            self._tools.values(), policy=self.policy, default_timeout=self.default_timeout
+            self._tools.values(),
+            policy=self.policy,
+            default_timeout=self.default_timeout,
+            limits=self.limits,
+            _slots=self._slots,
         )
         return reg.extend(extra)
 
@@ -556,12 +575,9 @@ class ToolRegistry:
             known = ", ".join(self._tools) or "(none)"
             return ToolResult.error(f"Unknown tool {name!r}. Available tools: {known}.")
         try:
-            args = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError as exc:
-            return ToolResult.error(
-                f"The arguments for {name} are not valid JSON ({exc.msg} at character "
-                f"{exc.pos}). Call {name} again with a single JSON object that matches its schema."
-            )
+            args = parse_arguments(name, arguments, self.limits)
+        except ArgumentsRejected as exc:
+            return ToolResult.error(str(exc))
         if not isinstance(args, dict):
             return ToolResult.error(
                 f"The arguments for {name} must be a JSON object, got {_json_type(args)}."
@@ -586,11 +602,12 @@ class ToolRegistry:
             kwargs[t.context_param] = ctx
         timeout = t.timeout if t.timeout is not None else self.default_timeout
         try:
-            if inspect.iscoroutinefunction(t.func):
-                coro: Awaitable[Any] = t.func(**kwargs)
-            else:
-                coro = asyncio.to_thread(t.func, **kwargs)
-            out = await asyncio.wait_for(coro, timeout) if timeout else await coro
+            async with self._slots.slot():
+                if inspect.iscoroutinefunction(t.func):
+                    coro: Awaitable[Any] = t.func(**kwargs)
+                else:
+                    coro = asyncio.to_thread(t.func, **kwargs)
+                out = await asyncio.wait_for(coro, timeout) if timeout else await coro
         except TimeoutError:
             return ToolResult.error(f"{t.name} timed out after {timeout:g} s and was stopped.")
         except asyncio.CancelledError:

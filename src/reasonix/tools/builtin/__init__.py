@@ -26,6 +26,7 @@ from reasonix.tools.builtin.files import FileTools, file_tools
 from reasonix.tools.builtin.search import SearchTools, search_tools
 from reasonix.tools.builtin.shell import ShellOptions, ShellTool
 from reasonix.tools.builtin.web import WebOptions, web_tool
+from reasonix.tools.limits import DEFAULT_LIMITS, ToolLimits
 from reasonix.tools.registry import Tool
 
 __all__ = [
@@ -48,19 +49,21 @@ def default_tools(
     shell_options: ShellOptions | None = None,
     use_rg: bool | None = None,
     web_options: WebOptions | None = None,
+    limits: ToolLimits = DEFAULT_LIMITS,
 ) -> list[Tool]:
     """The built-in tools confined to ``workdir`` (or to ``sandbox``'s roots when given).
 
     ``checkpoints`` is used by the writers and ``bash`` when ``ctx.state["checkpoints"]`` does
     not name a manager; with neither, nothing is checkpointed. ``web_options`` sets
-    ``web_fetch``'s limits and the user's exceptions to its address rules.
+    ``web_fetch``'s limits and the user's exceptions to its address rules. ``limits`` bounds
+    what one write may hold (``max_write_bytes``).
     """
     box = sandbox or Sandbox([Path(workdir)])
     shell = ShellTool(
         box.workspace, roots=box.roots, options=shell_options, checkpoints=checkpoints
     )
     return [
-        *FileTools(box, checkpoints).tools(),
+        *FileTools(box, checkpoints, max_write_bytes=limits.max_write_bytes).tools(),
         *SearchTools(box, use_rg=use_rg).tools(),
         shell.tool(),
         web_tool(web_options),

@@ -30,6 +30,7 @@ from reasonix.tools.builtin.editing import (
     describe_binary,
     unified_diff,
 )
+from reasonix.tools.limits import DEFAULT_LIMITS, write_in_parts_hint
 from reasonix.tools.registry import Effect, Tool, ToolContext, ToolResult
 
 #: read_file limits: lines per call, characters per line, characters per result.
@@ -151,9 +152,28 @@ def keep_final_newline(before: str, after: str) -> str:
 class FileTools:
     """The file tools bound to one sandbox; :meth:`tools` lists them."""
 
-    def __init__(self, sandbox: Sandbox, checkpoints: CheckpointManager | None = None) -> None:
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        checkpoints: CheckpointManager | None = None,
+        *,
+        max_write_bytes: int = DEFAULT_LIMITS.max_write_bytes,
+    ) -> None:
         self.sandbox = sandbox
         self.checkpoints = checkpoints
+        #: what one call may write (``[limits] max_write_bytes``): whatever is written stays
+        #: in the conversation and is resent on every later request
+        self.max_write_bytes = max_write_bytes
+
+    def _too_large(self, name: str, text: str) -> ToolResult | None:
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size <= self.max_write_bytes:
+            return None
+        return ToolResult.error(
+            f"Not written: {name} was given {size:,} bytes of content, over the "
+            f"{self.max_write_bytes:,}-byte limit for one call ([limits] max_write_bytes). "
+            + write_in_parts_hint()
+        )
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -283,6 +303,8 @@ class FileTools:
     ) -> ToolResult:
         """Create or overwrite a file (parent folders are created). Prefer edit_file for
         changes to an existing file."""
+        if (refusal := self._too_large("write_file", content)) is not None:
+            return refusal
         real = self.sandbox.resolve(path, write=True)
         shown = self.sandbox.display(real)
         if real.is_dir():
@@ -318,6 +340,9 @@ class FileTools:
         )
 
     def _edit(self, ctx: ToolContext, path: str, edits: list[EditSpec]) -> ToolResult:
+        name = "edit_file" if len(edits) == 1 else "multi_edit"
+        if (refusal := self._too_large(name, "".join(e.new_string for e in edits))) is not None:
+            return refusal
         real = self.sandbox.resolve(path, write=True)
         shown = self.sandbox.display(real)
         if real.is_dir():
@@ -418,6 +443,11 @@ class FileTools:
         ]
 
 
-def file_tools(sandbox: Sandbox, checkpoints: CheckpointManager | None = None) -> list[Tool]:
+def file_tools(
+    sandbox: Sandbox,
+    checkpoints: CheckpointManager | None = None,
+    *,
+    max_write_bytes: int = DEFAULT_LIMITS.max_write_bytes,
+) -> list[Tool]:
     """``read_file``, ``write_file``, ``edit_file``, ``multi_edit`` and ``delete_file``."""
-    return FileTools(sandbox, checkpoints).tools()
+    return FileTools(sandbox, checkpoints, max_write_bytes=max_write_bytes).tools()

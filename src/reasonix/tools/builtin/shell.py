@@ -25,7 +25,6 @@ import contextlib
 import fnmatch
 import hashlib
 import os
-import re
 import secrets
 import shutil
 import signal
@@ -36,6 +35,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from reasonix.safety.checkpoints import CHECKPOINTS_KEY, CheckpointManager
+from reasonix.terminal_text import strip_escape_sequences
 from reasonix.tools.builtin.files import builtin_tool
 from reasonix.tools.registry import Effect, Tool, ToolContext, ToolResult
 
@@ -56,7 +56,6 @@ _QUIET_ENV = {
     "GIT_EDITOR": "true",
     "NO_COLOR": "1",
 }
-_ANSI = re.compile(rb"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
 _READ_CHUNK = 65536
 
 
@@ -139,7 +138,7 @@ class _CappedOutput:
 
 
 def _clean(data: bytes) -> str:
-    return _ANSI.sub(b"", data).decode("utf-8", "replace")
+    return strip_escape_sequences(data.decode("utf-8", "replace"))
 
 
 class ShellTool:
