@@ -16,6 +16,12 @@ from tests.test_cli_support import Project, json_lines, project
 __all__ = ["project"]
 
 
+def add_user_config(project: Project, text: str) -> None:
+    """Add ``text`` to the user's config.toml (which also says the project folder is trusted)."""
+    path = project.config_dir / "config.toml"
+    path.write_text((path.read_text() if path.exists() else "") + "\n" + text)
+
+
 def without_sdk(project: Project, tmp_path: Path) -> dict[str, str]:
     shim = tmp_path / "shim"
     for name in ("mcp", "mcp_types"):
@@ -28,9 +34,10 @@ def without_sdk(project: Project, tmp_path: Path) -> dict[str, str]:
 
 
 def configure_server(project: Project) -> None:
-    (project.config_dir / "config.toml").write_text(
+    add_user_config(
+        project,
         f'[[mcp.servers]]\nname = "time"\ncommand = {json.dumps(sys.executable)}\n'
-        'args = ["-c", "pass"]\n'
+        'args = ["-c", "pass"]\n',
     )
 
 

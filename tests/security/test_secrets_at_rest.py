@@ -37,6 +37,12 @@ KEY_VAR = "LLM_ACCESS"  # our provider's key variable: a name no pattern would c
 SHORT = "abc123"  # under the minimum length: never treated as a secret
 
 
+def add_user_config(project: Project, text: str) -> None:
+    """Add ``text`` to the user's config.toml (which also says the project folder is trusted)."""
+    path = project.config_dir / "config.toml"
+    path.write_text((path.read_text() if path.exists() else "") + "\n" + text)
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Iterator[Project]:
     root = tmp_path / "proj"
@@ -47,6 +53,7 @@ def project(tmp_path: Path) -> Iterator[Project]:
         (root / "reasonix.toml").write_text(
             fake_project_toml(ex.base_url, pl.base_url, key_env=KEY_VAR, max_steps=12)
         )
+        add_user_config(p, f"[trust]\nfolders = [{json.dumps(str(root))}]\n")
         yield p
 
 
@@ -155,9 +162,10 @@ def test_store_folder_and_files_are_private(project: Project) -> None:
     os.chmod(project.data, 0o755)
     server = project.root / "srv.py"
     server.write_text("import sys\nsys.stderr.write('boom\\n')\nsys.exit(1)\n")
-    (project.config_dir / "config.toml").write_text(
+    add_user_config(
+        project,
         f'[[mcp.servers]]\nname = "srv"\ncommand = {json.dumps(sys.executable)}\n'
-        f"args = [{json.dumps(str(server))}]\n"
+        f"args = [{json.dumps(str(server))}]\n",
     )
     project.ex.push(
         Reply.call("write_file", {"path": "made.txt", "content": "hello\n"}), Reply.text("ok")

@@ -29,6 +29,13 @@ from tests.test_cli_support import Project, json_lines, project
 
 __all__ = ["project"]
 
+
+def add_user_config(project: Project, text: str) -> None:
+    """Add ``text`` to the user's config.toml (which also says the project folder is trusted)."""
+    path = project.config_dir / "config.toml"
+    path.write_text((path.read_text() if path.exists() else "") + "\n" + text)
+
+
 #: one payload per sequence class a terminal acts on
 PAYLOADS: Mapping[str, str] = {
     "csi": "\x1b[7331q\x1b[2J",
@@ -184,9 +191,10 @@ def test_bad_config_value_in_the_error(project: Project) -> None:
 def test_mcp_server_stderr_in_doctor(project: Project) -> None:
     server = project.root / "noisy_server.py"
     server.write_text(f"import sys\nsys.stderr.write({ALL!r})\nsys.exit(3)\n")
-    (project.config_dir / "config.toml").write_text(
+    add_user_config(
+        project,
         f'[[mcp.servers]]\nname = "noisy"\ncommand = {json.dumps(sys.executable)}\n'
-        f"args = [{json.dumps(str(server))}]\n"
+        f"args = [{json.dumps(str(server))}]\n",
     )
     code, out, err = run_bytes(project, "doctor")
     assert code in (0, 1), err
