@@ -5,9 +5,11 @@ from its signature, and flags (``read_only``, ``destructive``). Schemas are cano
 sorted when serialised and tools keep a fixed (sorted by name) order, so the bytes the model sees
 never change within a session.
 
-``ToolRegistry.execute`` never raises for the model's mistakes: broken JSON, a schema mismatch, an
-unknown tool, a refused permission, a timeout or an exception inside the tool each become a
-``ToolResult`` with ``is_error=True`` whose text tells the model what went wrong.
+``ToolRegistry.execute`` never raises for the model's mistakes: broken JSON, arguments over the
+size or nesting limits, a schema mismatch, an unknown tool, a refused permission, a timeout or an
+exception inside the tool each become a ``ToolResult`` with ``is_error=True`` whose text tells
+the model what went wrong. The registry carries the :class:`~reasonix.tools.limits.ToolLimits`
+of its host and bounds how many calls run at once.
 
 The module runs past 500 lines on purpose: the schema made from a signature, the validation of
 the model's arguments against it and the coercion into the callable's types must agree exactly,
