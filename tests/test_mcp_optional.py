@@ -60,6 +60,7 @@ def test_missing_sdk_is_a_notice_and_the_turn_runs(project: Project, tmp_path: P
     proc = project.run("run", "hello", env=env)
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr and proc.stdout.strip() == "text mode too"
+    assert "MCP servers not started (time)" in proc.stderr
 
 
 def test_control_the_shim_does_break_the_sdk(project: Project, tmp_path: Path) -> None:

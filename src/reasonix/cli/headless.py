@@ -36,7 +36,7 @@ from reasonix.cli.commands import (
 )
 from reasonix.control.plan import Plan
 from reasonix.errors import ReasonixError
-from reasonix.events import JsonLinesSink, NoticeEvent, NullSink, Sink
+from reasonix.events import ErrorEvent, Event, JsonLinesSink, NoticeEvent, NullSink, Sink
 from reasonix.redaction import redact, redact_json_text
 from reasonix.safety.permissions import ApprovalAnswer, ApprovalRequest
 from reasonix.terminal_text import json_text_for_terminal, terminal_safe
@@ -79,6 +79,17 @@ class SafeJsonStream:
 def shown(text: str) -> str:
     """Text for the terminal: known secrets redacted, escape sequences made harmless."""
     return terminal_safe(redact(text))
+
+
+class StderrNotices:
+    """Text mode's sink: notices (a missing MCP SDK, a capped step) and MCP server failures go
+    to stderr as they happen; everything else is the answer, printed at the end."""
+
+    def emit(self, event: Event) -> None:
+        if isinstance(event, NoticeEvent):
+            print(f"reasonix: note: {shown(event.message)}", file=sys.stderr, flush=True)
+        elif isinstance(event, ErrorEvent) and event.role == "mcp":
+            print(f"reasonix: {shown(event.message)}", file=sys.stderr, flush=True)
 
 
 def exit_code(outcome: TurnOutcome) -> int:
@@ -170,8 +181,10 @@ async def _run(
 ) -> int:
     fmt = args.output_format
     out = SafeJsonStream(sys.stdout)
-    sink: Sink = JsonLinesSink(out) if fmt == "stream-json" else NullSink()  # type: ignore[arg-type]
-    if notice:
+    sink: Sink = StderrNotices() if fmt == "text" else NullSink()
+    if fmt == "stream-json":
+        sink = JsonLinesSink(out)  # type: ignore[arg-type]
+    if notice and fmt == "stream-json":  # text mode printed it already
         sink.emit(NoticeEvent("config", "project_config_ignored", notice))
     try:
         session = await AgentSession.open(
