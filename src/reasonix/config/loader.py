@@ -332,6 +332,17 @@ def _merge(layers: list[_Layer], trust: TrustDecision) -> _Merged:
                         merged.ignore(layer, f"{dotted} = {_shown(value)}")
                         continue
                     previous = merged.values.get(dotted)
+                    if rule == "add" and isinstance(value, list):
+                        # A "!pattern" in a deny list re-allows what came before it (gitignore
+                        # style), so from a project it would loosen, not add: left out.
+                        negations = [v for v in value if isinstance(v, str) and v.startswith("!")]
+                        if negations:
+                            merged.ignore(
+                                layer,
+                                f"{dotted} += {_shown(negations)} (a project may only add "
+                                "protections, not lift them)",
+                            )
+                            value = [v for v in value if v not in negations]
                     if rule == "add" and isinstance(previous, list):
                         value = previous + [v for v in value if v not in previous]
                     elif rule == "lower" and not _lowers(previous, value):

@@ -74,26 +74,27 @@ def project_files(project_dir: Path) -> list[Path]:
 
 def fingerprint(project_dir: Path) -> str:
     """SHA-256 over the project files' names and contents (a symlink hashes as its target
-    path, so re-pointing it changes the hash; anything but a regular file hashes as its kind,
-    so a FIFO cannot stall start-up). At most :data:`_MAX_HASHED_BYTES` are read in all."""
+    path and the content it leads to, so re-pointing it or changing its target changes the
+    hash; anything but a regular file hashes as its kind, opened without blocking, so a FIFO
+    cannot stall start-up). At most :data:`_MAX_HASHED_BYTES` are read in all."""
     digest = hashlib.sha256()
     budget = _MAX_HASHED_BYTES
     for path in project_files(project_dir):
         digest.update(str(path.relative_to(project_dir)).encode() + b"\0")
         try:
-            mode = os.lstat(path).st_mode
-            if stat.S_ISLNK(mode):
+            if stat.S_ISLNK(os.lstat(path).st_mode):
                 digest.update(b"link:" + os.readlink(path).encode())
-            elif not stat.S_ISREG(mode):
-                digest.update(f"kind:{stat.S_IFMT(mode)}".encode())
-            else:
-                flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
-                fd = os.open(path, flags)
-                with os.fdopen(fd, "rb") as fh:
-                    size = os.fstat(fd).st_size
+            # What the loader reads, through any symlink: re-pointing a link changes the hash,
+            # and so does changing the file it points to (``reasonix.toml -> conf/r.toml``).
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+            with os.fdopen(fd, "rb") as fh:
+                info = os.fstat(fd)
+                if not stat.S_ISREG(info.st_mode):
+                    digest.update(f"kind:{stat.S_IFMT(info.st_mode)}".encode())
+                else:
                     data = fh.read(max(budget, 0))
-                budget -= len(data)
-                digest.update(f"size:{size}:".encode() + data)
+                    budget -= len(data)
+                    digest.update(f"size:{info.st_size}:".encode() + data)
         except OSError as exc:
             digest.update(f"unreadable:{exc.errno}".encode())
         digest.update(b"\0")
