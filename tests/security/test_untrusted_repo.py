@@ -421,9 +421,11 @@ def test_subprocesses_get_no_secrets_and_the_agent_holds_no_key_in_its_environme
         assert name not in seen["env"], name
     assert seen["env"]["HOME"] == str(hostile.home)  # the allowlist still passes the basics
     # The MCP server's parent is the agent process: after start-up its environ has no key.
-    assert seen["parent_environ"], "could not read the agent's /proc environ"
+    # Holding keys, the agent is also non-dumpable, so an ordinary user's child cannot read its
+    # /proc environ at all (test_attack_secrets.py); one with CAP_SYS_PTRACE (root) still can.
     assert DEEPSEEK_KEY not in seen["parent_environ"]
-    assert "HOME=" in seen["parent_environ"]
+    if seen["parent_environ"]:
+        assert "HOME=" in seen["parent_environ"]
     assert hostile.user.requests[0].headers.get("authorization") == f"Bearer {DEEPSEEK_KEY}"
 
     # Control: `reasonix doctor` keeps its environment as it was started (it runs no model

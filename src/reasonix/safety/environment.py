@@ -38,6 +38,7 @@ This module imports nothing heavy; only :func:`take_from_environment` touches ``
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import os
 import sys
@@ -192,7 +193,24 @@ def take_from_environment(names: Iterable[str]) -> dict[str, str]:
             taken[name] = value
     if taken and sys.platform.startswith("linux"):
         _blank_initial_environment(taken)
+        _forbid_memory_reads()
     return taken
+
+
+_PR_SET_DUMPABLE = 4
+
+
+def _forbid_memory_reads() -> None:
+    """Mark this process non-dumpable, so the keys it now holds only in memory cannot be read
+    by another process of the same user (``/proc/<pid>/mem``, ``ptrace``, ``/proc/<pid>/environ``:
+    an unconfined command reading its parent), nor written to a core dump. A process with
+    ``CAP_SYS_PTRACE`` (root, usually) still can: only confinement (a PID namespace) stops that.
+    Children are unaffected: the flag resets when they run a program. Best effort."""
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
 def _blank_initial_environment(taken: Mapping[str, str]) -> None:
