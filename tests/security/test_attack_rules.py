@@ -1,0 +1,138 @@
+"""Permission-rule attacks through the real CLI that still work: recorded as strict xfails.
+
+- Allow rules covering side effects: ``bash(tar -tf *)`` (list an archive) runs a command via
+  ``--checkpoint-action=exec=``; ``bash(git status*)`` runs the ``core.fsmonitor`` command of a
+  planted ``.git/config`` (a repository from an archive).
+- Deny rules bypassed: ``bash(rm *)`` does not stop ``tar --checkpoint-action=exec='rm ...'`` nor
+  bash's ``mapfile -C 'rm ...'`` callback.
+
+Each test's control runs the same command approved (``--yes``, no deny rule) and sees the effect,
+so the probe can see a success. Pattern rules are a guard rail (README); these are recorded so the
+day they are covered the strict marker turns red and is removed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from reasonix.testing import FakeDeepSeekServer, Reply
+from reasonix.testing.project import fake_project_toml
+
+KEY_ENV = "REASONIX_FAKE_KEY"
+TAR_EXEC = "tar -tf a.tar --checkpoint=1 --checkpoint-action=exec='touch PWNED'"
+TAR_RM = "tar -cf /dev/null README --checkpoint=1 --checkpoint-action=exec='rm victim'"
+MAPFILE_RM = "mapfile -C 'rm victim' -c 1 < README"
+
+
+@dataclass
+class Lab:
+    root: Path
+    cfg: Path
+    data: Path
+    ex: FakeDeepSeekServer
+    pl: FakeDeepSeekServer
+
+    def user_config(self, permissions: str) -> None:
+        text = fake_project_toml(self.ex.base_url, self.pl.base_url, key_env=KEY_ENV, max_steps=5)
+        trust = f"\n[trust]\nfolders = [{json.dumps(str(self.root))}]\n"
+        (self.cfg / "config.toml").write_text(text + trust + f"\n[permissions]\n{permissions}\n")
+
+    def bash(self, command: str, *flags: str) -> subprocess.CompletedProcess[str]:
+        self.ex.push(Reply.call("bash", {"command": command}), Reply.text("done"))
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(self.root.parent / "home"),
+            "LANG": "C.UTF-8",
+            "REASONIX_CONFIG_DIR": str(self.cfg),
+            "REASONIX_DATA_DIR": str(self.data),
+            "NO_COLOR": "1",
+            KEY_ENV: "sk-test",
+        }
+        return subprocess.run(
+            [sys.executable, "-m", "reasonix", "run", *flags, "--no-planner"]
+            + ["--output-format", "json", "go"],
+            cwd=self.root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+
+@pytest.fixture
+def lab(tmp_path: Path) -> Iterator[Lab]:
+    root = tmp_path / "repo"
+    root.mkdir()
+    for name in ("cfg", "data", "home"):
+        (tmp_path / name).mkdir()
+    (root / "README").write_text("hello\n")
+    (root / "victim").write_text("keep me\n")
+    subprocess.run(["tar", "-cf", str(root / "a.tar"), "-C", str(root), "README"], check=True)
+    with FakeDeepSeekServer() as ex, FakeDeepSeekServer() as pl:
+        yield Lab(root, tmp_path / "cfg", tmp_path / "data", ex, pl)
+
+
+def _plant_fsmonitor(root: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    with (root / ".git" / "config").open("a") as fh:
+        fh.write("[core]\n\tfsmonitor = touch PWNED #\n")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="allow rules do not know tar's --checkpoint-action=exec= (it runs a command)",
+)
+def test_tar_list_allow_rule_does_not_cover_checkpoint_exec(lab: Lab) -> None:
+    lab.user_config('allow = ["bash(tar -tf *)"]')
+    lab.bash(TAR_EXEC)
+    assert not (lab.root / "PWNED").exists()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="an allowed git command reads the repository's own .git/config; core.fsmonitor "
+    "(and diff.external, core.pager) run what it names, and rules cannot see that file",
+)
+def test_git_status_allow_rule_does_not_run_a_planted_fsmonitor(lab: Lab) -> None:
+    _plant_fsmonitor(lab.root)
+    lab.user_config('allow = ["bash(git status*)"]')
+    lab.bash("git status")
+    assert not (lab.root / "PWNED").exists()
+
+
+@pytest.mark.parametrize("command", [TAR_EXEC, "git status"])
+def test_control_the_same_commands_approved_do_run(lab: Lab, command: str) -> None:
+    if command.startswith("git"):
+        _plant_fsmonitor(lab.root)
+    lab.user_config("")
+    proc = lab.bash(command, "--yes")
+    assert proc.returncode == 0, proc.stderr
+    assert (lab.root / "PWNED").exists(), "the probe cannot see the command run"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="deny rules do not look inside tar --checkpoint-action=exec= or mapfile -C callbacks",
+)
+@pytest.mark.parametrize("command", [TAR_RM, MAPFILE_RM])
+def test_rm_deny_rule_is_not_bypassed(lab: Lab, command: str) -> None:
+    lab.user_config('deny = ["bash(rm *)"]')
+    lab.bash(command, "--yes")
+    assert (lab.root / "victim").exists()
+
+
+@pytest.mark.parametrize("command", [TAR_RM, MAPFILE_RM])
+def test_control_without_the_deny_rule_the_file_goes(lab: Lab, command: str) -> None:
+    lab.user_config("")
+    proc = lab.bash(command, "--yes")
+    assert proc.returncode == 0, proc.stderr
+    assert not (lab.root / "victim").exists(), "the probe cannot see the rm run"
