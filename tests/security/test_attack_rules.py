@@ -30,6 +30,7 @@ KEY_ENV = "REASONIX_FAKE_KEY"
 TAR_EXEC = "tar -tf a.tar --checkpoint=1 --checkpoint-action=exec='touch PWNED'"
 TAR_RM = "tar -cf /dev/null README --checkpoint=1 --checkpoint-action=exec='rm victim'"
 MAPFILE_RM = "mapfile -C 'rm victim' -c 1 < README"
+HEADLESS = ("--no-planner", "--output-format", "json")
 
 
 @dataclass
@@ -57,8 +58,7 @@ class Lab:
             KEY_ENV: "sk-test",
         }
         return subprocess.run(
-            [sys.executable, "-m", "reasonix", "run", *flags, "--no-planner"]
-            + ["--output-format", "json", "go"],
+            [sys.executable, "-m", "reasonix", "run", *flags, *HEADLESS, "go"],
             cwd=self.root,
             env=env,
             capture_output=True,

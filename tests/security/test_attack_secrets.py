@@ -30,6 +30,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="re
 
 KEY_ENV = "REASONIX_FAKE_KEY"
 KEY = "sk-agent-memory-5e1f0c9a7b"
+FLAGS = ("--trust", "--yes", "--no-planner", "--output-format", "json")
 
 # Searches every readable mapping of its parent for "Bearer sk-" (built at run time, so the
 # command line itself holds no copy) and prints what follows.
@@ -95,8 +96,7 @@ def test_bash_cannot_read_the_key_from_the_agents_memory(tmp_path: Path) -> None
         command = f"{sys.executable} {probe} Bearer"
         ex.push(Reply.call("bash", {"command": command}), Reply.text("done"))
         proc = subprocess.run(
-            [*_without_ptrace(), sys.executable, "-m", "reasonix", "run", "--trust", "--yes"]
-            + ["--no-planner", "--output-format", "json", "look around"],
+            [*_without_ptrace(), sys.executable, "-m", "reasonix", "run", *FLAGS, "look around"],
             cwd=root,
             env=_env(tmp_path),
             capture_output=True,
