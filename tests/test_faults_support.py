@@ -90,14 +90,35 @@ def succeeded(request: RecordedRequest) -> bool:
     return request.status == 200 and harmless
 
 
+def reported_transient(request: RecordedRequest) -> bool:
+    """The server finished with ``aborted`` / ``insufficient_system_resource``: a failed
+    attempt, but its usage arrived on the finishing chunk (it may have been billed), so the
+    client accounts it."""
+    reply = request.reply
+    if reply is None or request.status != 200 or request.usage is None:
+        return False
+    fault = reply.fault
+    if fault is not None and (fault.stall_seconds > 0 or fault.cut_after_bytes is not None):
+        return False
+    transient = reply.finish_reason in ("aborted", "insufficient_system_resource")
+    return transient or (fault is not None and fault.insufficient_resource)
+
+
 def accounting_problems(
     events: Iterable[Event],
     requests: Iterable[RecordedRequest],
     also_reported: Iterable[Usage] = (),
 ) -> str:
     """Cost accounting is exact when the usage events add up to the usage the servers reported
-    for the requests that succeeded (see :func:`succeeded`; a test adds
+    for the requests that succeeded (see :func:`succeeded`) or finished with a transient reason
+    (see :func:`reported_transient`; a test adds
     ``also_reported`` for a faulted request whose usage chunk it knows got through)."""
     charged = usage_sum(e.usage for e in events if isinstance(e, UsageEvent))
-    reported = usage_sum([*(r.usage for r in requests if succeeded(r)), *also_reported])
+    requests = list(requests)
+    reported = usage_sum(
+        [
+            *(r.usage for r in requests if succeeded(r) or reported_transient(r)),
+            *also_reported,
+        ]
+    )
     return "" if charged == reported else f"charged {charged} but servers reported {reported}"

@@ -412,7 +412,7 @@ def streaming(*steps: bytes | float | Exception) -> Callable[[httpx.Request], ht
     return lambda _req: httpx.Response(200, stream=ScriptedStream(*steps))
 
 
-async def test_break_after_output_is_raised_not_retried() -> None:
+async def test_break_after_output_is_retried_and_retracted() -> None:
     call_start = delta_chunk(
         {
             "tool_calls": [
@@ -427,12 +427,28 @@ async def test_break_after_output_is_raised_not_retried() -> None:
     )
     rec = Recorder(streaming(sse(call_start, done=False), httpx.ReadError("reset")), ok())
     async with mock_provider(rec) as p:
+        events = await collect(p, request("hi"))
+    (retry,) = [e for e in events if isinstance(e, StreamRetry)]
+    assert retry.retract and "reset" in retry.reason
+    assert retry.partial_chars == len("write") + len('{"path": "a')
+    before = events[: events.index(retry)]
+    assert any(isinstance(e, ToolCallStarted) for e in before)
+    # the half-streamed call was never reported complete; the retry's answer is
+    assert not any(isinstance(e, ToolCallComplete) for e in events)
+    assert finished(events).message.content == "Hello"
+    assert len(rec.requests) == 2
+
+
+async def test_break_after_output_past_the_retry_budget_is_raised() -> None:
+    role_text = delta_chunk({"content": "Hel"})
+    rec = Recorder(
+        *(streaming(sse(role_text, done=False), httpx.ReadError("reset")) for _ in range(3))
+    )
+    async with mock_provider(rec, max_retries=2) as p:
         events, error = await collect_error(p, request("hi"))
     assert isinstance(error, StreamCutError)
-    assert "reset" in str(error)
-    assert any(isinstance(e, ToolCallStarted) for e in events)
-    assert not any(isinstance(e, ToolCallComplete | StreamFinished | StreamRetry) for e in events)
-    assert len(rec.requests) == 1
+    assert [e.retract for e in events if isinstance(e, StreamRetry)] == [True, True]
+    assert len(rec.requests) == 3
 
 
 async def test_break_before_output_is_retried() -> None:
@@ -724,7 +740,7 @@ async def test_loopback_cut_stream_after_output_never_completes_the_call() -> No
     reply = Reply(
         tool_calls=Reply.call("write_file", big).tool_calls, fault=Fault(cut_after_bytes=1500)
     )
-    async with loopback(reply) as (srv, p):
+    async with loopback(reply, max_retries=0) as (srv, p):
         events, error = await collect_error(p, request("write it", thinking=False))
     assert isinstance(error, StreamCutError)
     assert any(isinstance(e, ToolCallStarted) for e in events)
@@ -769,9 +785,24 @@ async def test_loopback_insufficient_system_resource_is_retried() -> None:
     assert finished(events).message.content == "capacity back"
 
 
-async def test_loopback_insufficient_resource_after_output_is_raised() -> None:
+@pytest.mark.parametrize("reason", ["insufficient_system_resource", "aborted"])
+async def test_loopback_transient_finish_after_output_is_retried_and_retracted(
+    reason: str,
+) -> None:
+    busy = Reply(content="partial answer", finish_reason=reason)
+    async with loopback(busy, Reply.text("whole answer")) as (srv, p):
+        events = await collect(p, request("hi", thinking=False))
+    (retry,) = [e for e in events if isinstance(e, StreamRetry)]
+    assert retry.retract and reason in retry.reason
+    # the broken attempt's usage arrived on its finishing chunk: it is reported, not dropped
+    assert retry.billed is not None and retry.billed == srv.requests[0].usage
+    assert finished(events).message.content == "whole answer"
+    assert len(srv.requests) == 2
+
+
+async def test_loopback_transient_finish_past_the_budget_is_raised() -> None:
     busy = Reply(content="partial answer", fault=Fault(insufficient_resource=True))
-    async with loopback(busy, Reply.text("unused")) as (srv, p):
+    async with loopback(busy, max_retries=0) as (srv, p):
         events, error = await collect_error(p, request("hi", thinking=False))
     assert isinstance(error, TransientFinishError)
     assert text_of(events, TextDelta) == "partial answer"

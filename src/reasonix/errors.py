@@ -26,7 +26,8 @@
                                        a turn while another runs, a closed session)
 
 Foreign exceptions (httpx, json, sqlite3) are converted at the boundary where they happen.
-``retryable`` marks what the provider layer retries (only before output reached the caller).
+``retryable`` marks what the provider layer retries (before or after output reached the caller;
+after, the caller is told to retract the partial output).
 """
 
 from __future__ import annotations
@@ -104,7 +105,8 @@ class ProviderConnectionError(ProviderError):
 
 
 class StreamError(ProviderError):
-    """The stream broke after it started. Retried only if nothing reached the caller yet."""
+    """The stream broke after it started (cut, stalled, malformed). Retried like a failure
+    before the first token; the caller is told to retract what it showed of the attempt."""
 
     retryable = True
 
@@ -122,7 +124,16 @@ class MalformedChunkError(StreamError):
 
 
 class TransientFinishError(ProviderError):
+    """The server finished with ``aborted`` or ``insufficient_system_resource``: the answer is
+    incomplete and the request can be retried. ``usage`` is what the server reported for the
+    broken attempt (it may have been billed), when it did."""
+
     retryable = True
+
+    def __init__(self, message: str, *, finish_reason: str = "", usage: object = None) -> None:
+        super().__init__(message)
+        self.finish_reason = finish_reason
+        self.usage = usage
 
 
 class ToolDefinitionError(ReasonixError):

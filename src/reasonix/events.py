@@ -116,6 +116,21 @@ class RetryEvent(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class OutputRetracted(Event):
+    """The answer being streamed broke off after output was shown (cut, stalled, aborted) and
+    is being retried from the start: a frontend discards (or marks as void) the text and
+    reasoning it showed since the turn's last model request began. ``partial_chars`` is how much
+    output is withdrawn; ``billed`` is the usage the server reported for the broken attempt,
+    None when it reported none (a cut stream's output may still have been billed)."""
+
+    kind: ClassVar[str] = "output_retracted"
+    attempt: int
+    reason: str
+    partial_chars: int = 0
+    billed: Usage | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class UsageEvent(Event):
     """One request's usage, stamped with who spent it and what it cost (USD)."""
 

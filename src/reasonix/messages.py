@@ -299,11 +299,20 @@ class UsageReported:
 
 @dataclass(frozen=True, slots=True)
 class StreamRetry:
-    """The provider is about to retry the request (no output had reached the caller yet)."""
+    """The provider is about to retry the request.
+
+    ``retract`` is True when output of the failed attempt had already reached the caller: it
+    must discard that partial output (the retry starts the answer afresh). ``partial_chars``
+    counts the characters of that output; ``billed`` is the usage the server reported for the
+    failed attempt (it may have been billed), None when it reported none.
+    """
 
     attempt: int
     delay: float
     reason: str
+    retract: bool = False
+    partial_chars: int = 0
+    billed: Usage | None = None
 
 
 @dataclass(frozen=True, slots=True)

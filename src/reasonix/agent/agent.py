@@ -32,6 +32,7 @@ from reasonix.events import (
     ErrorEvent,
     NoticeEvent,
     NullSink,
+    OutputRetracted,
     ReasoningDeltaEvent,
     RetryEvent,
     Sink,
@@ -79,7 +80,25 @@ INTERRUPTED_CALL = "interrupted: the run was cancelled before this tool call fin
 INTERRUPTED_TURN = "[interrupted before the assistant answered]"
 
 
-StopReason = Literal["done", "step_limit", "cancelled", "error", "paused", "length"]
+StopReason = Literal[
+    "done", "step_limit", "cancelled", "error", "paused", "length", "content_filter"
+]
+
+CONTENT_FILTERED = (
+    "The answer was stopped by the provider's content filter (finish_reason content_filter); "
+    "nothing more of it will come. Rephrase the request or leave out the content that "
+    "triggered the filter."
+)
+LENGTH_CUT_TEXT = (
+    "The answer was cut at the output limit (finish_reason length); it is kept as it is. "
+    "Raise max_tokens for the role (e.g. [executor] max_tokens) or ask for a shorter answer."
+)
+LENGTH_CUT_CALLS = (
+    "[host] Your previous output was cut at the output limit (finish_reason length) while you "
+    "were writing tool calls ({names}), so none of them was run: their arguments are "
+    "incomplete. Work in smaller pieces: write a large file in several smaller edits or "
+    "appends, one tool call at a time, and keep each call's arguments short."
+)
 
 
 class AgentHooks(Protocol):
@@ -280,18 +299,31 @@ class Agent:
                 steps += 1
                 await self._maybe_compact()
                 finished = await self._request()
+                assistant = finished.message
+                if finished.finish_reason == "content_filter":
+                    # Final and not a success; a call in a filtered answer is never run.
+                    self.session.add(_without_calls(assistant))
+                    reason, final_text = "content_filter", CONTENT_FILTERED
+                    self.sink.emit(NoticeEvent(self.role, "content_filter", CONTENT_FILTERED))
+                    break
+                if finished.finish_reason == "length" and assistant.tool_calls:
+                    # The calls' arguments were cut: never run them. The model is told, in a
+                    # valid sequence (its answer without the calls, then a host note), and
+                    # gets another step to work in smaller pieces.
+                    names = ", ".join(c.name for c in assistant.tool_calls)
+                    self.session.add(_without_calls(assistant))
+                    note = LENGTH_CUT_CALLS.format(names=names)
+                    self.session.add(UserMessage(note))
+                    self.sink.emit(NoticeEvent(self.role, "length_tool_calls", note))
+                    continue
                 # Shaped once, on entry: the bounded form is what is stored and sent back.
-                assistant, refused = bound_response(finished.message, self.tools.limits)
+                assistant, refused = bound_response(assistant, self.tools.limits)
                 self.session.add(assistant)
                 if not assistant.tool_calls:
                     final_text = assistant.content
                     if finished.finish_reason == "length":
                         reason = "length"
-                        self.sink.emit(
-                            NoticeEvent(
-                                self.role, "length", "The answer was cut at the output limit."
-                            )
-                        )
+                        self.sink.emit(NoticeEvent(self.role, "length", LENGTH_CUT_TEXT))
                     break
                 before = self.ledger.signature()
                 results = await self._execute_calls(assistant.tool_calls, refused)
@@ -383,6 +415,19 @@ class Agent:
             elif isinstance(event, ReasoningDelta):
                 self.sink.emit(ReasoningDeltaEvent(self.role, event.text))
             elif isinstance(event, StreamRetry):
+                if event.retract:
+                    self.sink.emit(
+                        OutputRetracted(
+                            self.role,
+                            event.attempt,
+                            event.reason,
+                            event.partial_chars,
+                            event.billed,
+                        )
+                    )
+                if event.billed is not None:
+                    # A broken attempt the server reported usage for: it may have been billed.
+                    self.account_usage(request.model or self.provider.model, event.billed)
                 self.sink.emit(RetryEvent(self.role, event.attempt, event.delay, event.reason))
             elif isinstance(event, StreamFinished):
                 finished = event
@@ -509,6 +554,11 @@ class Agent:
             # at a time, so nothing else is in flight.
             self._recent_calls = [k for k in self._recent_calls if k == key]
         return result
+
+
+def _without_calls(message: AssistantMessage) -> AssistantMessage:
+    """The answer as stored when its tool calls must not run (cut or filtered)."""
+    return AssistantMessage(message.content, message.reasoning_content or "")
 
 
 def _normalise_args(arguments: str) -> str:

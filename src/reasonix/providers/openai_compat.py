@@ -35,10 +35,10 @@ from reasonix.errors import (
     StreamIdleTimeout,
     UnknownModelError,
 )
-from reasonix.messages import ModelRequest, StreamEvent, StreamRetry
+from reasonix.messages import ModelRequest, StreamEvent, StreamRetry, Usage
 from reasonix.providers.base import Provider
 from reasonix.providers.models import ModelInfo, get_model_info
-from reasonix.providers.sse import SSEDecoder, StreamAssembler, is_output_event
+from reasonix.providers.sse import SSEDecoder, StreamAssembler, is_output_event, output_chars
 
 __all__ = ["RETRY_STATUSES", "OpenAICompatProvider", "build_request_body", "encode_body"]
 
@@ -157,11 +157,12 @@ class OpenAICompatProvider:
     watchdog: no bytes at all (keep-alive comments count) for that long ends the attempt with
     :class:`~reasonix.errors.StreamIdleTimeout`.
 
-    Failed attempts are retried (429/500/502/503/504, connection errors, broken streams,
-    ``insufficient_system_resource``) with exponential backoff and full jitter, at most
-    ``max_retries`` times and only while no text, reasoning or tool-call event has reached the
-    caller; a :class:`~reasonix.messages.StreamRetry` event announces each retry. Use it as an
-    async context manager or call :meth:`aclose` to release connections.
+    Failed attempts are retried (429/500/502/503/504, connection errors, streams cut, stalled
+    past the idle watchdog or malformed, ``aborted`` and ``insufficient_system_resource``
+    finishes) with exponential backoff and full jitter, at most ``max_retries`` times, whether or
+    not output had reached the caller; a :class:`~reasonix.messages.StreamRetry` event announces
+    each retry, with ``retract=True`` when the caller must discard the partial output it got.
+    Use it as an async context manager or call :meth:`aclose` to release connections.
     """
 
     def __init__(
@@ -240,24 +241,36 @@ class OpenAICompatProvider:
         attempt = 0
         while True:
             started = False
+            partial = 0
             failure: ProviderError
             wait_hint: float | None = None
             try:
                 async with aclosing(self._attempt(client, content, headers)) as events:
                     async for event in events:
-                        if not started and is_output_event(event):
+                        if is_output_event(event):
                             started = True
+                            partial += output_chars(event)
                         yield event
                 return
             except _RetryableStatus as wrapped:
                 failure, wait_hint = wrapped.error, wrapped.retry_after
             except ProviderError as exc:
                 failure = exc
-            if started or not failure.retryable or attempt >= self._max_retries:
+            # A break after output started is retried like one before it (same backoff, same
+            # budget): the retry event tells the caller to retract what it showed.
+            if not failure.retryable or attempt >= self._max_retries:
                 raise failure
             attempt += 1
             delay = self._backoff(attempt, wait_hint)
-            yield StreamRetry(attempt, delay, f"{type(failure).__name__}: {failure}")
+            billed = getattr(failure, "usage", None)
+            yield StreamRetry(
+                attempt,
+                delay,
+                f"{type(failure).__name__}: {failure}",
+                retract=started,
+                partial_chars=partial,
+                billed=billed if isinstance(billed, Usage) else None,
+            )
             await self._sleep(delay)
 
     # -- lifecycle ------------------------------------------------------------------------------

@@ -46,13 +46,20 @@ __all__ = [
     "SSEEvent",
     "StreamAssembler",
     "is_output_event",
+    "output_chars",
 ]
 
 #: The data of the event that ends an OpenAI-style stream.
 DONE = "[DONE]"
 
-#: DeepSeek's finish reason for "no capacity right now": transient, the request may be retried.
+#: DeepSeek's finish reasons for an incomplete answer that may be retried: no capacity right
+#: now, and "the generation process was interrupted".
 INSUFFICIENT_RESOURCE = "insufficient_system_resource"
+ABORTED = "aborted"
+TRANSIENT_FINISHES: dict[str, str] = {
+    INSUFFICIENT_RESOURCE: "no capacity right now",
+    ABORTED: "the generation process was interrupted",
+}
 
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 _BOM = b"\xef\xbb\xbf"
@@ -162,8 +169,20 @@ class SSEDecoder:
 
 
 def is_output_event(event: StreamEvent) -> bool:
-    """True for events that carry model output to the caller (after them a retry is unsafe)."""
+    """True for events that carry model output to the caller (a retry after them must tell
+    the caller to retract that output)."""
     return isinstance(event, TextDelta | ReasoningDelta | ToolCallStarted | ToolCallArgumentsDelta)
+
+
+def output_chars(event: StreamEvent) -> int:
+    """Characters of model output an event carries (0 for the others)."""
+    if isinstance(event, TextDelta | ReasoningDelta):
+        return len(event.text)
+    if isinstance(event, ToolCallArgumentsDelta):
+        return len(event.delta)
+    if isinstance(event, ToolCallStarted):
+        return len(event.name)
+    return 0
 
 
 @dataclass(slots=True)
@@ -258,10 +277,12 @@ class StreamAssembler:
                 self._delta(delta, out)
             reason = choice.get("finish_reason")
             if reason:
-                if reason == INSUFFICIENT_RESOURCE:
+                if reason in TRANSIENT_FINISHES:
                     raise TransientFinishError(
-                        "the server finished with 'insufficient_system_resource' "
-                        "(no capacity right now); the request can be retried"
+                        f"the server finished with {reason!r} ({TRANSIENT_FINISHES[reason]}); "
+                        "the answer is incomplete and the request can be retried",
+                        finish_reason=str(reason),
+                        usage=self.usage,
                     )
                 self.finish_reason = str(reason)
         return out
