@@ -131,6 +131,17 @@ class OutputRetracted(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class SessionRepaired(Event):
+    """A stored session was repaired on load so the server accepts it: a planned, one-time
+    break of the cached prefix (``repair`` names what was fixed, ``messages`` how many)."""
+
+    kind: ClassVar[str] = "session_repaired"
+    repair: str
+    messages: int
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class UsageEvent(Event):
     """One request's usage, stamped with who spent it and what it cost (USD)."""
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from reasonix.agent.agent import INTERRUPTED_CALL, INTERRUPTED_TURN
+from reasonix.agent.repair import repair_reasoning
 from reasonix.agent.session import Session
 from reasonix.errors import SessionStoreError
 from reasonix.events import Event, Sink
@@ -282,6 +283,8 @@ class SessionRecord:
         self.marks: list[TurnMark] = list(stored.marks)
         self.report = report
         self.sink: Sink = _SafeStoreSink(store, self.session_id, report)
+        #: repairs made on load (planned prefix breaks), for the façade to emit
+        self.repairs: list[Event] = []
 
     def follow(self, role: Role, session: Session, stored: list[Message]) -> None:
         """Mirror ``session`` into the store from now on (``stored`` is what the store holds
@@ -289,6 +292,7 @@ class SessionRecord:
         loaded = list(stored)
         _SessionMirror(self.store, self.session_id, role, loaded, self.report).attach(session)
         self._follow_rewrites(role, session)
+        self.repairs += filter(None, [repair_reasoning(session, role)])
         # Repairs are appends, so the prefix already sent stays byte-identical.
         for message in repair_messages(loaded):
             session.add(message)

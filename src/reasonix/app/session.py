@@ -269,6 +269,8 @@ class AgentSession:
             self._record.follow(
                 "planner", self._controller.planner.session, stored.messages["planner"]
             )
+        for repaired in self._record.repairs:
+            self._events.emit(repaired)
         self._resumed = len(self._controller.executor.session) > 0
         if stored.marks:
             # Continue the executor's turn numbering so new checkpoints do not collide.
