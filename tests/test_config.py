@@ -56,7 +56,7 @@ def error_of(dirs: tuple[Path, Path], text: str, where: str = "project") -> Conf
 def test_defaults_with_deepseek_key(dirs: tuple[Path, Path]) -> None:
     config = load(dirs)
     assert config.executor.provider == "deepseek"
-    assert config.executor.model == "deepseek-v4-flash"
+    assert config.executor.model == "deepseek-flash"
     assert config.executor.effort == "high"
     assert config.executor.thinking
     assert config.executor.max_steps == 50
@@ -79,7 +79,7 @@ def test_defaults_with_deepseek_key(dirs: tuple[Path, Path]) -> None:
 def test_defaults_without_key_still_load_and_explain(dirs: tuple[Path, Path]) -> None:
     project, user = dirs
     config = load_config(project, environ={"REASONIX_CONFIG_DIR": str(user)})
-    assert config.executor.model == "deepseek-v4-flash"
+    assert config.executor.model == "deepseek-flash"
     problems = check_credentials(config, {"DEEPSEEK_API_KEY": ""})
     assert len(problems) == 1  # one provider shared by both roles: one message
     assert "DEEPSEEK_API_KEY" in problems[0]
@@ -93,7 +93,7 @@ def test_credentials_ignore_keyless_local_provider(dirs: tuple[Path, Path]) -> N
         """
         [executor]
         provider = "local"
-        model = "deepseek-chat"
+        model = "deepseek-flash"
         [planner]
         enabled = false
         [[providers]]
@@ -313,7 +313,7 @@ def test_render_shows_values_and_sources(dirs: tuple[Path, Path]) -> None:
     assert "providers.deepseek.api_key = (NOT SET)" in text
     assert "env:DEEPSEEK_API_KEY" in text
     assert "sk-" not in "\n".join(render_config(config, KEY_ENV))
-    assert "models.deepseek-v4-pro.context_window = 1000000" in text
+    assert "models.deepseek-v4-pro.context_window = 1048576" in text
 
 
 # --- errors: file, line, key, what is valid ----------------------------------------------------

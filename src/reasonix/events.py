@@ -143,13 +143,15 @@ class SessionRepaired(Event):
 
 @dataclass(frozen=True, slots=True)
 class UsageEvent(Event):
-    """One request's usage, stamped with who spent it and what it cost (USD)."""
+    """One request's usage, stamped with who spent it and what it cost (USD, and CNY when the
+    model's CNY price list is known)."""
 
     kind: ClassVar[str] = "usage"
     source: UsageSource
     model: str
     usage: Usage
     cost: float
+    cost_cny: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

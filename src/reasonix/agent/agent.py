@@ -125,6 +125,8 @@ class AgentOptions:
     max_steps: int = 50
     usage_source: UsageSource = UsageSource.EXECUTOR
     prices: Prices | None = None
+    #: the same model's CNY price list, when known (``[ui] currency = "CNY"``)
+    prices_cny: Prices | None = None
     max_tool_output_chars: int = 32_000
     user_id: str | None = None
     workspace: Path = field(default_factory=Path.cwd)
@@ -445,11 +447,14 @@ class Agent:
         """Price one request's usage with this agent's model and emit the usage event."""
         usage = usage or Usage()
         prices = self.options.prices or self.provider.info.prices
-        cost = price_usage(usage, prices, datetime.now(UTC))
+        at = datetime.now(UTC)
+        cost = price_usage(usage, prices, at)
+        cny = self.options.prices_cny
+        cost_cny = price_usage(usage, cny, at) if cny is not None else None
         self.usage_total = self.usage_total + usage
         self.cost_total += cost
         src = source or self.options.usage_source
-        self.sink.emit(UsageEvent(self.role, src, model, usage, cost))
+        self.sink.emit(UsageEvent(self.role, src, model, usage, cost, cost_cny))
         return cost
 
     def _check_cache(self, shape: PrefixShape, usage: Usage) -> None:

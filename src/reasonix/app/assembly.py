@@ -35,6 +35,7 @@ from reasonix.errors import ConfigError
 from reasonix.events import NoticeEvent, Sink
 from reasonix.messages import ReasoningEffort
 from reasonix.providers.base import Provider
+from reasonix.providers.models import prices_in
 from reasonix.safety.checkpoints import CheckpointManager
 from reasonix.safety.permissions import Approver, PermissionEngine, PermissionRecord
 from reasonix.tools.limits import ToolLimits
@@ -210,6 +211,8 @@ def make_controller(
             reasoning_effort=effort,
             max_steps=max_steps,
             prices=config.model_info(role.model).prices,
+            prices_cny=prices_in("CNY", role.model, config.model_info(role.model).prices),
+            max_tokens=min(role.max_tokens, config.model_info(role.model).max_output),
             workspace=workspace,
             hooks=hooks,
         )

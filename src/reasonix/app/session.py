@@ -361,7 +361,7 @@ class AgentSession:
         """Per-role table for this run; plus the stored totals when resuming added earlier
         runs of the same session."""
         here = self.cost()
-        table = format_cost_table(here)
+        table = format_cost_table(here, self.config.ui.currency)
         children = self.subagents()
         if children:
             lines = []
@@ -376,8 +376,27 @@ class AgentSession:
         stored = self.store.usage_summary(self.session_id)
         if sum(t.requests for t in stored.values()) > sum(c.requests for c in here.values()):
             whole = {k: RoleCost(v.requests, v.usage, v.cost) for k, v in stored.items()}
-            table += "\n\nWhole session (all runs):\n" + format_cost_table(whole)
+            # the store keeps USD costs only
+            table += "\n\nWhole session (all runs, USD):\n" + format_cost_table(whole)
         return table
+
+    async def balance(self) -> str:
+        """``Balance: ...`` of each role's provider account (DeepSeek's ``GET /user/balance``),
+        one line per endpoint; one without a balance endpoint says so."""
+        from reasonix.providers.balance import Balance
+
+        lines: list[str] = []
+        seen: set[str] = set()
+        for provider in self._providers.values():
+            fetch = getattr(provider, "balance", None)
+            url = str(getattr(provider, "url", ""))
+            if fetch is None or url in seen:
+                continue
+            seen.add(url)
+            balance = await fetch()
+            text = balance.describe() if isinstance(balance, Balance) else f"({balance})"
+            lines.append(f"Balance: {text}")
+        return "\n".join(lines)
 
     def sessions(self, limit: int = 20) -> list[SessionInfo]:
         """This workspace's sessions, most recent first."""

@@ -105,6 +105,11 @@ def diagnose(
             checks.append(Check("ok", f"provider {pc.name}: {pc.api_key_env} is set"))
         elif not pc.api_key_env:
             checks.append(Check("info", f"provider {pc.name}: no API key needed"))
+    for role_name, role in roles:
+        if role.effort == "medium":
+            checks.append(
+                Check("info", f'{role_name}.effort = "medium" runs as "high" (DeepSeek\'s mapping)')
+            )
     checks += _endpoints(config, roles)
     checks += _folders(user_config_path().parent)
     checks.append(_snapshots(config))
@@ -121,6 +126,8 @@ def _endpoints(config: Config, roles: list[tuple[str, RoleConfig]]) -> list[Chec
         pc = config.provider_for(role)
         if pc.name not in listed:
             listed[pc.name] = _list_models(pc.base_url, pc.api_key(os.environ), pc.headers)
+            if pc.api_key(os.environ) or not pc.api_key_env:
+                checks.append(_balance(pc.name, pc.base_url, pc.api_key(os.environ), pc.headers))
         models = listed[pc.name]
         where = f"{role_name} endpoint {pc.base_url}"
         if models == _REFUSED and not pc.api_key(os.environ):
@@ -172,6 +179,22 @@ def _endpoints(config: Config, roles: list[tuple[str, RoleConfig]]) -> list[Chec
 _REFUSED = "the API key was refused (401)"
 
 
+def _balance(name: str, base_url: str, key: str | None, headers: Mapping[str, str]) -> Check:
+    """What ``GET /user/balance`` says (DeepSeek; other endpoints usually have none)."""
+    from reasonix.providers.balance import fetch_balance
+
+    balance = fetch_balance(base_url, key, headers)
+    if isinstance(balance, str):
+        return Check("info", f"provider {name}: balance not available ({balance})")
+    if not balance.available:
+        return Check(
+            "warn",
+            f"provider {name}: balance {balance.describe()}",
+            "top up the account (https://platform.deepseek.com/top_up) before running tasks",
+        )
+    return Check("ok", f"provider {name}: balance {balance.describe()}")
+
+
 def _list_models(
     base_url: str, key: str | None, headers: Mapping[str, str]
 ) -> set[str] | str | None:
@@ -187,6 +210,7 @@ def _list_models(
         response = hx.get(url, headers=sent, timeout=5.0)
     except hx.HTTPError as exc:
         return f"{type(exc).__name__}: {exc}"
+
     if response.status_code == 401:
         return _REFUSED
     if response.status_code != 200:

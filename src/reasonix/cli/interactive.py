@@ -504,6 +504,7 @@ class App:
                 )
             elif name == "cost":
                 out(rt.cost_table(), markup=False)
+                out(await rt.balance(), markup=False)
             elif name == "todo":
                 out(rt.todo(), markup=False)
             elif name == "turns":

@@ -45,7 +45,7 @@ from reasonix.config.schema import (
 from reasonix.config.spec import ArrayOf, Scalar, StrList
 from reasonix.config.trust import TRUST_FILE, TrustDecision, TrustStore, decide
 from reasonix.errors import ConfigError
-from reasonix.providers.models import PRESETS, ModelInfo
+from reasonix.providers.models import PRESETS, ModelInfo, retired_model_message
 
 PROJECT_FILE = "reasonix.toml"
 MCP_JSON_FILE = ".mcp.json"
@@ -512,6 +512,9 @@ def _check_references(merged: _Merged, infos: Mapping[str, ModelInfo]) -> None:
                 + _spec.suggest(provider, names),
             )
         model = merged.values[f"{role}.model"]
+        retired = retired_model_message(model)
+        if model not in infos and retired is not None:
+            raise merged.error(f"{role}.model", retired)
         if model not in infos:
             known = sorted(infos)
             raise merged.error(

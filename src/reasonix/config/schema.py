@@ -28,6 +28,7 @@ from reasonix.config.hooks import HookGroup
 from reasonix.errors import ConfigError
 from reasonix.providers.models import (
     DEFAULT_EXECUTOR_MODEL,
+    DEFAULT_MAX_TOKENS,
     DEFAULT_PLANNER_MODEL,
     ModelInfo,
     get_model_info,
@@ -136,7 +137,17 @@ class RoleConfig:
 
     provider: str = setting("deepseek", "a [[providers]] name")
     model: str = setting(DEFAULT_EXECUTOR_MODEL, "model name (a preset or a [models] table)")
-    effort: Effort = setting("high", "thinking effort ('off' disables thinking)", what="effort")
+    effort: Effort = setting(
+        "high",
+        "thinking effort: low, high, max, or off (no thinking); medium is accepted and means high",
+        what="effort",
+    )
+    max_tokens: int = setting(
+        DEFAULT_MAX_TOKENS,
+        "output limit per request, reasoning included (large, so big files fit in tool "
+        "arguments); capped at the model's max_output",
+        minimum=1,
+    )
 
     @property
     def thinking(self) -> bool:
@@ -394,6 +405,17 @@ class TrustConfig:
     )
 
 
+Currency: TypeAlias = Literal["USD", "CNY"]
+
+
+@dataclass(frozen=True, slots=True)
+class UiConfig:
+    """How the terminal app shows things (``[ui]``): ``currency`` of the costs it shows
+    (DeepSeek publishes a USD and a CNY price list; budgets stay in USD)."""
+
+    currency: Currency = setting("USD", "currency of the costs shown: USD or CNY", what="currency")
+
+
 @dataclass(frozen=True, slots=True)
 class Config:
     """The effective configuration.
@@ -429,6 +451,7 @@ class Config:
     web: WebConfig = field(default_factory=WebConfig)
     subagents: SubagentsConfig = field(default_factory=SubagentsConfig)
     trust: TrustConfig = field(default_factory=TrustConfig)
+    ui: UiConfig = field(default_factory=UiConfig)
     provenance: Mapping[str, str] = internal(_EMPTY)
     sources: tuple[str, ...] = internal(())
     ignored: tuple[str, ...] = internal(())

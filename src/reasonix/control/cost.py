@@ -15,15 +15,23 @@ class RoleCost:
     requests: int = 0
     usage: Usage = field(default_factory=Usage)
     cost: float = 0.0
+    #: the same in CNY, from DeepSeek's CNY price list (0 when no CNY prices are known)
+    cost_cny: float = 0.0
 
     def __add__(self, other: RoleCost) -> RoleCost:
         return RoleCost(
-            self.requests + other.requests, self.usage + other.usage, self.cost + other.cost
+            self.requests + other.requests,
+            self.usage + other.usage,
+            self.cost + other.cost,
+            self.cost_cny + other.cost_cny,
         )
 
     def __sub__(self, other: RoleCost) -> RoleCost:
         return RoleCost(
-            self.requests - other.requests, self.usage - other.usage, self.cost - other.cost
+            self.requests - other.requests,
+            self.usage - other.usage,
+            self.cost - other.cost,
+            self.cost_cny - other.cost_cny,
         )
 
     @property
@@ -50,7 +58,7 @@ class CostTracker:
         if isinstance(event, UsageEvent):
             key = str(event.source)
             self.by_source[key] = self.by_source.get(key, RoleCost()) + RoleCost(
-                1, event.usage, event.cost
+                1, event.usage, event.cost, event.cost_cny or 0.0
             )
             self.models[key] = event.model
 
@@ -73,26 +81,31 @@ class CostTracker:
         return total
 
 
-def format_cost_table(by_source: dict[str, RoleCost]) -> str:
-    """A plain-text table: one row per role plus a total."""
+#: Column heading of the cost in each currency ``[ui] currency`` may name.
+CURRENCY_HEADINGS = {"USD": "cost $", "CNY": "cost ¥"}
+
+
+def format_cost_table(by_source: dict[str, RoleCost], currency: str = "USD") -> str:
+    """A plain-text table: one row per role plus a total, costs in ``currency`` (USD or CNY)."""
     header = (
         f"{'role':<11}{'reqs':>5}{'input':>10}{'hit':>10}{'miss':>9}{'output':>9}"
-        f"{'hit%':>7}{'cost $':>11}"
+        f"{'hit%':>7}{CURRENCY_HEADINGS.get(currency, 'cost $'):>11}"
     )
     rows = [header]
     total = RoleCost()
     for role in sorted(by_source):
         c = by_source[role]
         total = total + c
-        rows.append(_row(role, c))
-    rows.append(_row("total", total))
+        rows.append(_row(role, c, currency))
+    rows.append(_row("total", total, currency))
     return "\n".join(rows)
 
 
-def _row(name: str, c: RoleCost) -> str:
+def _row(name: str, c: RoleCost, currency: str) -> str:
     u = c.usage
+    cost = c.cost_cny if currency == "CNY" else c.cost
     return (
         f"{name:<11}{c.requests:>5}{u.prompt_tokens:>10}{u.cache_hit_tokens:>10}"
         f"{u.cache_miss_tokens:>9}{u.completion_tokens:>9}{c.hit_ratio * 100:>6.1f}%"
-        f"{c.cost:>11.6f}"
+        f"{cost:>11.6f}"
     )

@@ -1,6 +1,7 @@
 """Model presets (context window, output limit, prices) kept as data, and cost arithmetic.
 
-Prices are USD per 1M tokens. DeepSeek changes names and prices often: presets only fill in what
+Prices are USD per 1M tokens (``CNY_PRICES`` holds DeepSeek's CNY list for the presets).
+DeepSeek changes names and prices often: presets only fill in what
 config leaves out; ``[models."name"]`` in config overrides or adds any model.
 """
 
@@ -48,6 +49,8 @@ ZERO_PRICES = Prices(0.0, 0.0, 0.0)
 
 @dataclass(frozen=True, slots=True)
 class ModelInfo:
+    """Limits and USD prices of one model (a preset, or a ``[models."name"]`` config table)."""
+
     name: str
     context_window: int = 128_000
     max_output: int = 8_192
@@ -66,38 +69,66 @@ def price_usage(usage: Usage, prices: Prices, at: datetime | None = None) -> flo
 
 
 _WEEKDAYS = (0, 1, 2, 3, 4)
+#: Since 2026-08: Mon–Fri 01:00–04:00 and 06:00–10:00 UTC cost twice the off-peak rate.
 DEEPSEEK_PEAK = (PeakWindow(_WEEKDAYS, 1, 4), PeakWindow(_WEEKDAYS, 6, 10))
 
+#: What ``GET /models`` reports for today's DeepSeek models.
+DEEPSEEK_CONTEXT_WINDOW = 1_048_576
+DEEPSEEK_MAX_OUTPUT = 393_216
+
+
+def _peak(hit: float, miss: float, output: float) -> Prices:
+    return Prices(hit, miss, output, peak_multiplier=2.0, peak_windows=DEEPSEEK_PEAK)
+
+
 _FLASH = ModelInfo(
-    "deepseek-v4-flash",
-    context_window=1_000_000,
-    max_output=384_000,
-    # 2026-09-10 off-peak list price of flash (the 2026-05 price was 0.0028 / 0.14 / 0.28).
-    # Since then ``deepseek-flash`` is the official name and the older flash names are served
-    # as the same model, so they are priced the same.
-    prices=Prices(0.003, 0.15, 0.60, peak_multiplier=2.0, peak_windows=DEEPSEEK_PEAK),
+    "deepseek-flash",
+    context_window=DEEPSEEK_CONTEXT_WINDOW,
+    max_output=DEEPSEEK_MAX_OUTPUT,
+    # 2026-09-10 off-peak list price (the 2026-05 price of deepseek-v4-flash was
+    # 0.0028 / 0.14 / 0.28).
+    prices=_peak(0.003, 0.15, 0.60),
     supports_thinking=True,
 )
 _PRO = ModelInfo(
     "deepseek-v4-pro",
-    context_window=1_000_000,
-    max_output=384_000,
+    context_window=DEEPSEEK_CONTEXT_WINDOW,
+    max_output=DEEPSEEK_MAX_OUTPUT,
     # 2026-09-10 off-peak list price (the 2026-05 price was 0.003625 / 0.435 / 0.87).
-    prices=Prices(0.022, 0.66, 1.98, peak_multiplier=2.0, peak_windows=DEEPSEEK_PEAK),
+    prices=_peak(0.022, 0.66, 1.98),
     supports_thinking=True,
 )
 
-#: Built-in presets. Off-peak prices with a 2x peak multiplier where DeepSeek announced one.
-PRESETS: Mapping[str, ModelInfo] = {
-    "deepseek-v4-flash": _FLASH,
-    "deepseek-v4-pro": _PRO,
-    "deepseek-flash": replace(_FLASH, name="deepseek-flash"),
-    "deepseek-chat": replace(_FLASH, name="deepseek-chat", supports_thinking=False),
-    "deepseek-reasoner": replace(_FLASH, name="deepseek-reasoner"),
-}
-
 #: Names a server still accepts for another model (billed as it, not listed by ``GET /models``).
 MODEL_ALIASES: Mapping[str, str] = {"deepseek-v4-flash": "deepseek-flash"}
+
+#: Built-in presets: today's models, and each alias as the same preset under its own name.
+#: Off-peak prices with DeepSeek's 2x peak multiplier.
+PRESETS: Mapping[str, ModelInfo] = {
+    "deepseek-flash": _FLASH,
+    "deepseek-v4-pro": _PRO,
+    "deepseek-v4-flash": replace(_FLASH, name="deepseek-v4-flash"),
+}
+
+#: CNY per 1M tokens (off-peak; the same peak windows and multiplier) for the presets, used
+#: when ``[ui] currency = "CNY"``. DeepSeek publishes both lists; neither is a conversion.
+CNY_PRICES: Mapping[str, Prices] = {
+    "deepseek-flash": _peak(0.02, 1.0, 4.0),
+    "deepseek-v4-flash": _peak(0.02, 1.0, 4.0),
+    "deepseek-v4-pro": _peak(0.15, 4.5, 13.5),
+}
+
+#: Names DeepSeek retired (2026-07-24); requests with them now answer 400.
+RETIRED_MODELS: Mapping[str, str] = {
+    "deepseek-chat": "deepseek-flash",
+    "deepseek-reasoner": "deepseek-flash",
+}
+
+DEFAULT_EXECUTOR_MODEL = "deepseek-flash"
+DEFAULT_PLANNER_MODEL = "deepseek-v4-pro"
+#: Default ``max_tokens`` per request of each role: room to write large files through tool
+#: arguments (DeepSeek's own default is 8K without thinking, 64K with; reasoning counts too).
+DEFAULT_MAX_TOKENS = 131_072
 
 
 def served_names(name: str) -> tuple[str, ...]:
@@ -108,8 +139,25 @@ def served_names(name: str) -> tuple[str, ...]:
     return tuple(sorted(names))
 
 
-DEFAULT_EXECUTOR_MODEL = "deepseek-v4-flash"
-DEFAULT_PLANNER_MODEL = "deepseek-v4-pro"
+def retired_model_message(name: str) -> str | None:
+    """What to tell a user who configured a retired model name (None for any other name)."""
+    if name not in RETIRED_MODELS:
+        return None
+    today = ", ".join(sorted({DEFAULT_EXECUTOR_MODEL, DEFAULT_PLANNER_MODEL}))
+    return (
+        f"{name!r} was retired by DeepSeek on 2026-07-24 and now answers 400; use one of "
+        f'today\'s models: {today} (e.g. model = "{RETIRED_MODELS[name]}")'
+    )
+
+
+def prices_in(currency: str, name: str, usd: Prices) -> Prices | None:
+    """The prices of model ``name`` in ``currency`` (``USD`` gives ``usd``); None when no price
+    list in that currency is known for it."""
+    if currency == "USD":
+        return usd
+    if currency == "CNY":
+        return CNY_PRICES.get(name)
+    return None
 
 
 def get_model_info(name: str, overrides: Mapping[str, ModelInfo] | None = None) -> ModelInfo:
@@ -118,6 +166,9 @@ def get_model_info(name: str, overrides: Mapping[str, ModelInfo] | None = None) 
         return overrides[name]
     if name in PRESETS:
         return PRESETS[name]
+    retired = retired_model_message(name)
+    if retired is not None:
+        raise UnknownModelError(retired)
     known = ", ".join(sorted(set(PRESETS) | set(overrides or {})))
     raise UnknownModelError(
         f"Unknown model {name!r}: no preset and no [models.{name!r}] entry in config. "

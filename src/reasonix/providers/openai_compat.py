@@ -273,6 +273,16 @@ class OpenAICompatProvider:
             )
             await self._sleep(delay)
 
+    async def balance(self) -> Balance | str:
+        """The account balance (``GET /user/balance``), or a short reason it is not available."""
+        from reasonix.providers.balance import fetch_balance_async
+
+        try:
+            headers = self._request_headers()
+        except AuthenticationError as exc:
+            return str(exc)
+        return await fetch_balance_async(self._base_url, None, headers)
+
     # -- lifecycle ------------------------------------------------------------------------------
 
     async def aclose(self) -> None:
@@ -427,6 +437,8 @@ class OpenAICompatProvider:
                         f"could not be read: {exc}"
                     ) from exc
                 error = self._status_error(response)
+                if isinstance(error, InsufficientBalanceError):
+                    await self._add_balance(error, headers)
                 if error.retryable:
                     raise _RetryableStatus(error, _retry_after(response))
                 raise error
@@ -440,6 +452,17 @@ class OpenAICompatProvider:
                     yield event
         finally:
             await response.aclose()
+
+    async def _add_balance(
+        self, error: InsufficientBalanceError, headers: Mapping[str, str]
+    ) -> None:
+        """After a 402, say what ``GET /user/balance`` reports (best effort)."""
+        from reasonix.providers.balance import Balance, fetch_balance_async
+
+        auth = {k: v for k, v in headers.items() if k.lower() not in ("content-type", "accept")}
+        balance = await fetch_balance_async(self._base_url, None, auth)
+        if isinstance(balance, Balance):
+            error.args = (f"{error} Balance now: {balance.describe()}.",)
 
     async def _whole_completion(self, response: httpx.Response) -> list[StreamEvent]:
         """A server that ignored ``stream: true``: read one JSON completion instead."""
@@ -550,6 +573,8 @@ class OpenAICompatProvider:
 
 if TYPE_CHECKING:
     import httpx
+
+    from reasonix.providers.balance import Balance
 
     def _is_a_provider(p: OpenAICompatProvider) -> Provider:
         return p  # mypy proves the class satisfies the Provider protocol
