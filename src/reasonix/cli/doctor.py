@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from reasonix.cli.commands import EXIT_FAILURE, EXIT_OK, overrides_from
 from reasonix.providers.models import served_names
@@ -302,6 +302,24 @@ def _mcp(config: Config) -> list[Check]:
     return checks
 
 
+def _tool_overflow(mcp_tools: list[Any]) -> Check | None:
+    """Whether built-in plus MCP tools pass the 128 a DeepSeek request may carry."""
+    from reasonix.control.todo_tools import executor_plan_tools
+    from reasonix.mcp.overflow import fit_mcp_tools, overflow_notice
+    from reasonix.tools.builtin import default_tools
+
+    others = len(default_tools(Path.cwd())) + len(executor_plan_tools())
+    note = overflow_notice(fit_mcp_tools(others, mcp_tools))
+    if note is None:
+        return None
+    return Check(
+        "warn",
+        note,
+        "nothing to do: every MCP tool stays callable; disable MCP servers you do not need "
+        "to have more of them offered directly",
+    )
+
+
 async def _mcp_status(configs: list[McpServerConfig]) -> list[Check]:
     from reasonix.mcp import McpManager, ServerState
 
@@ -310,6 +328,9 @@ async def _mcp_status(configs: list[McpServerConfig]) -> list[Check]:
         manager = McpManager(configs, logs)
         try:
             await manager.start()
+            overflow = _tool_overflow(manager.tools())
+            if overflow is not None:
+                checks.append(overflow)
             for status in manager.status():
                 if status.state is ServerState.RUNNING:
                     checks.append(Check("ok", f"MCP {status.line()}"))

@@ -1,0 +1,89 @@
+"""DeepSeek takes at most 128 tools per request. With 150 MCP tools from a real stdio MCP server
+(tests/fixtures/mcp/many_tools.py) configured, through the real ``reasonix run`` process: no
+request carries more than 128 tools, the schemas stay the same on every request, start-up and
+``reasonix doctor`` say what happened, and every one of the 150 tools is callable — directly,
+or through ``mcp_call`` (listed by ``mcp_tools``)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from reasonix.testing import Reply
+from tests.test_cli_support import Project, json_lines, project
+
+__all__ = ["project"]
+
+MANY = Path(__file__).parent / "fixtures" / "mcp" / "many_tools.py"
+COUNT = 150
+
+
+def configure(project: Project, count: int = COUNT) -> None:
+    project.write_toml(
+        f"""
+[[mcp.servers]]
+name = "many"
+command = {json.dumps(sys.executable)}
+args = [{json.dumps(str(MANY))}, "{count}"]
+"""
+    )
+
+
+def test_150_mcp_tools_never_exceed_128_per_request_and_all_are_callable(
+    project: Project,
+) -> None:
+    configure(project)
+    # The first request tells us which tools were sent directly.
+    project.ex.push(Reply.call("mcp_tools", {"search": "tool"}), Reply.text("Listed."))
+    proc = project.run("run", "--yes", "--output-format", "stream-json", "list the tools")
+    assert proc.returncode == 0, proc.stderr
+    events = json_lines(proc.stdout)[:-1]
+    notices = [e for e in events if e["kind"] == "notice" and e["code"] == "tool_overflow"]
+    assert notices and "more than the 128" in notices[0]["message"]
+    first = project.ex.requests[0]
+    sent = [t["function"]["name"] for t in first.body["tools"]]
+    assert len(sent) <= 128
+    assert {"mcp_call", "mcp_tools"} <= set(sent)
+    direct = sorted(n for n in sent if n.startswith("mcp__many__"))
+    everything = [f"tool_{i:03d}" for i in range(COUNT)]
+    direct_remote = {n.rsplit("__", 1)[-1] for n in direct}
+    routed = [t for t in everything if t not in direct_remote]
+    assert direct and routed
+
+    # Now call every one of the 150: the direct ones by name, the others through mcp_call.
+    calls: list[tuple[str, dict[str, object]]] = []
+    for name in direct:
+        calls.append((name, {"value": name}))
+    for remote in routed:
+        calls.append(("mcp_call", {"name": f"mcp__many__{remote}", "arguments": {"value": remote}}))
+    project.ex.push(Reply.calls(*calls), Reply.text("All 150 tools answered."))
+    proc = project.run("run", "--yes", "-c", "call every tool")
+    assert proc.returncode == 0, proc.stderr
+    assert "All 150 tools answered." in proc.stdout
+    requests = project.ex.requests
+    assert all(len(r.body.get("tools") or ()) <= 128 for r in requests)
+    assert len({json.dumps(r.body["tools"]) for r in requests}) == 1  # fixed for the session
+    assert all(r.status == 200 for r in requests)
+    results = [m["content"] for m in requests[-1].messages if m["role"] == "tool"]
+    answered = {text.split(" got ")[0] for text in results if " got " in text}
+    assert answered == set(everything), sorted(set(everything) - answered)[:5]
+    listing = next(m["content"] for m in requests[1].messages if m["role"] == "tool")
+    assert f"{len(routed)} MCP tool(s)" in listing
+
+
+def test_doctor_says_when_the_tools_pass_the_limit(project: Project) -> None:
+    configure(project)
+    proc = project.run("doctor")
+    assert "more than the 128" in proc.stdout
+    assert "mcp_call" in proc.stdout
+
+
+def test_under_the_limit_nothing_is_routed(project: Project) -> None:
+    configure(project, 20)
+    project.ex.push(Reply.text("fine"))
+    proc = project.run("run", "--yes", "hello")
+    assert proc.returncode == 0, proc.stderr
+    sent = [t["function"]["name"] for t in project.ex.requests[0].body["tools"]]
+    assert "mcp_call" not in sent
+    assert sum(n.startswith("mcp__many__") for n in sent) == 20
