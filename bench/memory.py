@@ -35,7 +35,7 @@ async def _session(base_url: str, steps: int) -> dict[str, Any]:
     ToolRegistry.default(".")  # load the built-in tools too, as a real session does
     start = _rss_mb()
     async with OpenAICompatProvider(
-        base_url=base_url, model="deepseek-v4-flash", api_key="sk-bench", max_retries=0
+        base_url=base_url, model="deepseek-flash", api_key="sk-bench", max_retries=0
     ) as provider:
         agent = _agent(provider, 2, steps)
         result = await agent.run("go")

@@ -159,7 +159,7 @@ async def _measure_loopback(
 
     samples = []
     async with OpenAICompatProvider(
-        base_url=base_url, model="deepseek-v4-flash", api_key="sk-bench", max_retries=0
+        base_url=base_url, model="deepseek-flash", api_key="sk-bench", max_retries=0
     ) as provider:
         for i in range(runs + 1):
             agent = _agent(provider, n, steps)

@@ -33,7 +33,7 @@ from reasonix.testing import FakeDeepSeekServer, Reply
 from reasonix.testing.fake_server import RecordedRequest
 from reasonix.tools.registry import ToolRegistry
 
-EXECUTOR_MODEL = "deepseek-v4-flash"
+EXECUTOR_MODEL = "deepseek-flash"
 PLANNER_MODEL = "deepseek-v4-pro"
 UNIT_TOKENS = 64
 SUMMARY = (

@@ -95,21 +95,21 @@ async def main(workdir: Path) -> None:
     async with AsyncExitStack() as stack:
         if os.environ.get("DEEPSEEK_API_KEY"):
             base = "https://api.deepseek.com"
-            flash = OpenAICompatProvider(base_url=base, model="deepseek-v4-flash")
+            flash = OpenAICompatProvider(base_url=base, model="deepseek-flash")
             pro = OpenAICompatProvider(base_url=base, model="deepseek-v4-pro")
         else:
             print("No DEEPSEEK_API_KEY: running offline against a scripted fake DeepSeek server.")
             ex = await stack.enter_async_context(
-                FakeDeepSeekServer(executor_script(), models=["deepseek-v4-flash"])
+                FakeDeepSeekServer(executor_script(), models=["deepseek-flash"])
             )
             pl = await stack.enter_async_context(
                 FakeDeepSeekServer(planner_script(), models=["deepseek-v4-pro"])
             )
             flash = OpenAICompatProvider(
                 base_url=ex.base_url,
-                model="deepseek-v4-flash",
+                model="deepseek-flash",
                 api_key="offline",
-                info=get_model_info("deepseek-v4-flash"),
+                info=get_model_info("deepseek-flash"),
             )
             pro = OpenAICompatProvider(
                 base_url=pl.base_url,

@@ -35,7 +35,7 @@ async def test_config_reaches_the_wire_and_store(
         await rt.aclose()
     assert outcome.result.text == "hi"
     body = ex.requests[0].body
-    assert body["model"] == "deepseek-v4-flash"
+    assert body["model"] == "deepseek-flash"
     assert body["thinking"] == {"type": "disabled"}
     assert "reasoning_effort" not in body
     assert ex.requests[0].headers["authorization"] == "Bearer sk-test"

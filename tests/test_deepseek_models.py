@@ -126,3 +126,11 @@ def test_doctor_passes_with_only_the_endpoint_configured(project: Project) -> No
     assert "serves deepseek-flash" in out
     assert "serves deepseek-v4-pro" in out
     assert "balance 110.00 USD" in out
+
+
+def test_doctor_counts_the_legacy_alias_as_served(project: Project) -> None:
+    toml = project.root / "reasonix.toml"
+    toml.write_text(toml.read_text().replace('"deepseek-flash"', '"deepseek-v4-flash"'))
+    proc = project.run("doctor")
+    assert proc.returncode == 0, proc.stdout
+    assert "serves deepseek-v4-flash (an alias of deepseek-flash, which it lists)" in proc.stdout

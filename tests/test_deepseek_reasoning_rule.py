@@ -91,6 +91,7 @@ async def test_an_interrupted_turn_leaves_the_session_usable(
         result = await agent.run("again")
     assert result.text == "Back."
     assert srv.requests[-1].status == 200
+    assert len(srv.requests) == 2  # the user's interrupt was not retried
 
 
 async def test_compaction_acknowledgement_carries_reasoning(

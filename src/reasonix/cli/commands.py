@@ -58,7 +58,7 @@ def _config_flags(p: argparse.ArgumentParser, sub: bool = False) -> None:
         "--effort",
         metavar="LEVEL",
         default=default,
-        help="executor thinking effort: low|medium|high|max|off (executor.effort)",
+        help="executor thinking effort: low|high|max|off; medium means high (executor.effort)",
     )
     p.add_argument(
         "--mode",

@@ -45,7 +45,7 @@ def run_demo(args: argparse.Namespace) -> int:
 
 async def _run(console: Console, folder: Path, root: Path) -> int:
     renderer = TerminalRenderer(console)
-    renderer.set_models({"executor": "deepseek-v4-flash", "planner": "deepseek-v4-pro"})
+    renderer.set_models({"executor": "deepseek-flash", "planner": "deepseek-v4-pro"})
     store = SessionStore(folder / "data" / "sessions.db")
     try:
         async with (

@@ -23,9 +23,9 @@ model is called for multi-step plans and when the executor stalls.
 options (interactive and run):
   -c, --continue          continue the last session in this folder
   -r, --resume ID         resume a stored session
-  -m, --model NAME        executor model          (executor.model)
-  --planner-model NAME    planner model           (planner.model)
-  --effort LEVEL          executor thinking effort: low|medium|high|max|off (executor.effort)
+  -m, --model NAME        executor model, default deepseek-flash     (executor.model)
+  --planner-model NAME    planner model, default deepseek-v4-pro     (planner.model)
+  --effort LEVEL          executor thinking effort: low|high|max|off (executor.effort)
   --mode MODE             permission mode: ask|auto-edit|plan|yolo (permissions.mode)
   --max-steps N           executor steps per turn (executor.max_steps)
   --max-cost USD          stop the session once it has spent this much (budget.max_session_usd)

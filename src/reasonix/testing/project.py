@@ -11,7 +11,7 @@ def fake_project_toml(
     planner_url: str,
     *,
     key_env: str = FAKE_KEY_ENV,
-    executor_model: str = "deepseek-v4-flash",
+    executor_model: str = "deepseek-flash",
     planner_model: str = "deepseek-v4-pro",
     max_steps: int | None = None,
     extra: str = "",
