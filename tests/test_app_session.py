@@ -292,7 +292,7 @@ async def test_the_facade_answers_the_frontends_questions(
     ex.push(Reply.text("one"))
     session = await open_session(tmp_path, servers, store)
     try:
-        assert session.models() == {"executor": "deepseek-v4-flash", "planner": "deepseek-v4-pro"}
+        assert session.models() == {"executor": "deepseek-flash", "planner": "deepseek-v4-pro"}
         assert not session.resumed
         assert not session.running
         await session.run_turn("first")
