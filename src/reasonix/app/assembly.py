@@ -31,10 +31,8 @@ from reasonix.control import Controller, Options, OrchestratorOptions
 from reasonix.control.delegation import ChildRun, DelegationLimits
 from reasonix.control.gate import GateOptions
 from reasonix.control.orchestrator import PLANNER_SYSTEM_PROMPT, PlanApprover
-from reasonix.control.todo_tools import executor_plan_tools
 from reasonix.errors import ConfigError
 from reasonix.events import NoticeEvent, Sink
-from reasonix.mcp.overflow import fit_mcp_tools
 from reasonix.messages import ReasoningEffort
 from reasonix.providers.base import Provider
 from reasonix.providers.models import prices_in
@@ -169,6 +167,9 @@ def make_registry(
     )
     registry = ToolRegistry([*tools, *extra], policy=permissions, limits=limits)
     if mcp is not None:
+        from reasonix.control.todo_tools import executor_plan_tools
+        from reasonix.mcp.overflow import fit_mcp_tools
+
         # Never more than DeepSeek's 128 tools per request (reasonix.mcp.overflow), counting
         # the plan tools the controller adds to the executor's set.
         others = len(registry) + len(executor_plan_tools())

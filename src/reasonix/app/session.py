@@ -63,7 +63,6 @@ from reasonix.errors import ReasonixError, SessionError
 from reasonix.events import NoticeEvent, NullSink, Sink
 from reasonix.extensions.commands import CustomCommand
 from reasonix.extensions.skills import skills_listing
-from reasonix.mcp.overflow import registry_overflow_notice
 from reasonix.providers.base import Provider
 from reasonix.safety.checkpoints import CHECKPOINTS_KEY, CheckpointManager
 from reasonix.safety.permissions import Approver, PermissionEngine, PermissionRecord
@@ -249,8 +248,11 @@ class AgentSession:
             self._mcp,
             extra=self._extensions.tools(),
         )
-        if (overflow := registry_overflow_notice(registry)) is not None:
-            self._events.tell(NoticeEvent("controller", "tool_overflow", overflow))
+        if self._mcp is not None:
+            from reasonix.mcp.overflow import registry_overflow_notice
+
+            if (overflow := registry_overflow_notice(registry)) is not None:
+                self._events.tell(NoticeEvent("controller", "tool_overflow", overflow))
         self._controller = assembly.make_controller(
             self.config,
             self.workspace,

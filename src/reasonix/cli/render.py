@@ -352,6 +352,11 @@ class TerminalRenderer:
             f"retrying (attempt {event.attempt}) in {event.delay:.1f}s: {event.reason}", "dim"
         )
 
+    def _on_output_retracted(self, event: Any) -> None:
+        # A terminal cannot take back what it printed: say that it no longer counts.
+        chars = getattr(event, "partial_chars", 0)
+        self.line(f"↺ the answer broke off: the {chars} characters above are withdrawn", "yellow")
+
     def _on_cache_miss_explained(self, event: Any) -> None:
         assert isinstance(event, CacheMissExplained)
         what = ", ".join(event.changed)
