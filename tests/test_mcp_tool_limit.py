@@ -10,7 +10,9 @@ import json
 import sys
 from pathlib import Path
 
+from reasonix.mcp.overflow import PROXY_CALL, PROXY_LIST, PROXY_READ, fit_mcp_tools
 from reasonix.testing import Reply
+from reasonix.tools.registry import Tool, ToolContext, ToolRegistry, ToolResult
 from tests.test_cli_support import Project, json_lines, project
 
 __all__ = ["project"]
@@ -44,7 +46,7 @@ def test_150_mcp_tools_never_exceed_128_per_request_and_all_are_callable(
     first = project.ex.requests[0]
     sent = [t["function"]["name"] for t in first.body["tools"]]
     assert len(sent) <= 128
-    assert {"mcp_call", "mcp_tools"} <= set(sent)
+    assert {"mcp_call", "mcp_read", "mcp_tools"} <= set(sent)
     direct = sorted(n for n in sent if n.startswith("mcp__many__"))
     everything = [f"tool_{i:03d}" for i in range(COUNT)]
     direct_remote = {n.rsplit("__", 1)[-1] for n in direct}
@@ -55,8 +57,9 @@ def test_150_mcp_tools_never_exceed_128_per_request_and_all_are_callable(
     calls: list[tuple[str, dict[str, object]]] = []
     for name in direct:
         calls.append((name, {"value": name}))
-    for remote in routed:
-        calls.append(("mcp_call", {"name": f"mcp__many__{remote}", "arguments": {"value": remote}}))
+    for i, remote in enumerate(routed):
+        proxy = "mcp_read" if i % 2 else "mcp_call"  # the tools are read-only: either works
+        calls.append((proxy, {"name": f"mcp__many__{remote}", "arguments": {"value": remote}}))
     project.ex.push(Reply.calls(*calls), Reply.text("All 150 tools answered."))
     proc = project.run("run", "--yes", "-c", "call every tool")
     assert proc.returncode == 0, proc.stderr
@@ -87,3 +90,44 @@ def test_under_the_limit_nothing_is_routed(project: Project) -> None:
     sent = [t["function"]["name"] for t in project.ex.requests[0].body["tools"]]
     assert "mcp_call" not in sent
     assert sum(n.startswith("mcp__many__") for n in sent) == 20
+
+
+def _tool(name: str, read_only: bool, ran: list[str]) -> Tool:
+    def run(value: str) -> ToolResult:
+        ran.append(name)
+        return ToolResult(f"{name} got {value}")
+
+    return Tool(
+        name=name,
+        description=f"{name} tool",
+        parameters={"type": "object", "properties": {"value": {"type": "string"}}},
+        func=run,
+        read_only=read_only,
+        category="mcp",
+    )
+
+
+async def test_read_only_tool_sets_keep_only_the_read_only_proxy(tmp_path: Path) -> None:
+    """The planner and subagents get the registry's read-only view: it must not reach a
+    writer MCP tool through a proxy."""
+    ran: list[str] = []
+    mcp = [_tool(f"mcp__s__r{i:03d}", True, ran) for i in range(130)]
+    mcp += [_tool(f"mcp__s__w{i:03d}", False, ran) for i in range(30)]
+    fit = fit_mcp_tools(10, mcp)
+    assert 10 + len(fit.tools) <= 128 and fit.overflowed
+    full = ToolRegistry(fit.tools)
+    view = full.read_only()
+    assert PROXY_CALL in full and PROXY_CALL not in view
+    assert PROXY_READ in view and PROXY_LIST in view
+    ctx = ToolContext(workspace=tmp_path)
+    refused = await view.execute(PROXY_READ, '{"name": "mcp__s__w029", "arguments": {}}', ctx)
+    assert refused.is_error and "not a read-only tool" in refused.content
+    ok = await view.execute(
+        PROXY_READ, '{"name": "mcp__s__r129", "arguments": {"value": "x"}}', ctx
+    )
+    assert ok.content == "mcp__s__r129 got x"
+    wrote = await full.execute(
+        PROXY_CALL, '{"name": "mcp__s__w029", "arguments": {"value": "y"}}', ctx
+    )
+    assert wrote.content == "mcp__s__w029 got y"
+    assert ran == ["mcp__s__r129", "mcp__s__w029"]

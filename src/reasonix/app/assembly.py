@@ -171,8 +171,8 @@ def make_registry(
         from reasonix.mcp.overflow import fit_mcp_tools
 
         # Never more than DeepSeek's 128 tools per request (reasonix.mcp.overflow), counting
-        # the plan tools the controller adds to the executor's set.
-        others = len(registry) + len(executor_plan_tools())
+        # the extra tools, the plan tools and the subagent ``task`` tool the controller may add.
+        others = len(registry) + len(executor_plan_tools()) + 1
         registry = registry.with_tools(fit_mcp_tools(others, mcp.tools(), permissions).tools)
     return registry
 

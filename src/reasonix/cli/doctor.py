@@ -308,7 +308,7 @@ def _tool_overflow(mcp_tools: list[Any]) -> Check | None:
     from reasonix.mcp.overflow import fit_mcp_tools, overflow_notice
     from reasonix.tools.builtin import default_tools
 
-    others = len(default_tools(Path.cwd())) + len(executor_plan_tools())
+    others = len(default_tools(Path.cwd())) + len(executor_plan_tools()) + 1  # + task
     note = overflow_notice(fit_mcp_tools(others, mcp_tools))
     if note is None:
         return None
