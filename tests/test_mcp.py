@@ -69,7 +69,10 @@ async def manager(
     configs = [
         McpServerConfig("time", command=_exe("mcp-server-time"), args=("--local-timezone", "UTC")),
         McpServerConfig(
-            "git", command=_exe("mcp-server-git"), args=("--repository", str(git_repo))
+            "git",
+            command=_exe("mcp-server-git"),
+            args=("--repository", str(git_repo)),
+            trust_annotations=True,
         ),
         fake_server("fake", call_timeout=1.0),
         McpServerConfig("missing", command="reasonix-no-such-mcp-server"),
@@ -151,7 +154,8 @@ async def test_tools_are_named_sanitised_and_annotated(manager: McpManager) -> N
         assert t.parameters["type"] == "object" and "properties" in t.parameters
         assert "$schema" not in json.dumps(dict(t.parameters))
     status = tools["mcp__git__git_status"]
-    assert status.read_only and not status.destructive  # readOnlyHint from the server
+    # readOnlyHint from a server the user trusts
+    assert status.read_only and not status.destructive
     assert tools["mcp__fake__slow"].destructive is False  # destructiveHint: false
     assert tools["mcp__fake__fail"].destructive is True  # unannotated: the spec's default
     defs = tools["mcp__fake__defs"].parameters

@@ -445,9 +445,27 @@ def _merge_array(
             runs = entry.get("command") or entry.get("url") or ""
             merged.ignore(layer, f"{dotted}.{_k(name)} ({_shown(runs)})")
             continue
+        if layer.is_project:
+            entry = _without_user_only(layer, table, key, entry, f"{dotted}.{_k(name)}", merged)
         target.pop(name, None)
         target[name] = entry
         merged.put(f"{dotted}.{_k(name)}", entry, layer, (table, key, i))
+
+
+def _without_user_only(
+    layer: _Layer, table: str, key: str, entry: Mapping[str, Any], where: str, merged: _Merged
+) -> dict[str, Any]:
+    """A project's array entry without the keys only the user's own config may set
+    (``trust_annotations`` of an MCP server)."""
+    spec = _spec.section_of(table).fields[key]
+    meta = spec.item.meta if isinstance(spec, ArrayOf) else {}
+    kept = {}
+    for name, value in entry.items():
+        if meta.get(name, {}).get("project") == "never":
+            merged.ignore(layer, f"{where}.{name} (only your own config can set it)")
+            continue
+        kept[name] = value
+    return kept
 
 
 def _build_models(merged: _Merged) -> tuple[dict[str, ModelInfo], dict[str, str]]:

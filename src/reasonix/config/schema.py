@@ -39,11 +39,13 @@ Gate: TypeAlias = Literal["auto", "explicit", "always", "off"]
 PermissionMode: TypeAlias = Literal["ask", "auto-edit", "plan", "yolo"]
 ProviderKind: TypeAlias = Literal["openai"]
 ProjectRule: TypeAlias = Literal["trusted", "add", "lower", "never"]
+SandboxMode: TypeAlias = Literal["auto", "bwrap", "off"]
 
 #: Valid values of the enum-like keys, in the order error messages list them.
 EFFORTS: tuple[str, ...] = get_args(Effort)
 GATES: tuple[str, ...] = get_args(Gate)
 PERMISSION_MODES: tuple[str, ...] = get_args(PermissionMode)
+SANDBOX_MODES: tuple[str, ...] = get_args(SandboxMode)
 #: Wire protocols a ``[[providers]]`` entry may speak. DeepSeek speaks the OpenAI one.
 PROVIDER_KINDS: tuple[str, ...] = get_args(ProviderKind)
 #: ``type`` values of an MCP server entry: stdio, the streamable HTTP spellings other agents
@@ -284,6 +286,11 @@ class McpServerConfig:
     call_timeout: float = setting(DEFAULT_CALL_TIMEOUT, "seconds per tool call", minimum=0)
     enabled: bool = setting(True, "false keeps the entry but does not start it")
     type: str | None = setting(None, "transport: stdio or http (default: from command/url)")
+    trust_annotations: bool = setting(
+        False,
+        "trust the server's tool annotations (a readOnlyHint tool runs unasked, also in plan mode)",
+        project="never",
+    )
     source: str = internal("")
     withheld_env: tuple[str, ...] = internal(())
     pass_env: tuple[str, ...] = internal(())
@@ -395,6 +402,34 @@ class SubagentsConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class SandboxConfig:
+    """How shell commands are confined (``[sandbox]``, the user's own config and flags only: a
+    project file cannot loosen it). See :mod:`reasonix.safety.confinement`."""
+
+    bash: SandboxMode = setting(
+        "auto",
+        "auto: bubblewrap where it works; bwrap: required (commands refused without it); off",
+        what="sandbox mode",
+        project="never",
+    )
+    network: bool = setting(False, "commands may reach the network", project="never")
+    allow_read: tuple[str, ...] = setting(
+        (), "more folders or files commands may read (never ~/.ssh and the like)", project="never"
+    )
+    allow_unconfined: bool = setting(
+        False,
+        "accept that yolo mode and --yes run commands unconfined where bubblewrap is missing",
+        project="never",
+    )
+    max_processes: int = setting(
+        512, "processes one command may run at once (0 = no bound)", minimum=0, project="never"
+    )
+    max_memory_mb: int = setting(
+        16384, "address space per process, MB (0 = no bound)", minimum=0, project="never"
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class TrustConfig:
     """Folders whose project files (``reasonix.toml``, ``.mcp.json``) the user trusts without
     being asked, for headless use (``[trust]``, user config only). A folder answered "yes" at
@@ -450,6 +485,7 @@ class Config:
     environment: EnvironmentConfig = field(default_factory=EnvironmentConfig)
     web: WebConfig = field(default_factory=WebConfig)
     subagents: SubagentsConfig = field(default_factory=SubagentsConfig)
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
     trust: TrustConfig = field(default_factory=TrustConfig)
     ui: UiConfig = field(default_factory=UiConfig)
     provenance: Mapping[str, str] = internal(_EMPTY)

@@ -25,8 +25,10 @@ code and ``/mcp restart <name>``; :meth:`McpManager.restart` brings it back.
 
 *Tools.* Each server tool becomes a :class:`~reasonix.tools.registry.Tool` named
 ``mcp__<server>__<tool>``, sanitised to ``[a-zA-Z0-9_-]{1,64}`` (cut with a short hash when too
-long, unique), category ``mcp``, ``read_only`` from ``readOnlyHint`` and ``destructive`` from
-``destructiveHint`` (the spec's default, true, when a non-read-only tool does not say).
+long, unique), category ``mcp``, ``read_only`` from ``readOnlyHint`` only when the user's own
+``[[mcp.servers]]`` entry says ``trust_annotations = true`` (annotations are the server's
+claims), and ``destructive`` from ``destructiveHint`` (the spec's default, true, when a
+non-read-only tool does not say).
 Input schemas are normalised for the model: an object at the top, ``$schema``/``title`` dropped,
 local ``$ref``/``$defs`` inlined, keys sorted. Results map text, images and audio (described),
 embedded resources and resource links, and ``structuredContent`` (when the text does not already

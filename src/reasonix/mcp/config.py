@@ -11,6 +11,7 @@ This module is plain data and parsing: it never imports the MCP SDK.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -256,11 +257,12 @@ def servers_from_toml(
         enabled = entry.get("enabled", True)
         if not isinstance(enabled, bool):
             raise ConfigError("must be true or false", file=source, key=f"{where}.enabled")
-        configs.append(
-            _build(
-                name, entry, where=where, file=source, environ=env, enabled=enabled, allowed=allowed
-            )
+        built = _build(
+            name, entry, where=where, file=source, environ=env, enabled=enabled, allowed=allowed
         )
+        # Only the TOML entries can say so; the loader keeps a project's from reaching here.
+        trusted = entry.get("trust_annotations", False) is True
+        configs.append(dataclasses.replace(built, trust_annotations=trusted))
     _check_unique(configs, source, "mcp.servers")
     return configs
 

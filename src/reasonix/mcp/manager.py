@@ -548,7 +548,9 @@ class McpManager:
     def _make_tool(self, cfg: McpServerConfig, t: Mapping[str, Any], name: str) -> Tool:
         server, remote = cfg.name, str(t["name"])
         annotations = t.get("annotations") or {}
-        read_only = annotations.get("readOnlyHint") is True
+        # Annotations are the server's claims: a read-only hint skips approval (and passes plan
+        # mode) only for a server the user said to trust.
+        read_only = cfg.trust_annotations and annotations.get("readOnlyHint") is True
         # The MCP spec's default for destructiveHint is true; it only means something for a
         # tool that is not read-only.
         destructive = not read_only and annotations.get("destructiveHint", True) is not False

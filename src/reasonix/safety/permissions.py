@@ -4,8 +4,10 @@
 call it decides, in this order:
 
 1. a matching **deny** rule refuses the call (in every mode);
-2. ``plan`` mode refuses every tool that is not read-only;
-3. a matching **ask** rule asks (except in ``yolo``);
+2. ``plan`` mode refuses every tool that is not read-only; ``yolo`` allows the rest;
+3. a write to our own configuration (``reasonix.toml``, ``.mcp.json``, ``.reasonix/``,
+   ``.claude/``, ``.git/``) asks, as does any other check in ``ask_checks``; so does a matching
+   **ask** rule;
 4. a matching **allow** rule, or a rule the user allowed for the session, allows;
 5. otherwise the mode decides from the tool's annotations:
 
@@ -24,16 +26,17 @@ which rule would allow the call, so the model can tell the user.
 Rules are written ``name`` or ``name(pattern)``. ``name`` is a tool's ``category`` (``read``,
 ``edit``, ``bash``) or a tool's own name. The pattern is matched against the call's subject:
 
-- ``bash(...)``: the command, ``*`` matching anything (``bash(git status*)``). A command made of
-  several parts (``a && b``, ``a; b``, ``a | b``) is allowed by rules only if every part is, and
-  denied if any part is; a command with ``$(...)``, backticks or process substitution, or one
-  that writes a file through a redirection (``> file``; not ``2>&1`` or ``> /dev/null``), is
-  never allowed by a rule (it would hide what runs, or write where the rule did not say), so it
-  asks. Deny and ask rules also look behind environment assignments, wrappers (``sudo``,
-  ``env``, ``nohup``, ``xargs``), a command's folder (``/bin/rm``), groups, substitutions and
-  ``sh -c``. That is a guard rail, not a shell parser: quoting tricks (``r''m``), aliases,
-  scripts and interpreters (``python -c``) still get past a deny rule, so only ``isolation =
-  "bwrap"`` or an approval really confines a command.
+- ``bash(...)``: the command, ``*`` matching anything (``bash(git status*)``). The line is read
+  by a shell lexer (:mod:`reasonix.safety.shell_lexer`: comments, newlines, quotes, here-docs,
+  subshells, substitutions, redirections). An **allow** rule must cover every simple command in
+  it, and covers only side-effect-free forms (:func:`reasonix.safety.shell_rules.allow_obstacle`):
+  never a line it cannot analyse, a substitution, a redirection into a file, a read outside the
+  workspace, ``find -exec``, ``sed -i``, ``awk 'system(...)'``, ``git -c``, ``rg --pre``, ... A
+  **deny** or **ask** rule matches after normalisation (quotes and backslashes removed, flags
+  combined or split, wrappers such as ``env``, ``sudo``, ``xargs``, ``bash -c`` and ``eval``
+  seen through) and when unsure (a ``$var`` in command position, ``/dev/tcp``). That is a guard
+  rail: scripts and interpreters (``python -c``) still get past a deny rule, so the sandbox
+  (``[sandbox] bash``) and approvals are what really confine a command.
 - ``read(...)`` / ``edit(...)``: the ``path`` argument resolved and made relative to the
   workspace, with gitignore-style patterns (``edit(docs/**)``, ``read(*.md)``). A ``read``
   deny rule also refuses a ``grep`` over a folder that may hold files it covers; ``bash``
@@ -62,6 +65,15 @@ from reasonix.safety.patterns import (
     escape_command_pattern,
     escape_path_pattern,
     normalize_command,
+)
+from reasonix.safety.shell_lexer import Script
+from reasonix.safety.shell_lexer import parse as parse_shell
+from reasonix.safety.shell_rules import (
+    OWN_CONFIG_DIRS,
+    OWN_CONFIG_NAMES,
+    allow_obstacle,
+    rule_matches,
+    script_forms,
 )
 from reasonix.terminal_text import printable
 from reasonix.tools.registry import Permission, PermissionDecision, Tool, ToolContext
@@ -115,7 +127,7 @@ class Rule:
             return True
         if subject.kind == "command":
             regex = command_pattern(self.pattern)
-            return any(regex.match(part) for part in subject.values)
+            return any(regex.match(part) for part in (*subject.values, *subject.plain))
         if subject.kind == "path":
             pattern = cached_path_pattern(self.pattern)
             return any(pattern.match(v) for v in subject.values)
@@ -126,9 +138,9 @@ class Rule:
 class Subject:
     """What a call acts on, in the form rules match: command parts, paths, or JSON arguments.
 
-    ``opaque`` marks a command whose parts cannot all be seen (command substitution);
-    ``redirects`` one that writes a file through a redirection; ``folder`` a path subject that
-    is a folder."""
+    ``opaque`` marks a command whose parts cannot all be seen (command substitution, or a line
+    the lexer cannot analyse); ``redirects`` one that writes a file through a redirection;
+    ``folder`` a path subject that is a folder."""
 
     kind: Literal["command", "path", "args"]
     values: tuple[str, ...]
@@ -136,6 +148,11 @@ class Subject:
     whole: str = ""
     redirects: bool = False
     folder: bool = False
+    #: for a command: every form it may run (for deny and ask rules), why no allow rule may
+    #: cover it (None when one may), and its parts with quotes removed
+    forms: frozenset[tuple[str | None, ...]] = frozenset()
+    obstacle: str | None = None
+    plain: tuple[str, ...] = ()
 
     def describe(self) -> str:
         """The subject for a person to read; control and bidi characters are shown escaped so
@@ -144,9 +161,8 @@ class Subject:
 
 
 def split_command(command: str) -> tuple[list[str], bool]:
-    """Split a shell command into its simple commands at ``;``, ``&``, ``&&``, ``||``, ``|`` and
-    newlines outside quotes. The flag is True when parts are hidden inside ``$(...)``, backticks
-    or ``<(...)``/``>(...)``, which rules cannot see into."""
+    """The simple commands of a line (as written) and whether some are hidden inside
+    ``$(...)``, backticks or ``<(...)``/``>(...)`` or could not be analysed."""
     scan = scan_command(command)
     return scan.parts, scan.opaque
 
@@ -163,139 +179,44 @@ class CommandScan:
 
 
 _HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
-_WORD_END = frozenset(" \t\n;&|<>()")
 
 
 def scan_command(command: str) -> CommandScan:
-    """Scan a command line the way a POSIX shell tokenises it, far enough for rules: quotes
-    (``'...'``, ``"..."``, ``$'...'`` with its backslash escapes), separators, substitutions
-    and output redirections."""
-    parts: list[str] = []
-    current: list[str] = []
-    opaque = False
-    redirects = False
-    quote: str | None = None  # "'", '"', or "$'" (ANSI-C quoting, where \\' does not close)
-    i = 0
-    n = len(command)
-    while i < n:
-        c = command[i]
-        if quote:
-            current.append(c)
-            if c == "\\" and quote in ('"', "$'") and i + 1 < n:
-                current.append(command[i + 1])
-                i += 1
-            elif c == quote[-1]:
-                quote = None
-            elif quote == '"' and (c == "`" or command.startswith("$(", i)):
-                opaque = True
-        elif c == "\\" and i + 1 < n:
-            current.append(command[i : i + 2])
-            i += 1
-        elif command.startswith("$'", i):
-            quote = "$'"
-            current.append("$'")
-            i += 1
-        elif c in "'\"":
-            quote = c
-            current.append(c)
-        elif c == "`" or command.startswith(("$(", "<(", ">("), i):
-            opaque = True
-            current.append(c)
-        elif c == ">" or command.startswith(("&>", "<>"), i):
-            end, writes = _redirection(command, i)
-            redirects = redirects or writes
-            current.append(command[i:end])
-            i = end
-            continue
-        elif c == "<" and command.startswith("<&", i):
-            current.append("<&")
-            i += 1
-        elif c in ";&|\n":
-            parts.append("".join(current))
-            current = []
-            while i + 1 < n and command[i + 1] in "&|":
-                i += 1
-        else:
-            current.append(c)
-        i += 1
-    parts.append("".join(current))
-    cleaned = [normalize_command(p) for p in parts]
-    return CommandScan([p for p in cleaned if p], opaque, redirects)
+    """The line's simple commands, as :mod:`~reasonix.safety.shell_lexer` reads them."""
+    return _scan(parse_shell(command))
 
 
-def _redirection(command: str, i: int) -> tuple[int, bool]:
-    """The end of the redirection operator starting at ``i`` (the target word is left to the
-    caller) and whether it writes to a file."""
-    n = len(command)
-    j = i + 1 if command[i] in "&<" else i  # "&>" and "<>" start one character early
-    j += 1  # the ">"
-    if j < n and command[j] in ">|":
-        j += 1  # ">>", ">|", "&>>"
-    if command[i] == ">" and j < n and command[j] == "&":
-        k = j + 1
-        while k < n and (command[k].isdigit() or command[k] == "-"):
-            k += 1
-        if k > j + 1 and (k == n or command[k] in _WORD_END):
-            return k, False  # ">&2", ">&-": duplicates a descriptor
-        j += 1  # ">&file" writes stdout and stderr to a file
-    k = j
-    while k < n and command[k] in " \t":
-        k += 1
-    end = k
-    while end < n and command[end] not in _WORD_END:
-        end += 1
-    return j, command[k:end] not in _HARMLESS_TARGETS
-
-
-# Words that run the command after them (or open a group), for matching deny rules.
-_PREFIX_WORDS = frozenset(
-    {"!", "if", "then", "elif", "else", "while", "until", "do", "time", "exec", "command",
-     "builtin", "nohup", "env", "sudo", "doas", "eval", "xargs"}
-)  # fmt: skip
-_ASSIGNMENT = re.compile(r"""[A-Za-z_][A-Za-z0-9_]*=(?:'[^']*'|"(?:[^"\\]|\\.)*"|[^\s'"])*\s+""")
-_SHELL_C = re.compile(r"""(?:\S*/)?(?:ba|da|z|k)?sh\s+-c\s+(['"])(.*)\1""", re.DOTALL)
-
-
-def command_forms(part: str) -> set[str]:
-    """The commands one part of a line may really run, for deny rules: the part itself, and
-    the part with environment assignments (``FOO=1 rm``), wrappers (``sudo``, ``env``,
-    ``nohup``), keywords (``then``), group openers and substitution or ``sh -c`` bodies
-    taken off. A best effort, not a shell parser: deny rules are a guard rail."""
-    forms: set[str] = set()
-    pending = [part]
-    while pending:
-        text = normalize_command(pending.pop())
-        if not text or text in forms or len(forms) > 64:
-            continue
-        forms.add(text)
-        for opener in ("$(", "`", "<(", ">("):
-            at = text.find(opener)
-            if at != -1:
-                pending.append(text[at + len(opener) :])
-        pending.append(text.rstrip(")`}'\" ;"))
-        pending.append(text.lstrip("({ "))
-        assignment = _ASSIGNMENT.match(text)
-        if assignment:
-            pending.append(text[assignment.end() :])
-        word, _, rest = text.partition(" ")
-        if word in _PREFIX_WORDS:
-            pending.append(rest)
-        if "/" in word.rstrip("/"):  # /bin/rm, ./tool
-            pending.append(f"{word.rsplit('/', 1)[1]} {rest}")
-        shell_c = _SHELL_C.fullmatch(text)
-        if shell_c:
-            pending.extend(scan_command(shell_c.group(2)).parts)
-    return forms
+def _scan(script: Script) -> CommandScan:
+    parts = [normalize_command(c.text) for c in script.commands if c.words and c.text]
+    redirects = any(
+        r.writes and (r.target is None or r.target.value not in _HARMLESS_TARGETS)
+        for c in script.commands
+        for r in c.redirects
+    )
+    return CommandScan(parts, script.substitutions or not script.sure, redirects)
 
 
 def call_subject(tool: Tool, arguments: Mapping[str, Any], workspace: Path) -> Subject:
     """The subject permission rules match for this call."""
     if tool.category == "bash" and isinstance(arguments.get("command"), str):
         command = arguments["command"]
-        scan = scan_command(command)
+        script = parse_shell(command)
+        scan = _scan(script)
         whole = normalize_command(command)
         parts = tuple(scan.parts) or (whole,)
-        return Subject("command", parts, scan.opaque, whole, redirects=scan.redirects)
+        plain = tuple(
+            " ".join(c.argv) for c in script.commands if c.words and all(w.literal for w in c.words)
+        )
+        return Subject(
+            "command",
+            parts,
+            scan.opaque,
+            whole,
+            redirects=scan.redirects,
+            forms=frozenset(script_forms(script)),
+            obstacle=allow_obstacle(script, workspace),
+            plain=plain,
+        )
     if tool.category == "web" and isinstance(arguments.get("url"), str):
         return Subject("args", (arguments["url"],))
     if tool.category in PATH_CATEGORIES:
@@ -405,8 +326,12 @@ class PermissionEngine:
         deny: Iterable[str] = (),
         approver: Approver | None = None,
         on_decision: Callable[[PermissionRecord], None] | None = None,
+        unattended_refusal: str | None = None,
     ) -> None:
-        self._mode = _parse_mode(mode)
+        #: set when bash would run unconfined without the user's acknowledgement: yolo mode is
+        #: then refused with this message (see :mod:`reasonix.safety.confinement`)
+        self.unattended_refusal = unattended_refusal
+        self._mode = self._checked_mode(mode)
         self.allow = [Rule(r, "allow") for r in allow]
         self.ask = [Rule(r, "ask") for r in ask]
         self.deny = [Rule(r, "deny") for r in deny]
@@ -415,6 +340,9 @@ class PermissionEngine:
         self._session_calls: set[str] = set()
         self.approver = approver
         self.on_decision = on_decision
+        #: Checks that make a call ask whatever allow rules and the mode say (in every mode but
+        #: yolo); each returns the reason, or None. More can be appended.
+        self.ask_checks: list[Callable[[Tool, Subject], str | None]] = [own_config_write]
         # One question at a time; a second identical call waits and reuses a session answer.
         self._approval_lock = asyncio.Lock()
 
@@ -424,7 +352,13 @@ class PermissionEngine:
 
     @mode.setter
     def mode(self, value: Mode | str) -> None:
-        self._mode = _parse_mode(value)
+        self._mode = self._checked_mode(value)
+
+    def _checked_mode(self, value: Mode | str) -> Mode:
+        mode = _parse_mode(value)
+        if mode is Mode.YOLO and self.unattended_refusal:
+            raise ConfigError(self.unattended_refusal)
+        return mode
 
     async def check(
         self,
@@ -452,8 +386,11 @@ class PermissionEngine:
         reason = self._ask_reason(tool, subject)
         suggested = session_rules_for(tool, subject)
         if self.approver is None:
-            if subject.opaque or subject.redirects:
-                fix = "run it in yolo mode or split it into plain commands"
+            no_rule = subject.kind == "command" and (
+                subject.opaque or subject.redirects or subject.obstacle is not None
+            )
+            if no_rule or self._must_ask(tool, subject) is not None:
+                fix = "approve it in an interactive session, use --yes, or run it in yolo mode"
             else:
                 fix = "add " + ", ".join(repr(r) for r in suggested) + " to [permissions] allow"
             why = (
@@ -535,6 +472,8 @@ class PermissionEngine:
             return self._emit(tool, subject, False, "mode", reason=why)
         if mode is Mode.YOLO:
             return self._emit(tool, subject, True, "mode")
+        if self._must_ask(tool, subject) is not None:
+            return None
         asked = self._match_any_form(self.ask, tool, subject)
         if asked is not None:
             return None
@@ -550,7 +489,17 @@ class PermissionEngine:
             return self._emit(tool, subject, True, "mode")
         return None
 
+    def _must_ask(self, tool: Tool, subject: Subject) -> str | None:
+        for check in self.ask_checks:
+            reason = check(tool, subject)
+            if reason is not None:
+                return reason
+        return None
+
     def _ask_reason(self, tool: Tool, subject: Subject) -> str:
+        must = self._must_ask(tool, subject)
+        if must is not None:
+            return f"{tool.name} needs approval ({must})"
         asked = self._match_any_form(self.ask, tool, subject)
         if asked is not None:
             return f"{tool.name} needs approval (rule {asked.text!r})"
@@ -558,22 +507,35 @@ class PermissionEngine:
             return f"{tool.name} needs approval (the command hides parts in $(...) or backticks)"
         if subject.redirects:
             return f"{tool.name} needs approval (the command writes a file through a redirection)"
+        if subject.obstacle is not None and self._match_any_allow_text(tool, subject):
+            return f"{tool.name} needs approval ({subject.obstacle}, which no allow rule covers)"
         return f"{tool.name} needs approval in {self._mode.value} mode"
+
+    def _match_any_allow_text(self, tool: Tool, subject: Subject) -> bool:
+        """Whether an allow rule names this command (so the refusal can say why it did not
+        apply)."""
+        return any(r.matches(tool, subject) for r in (*self.allow, *self.session_allow))
 
     @staticmethod
     def _match(rules: list[Rule], tool: Tool, subject: Subject) -> Rule | None:
         return next((r for r in rules if r.matches(tool, subject)), None)
 
     def _match_any_form(self, rules: list[Rule], tool: Tool, subject: Subject) -> Rule | None:
-        """For deny and ask rules: a command matches if any of its parts does, in any of the
-        forms it may run as (``FOO=1 rm``, ``sudo rm``, ``echo $(rm ...)``); the whole line is
-        tried too, so a pattern written with operators in it (``bash(curl * | sh)``) works."""
+        """For deny and ask rules: a command matches if any form it may run does
+        (:func:`~reasonix.safety.shell_rules.rule_matches`); the whole line is tried too, so a
+        pattern written with operators in it (``bash(curl * | sh)``) works."""
         if subject.kind != "command":
             return self._match(rules, tool, subject)
-        forms: set[str] = set()
-        for part in (*subject.values, subject.whole):
-            forms |= command_forms(part)
-        return self._match(rules, tool, Subject("command", tuple(sorted(forms))))
+        for rule in rules:
+            if not rule.applies_to(tool):
+                continue
+            if rule.pattern is None or rule.pattern in ("*", "**"):
+                return rule
+            if command_pattern(rule.pattern).match(subject.whole):
+                return rule
+            if rule_matches(rule.pattern, subject.forms):
+                return rule
+        return None
 
     def _match_deny(self, tool: Tool, subject: Subject) -> Rule | None:
         if subject.kind == "command":
@@ -594,15 +556,17 @@ class PermissionEngine:
 
     @staticmethod
     def _match_allow(rules: list[Rule], tool: Tool, subject: Subject) -> Rule | None:
-        """An allow rule must cover every part of a command; opaque commands and commands that
-        write a file through a redirection (``git status > ~/.bashrc``) never match."""
+        """An allow rule must cover every part of a command, and only a command with no
+        obstacle (:func:`~reasonix.safety.shell_rules.allow_obstacle`: a substitution, a
+        redirection into a file, a side effect, a read outside the workspace, ...)."""
         if subject.kind != "command":
             return next((r for r in rules if r.matches(tool, subject)), None)
-        if subject.opaque or subject.redirects:
+        if subject.opaque or subject.redirects or subject.obstacle is not None:
             return None
         first: Rule | None = None
-        for part in subject.values:
-            one = Subject("command", (part,))
+        for k, part in enumerate(subject.values):
+            plain = subject.plain[k : k + 1] if len(subject.plain) == len(subject.values) else ()
+            one = Subject("command", (part,), plain=plain)
             hit = next((r for r in rules if r.matches(tool, one)), None)
             if hit is None:
                 return None
@@ -643,6 +607,25 @@ def session_rules_for(tool: Tool, subject: Subject) -> tuple[str, ...]:
         if scheme and host:
             return (f"{tool.name}({escape_command_pattern(f'{scheme}://{host}/')}*)",)
     return (tool.name,)
+
+
+def own_config_write(tool: Tool, subject: Subject) -> str | None:
+    """A file tool writing our own configuration (``reasonix.toml``, ``.mcp.json``,
+    ``.reasonix/``, ``.claude/``, ``.git/``) always asks: it changes what the next run trusts,
+    starts or allows. (bash: no allow rule covers a command naming them, see
+    :func:`~reasonix.safety.shell_rules.allow_obstacle`.)"""
+    if subject.kind != "path" or tool.read_only or tool.category == "read":
+        return None
+    rel = subject.values[0]
+    if rel.startswith("/"):
+        return None
+    parts = [p for p in rel.split("/") if p and p != "."]
+    if len(parts) == 1 and parts[0] in OWN_CONFIG_NAMES:
+        return f"it writes {parts[0]}, our own configuration"
+    hit = next((p for p in parts if p in OWN_CONFIG_DIRS), None)
+    if hit is not None:
+        return f"it writes inside {hit}/, our own configuration"
+    return None
 
 
 #: Tools that read the contents of every file below a folder ``path``.

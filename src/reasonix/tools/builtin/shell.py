@@ -11,9 +11,13 @@
 - The environment is ours minus secrets: configured names (``secret_env``) and every name
   matching ``*API_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*_SECRET_*``, ``*PASSWORD*`` or
   ``*_CREDENTIALS``. Pagers and git prompts are switched off so nothing waits for a terminal.
-- ``isolation="bwrap"`` runs the command under bubblewrap: the file system read-only except the
-  workspace roots and a private ``/tmp``, no network, its own PID namespace. It needs ``bwrap``
-  on ``PATH``; without it the tool refuses to run rather than run unconfined.
+- Confinement comes from a :class:`~reasonix.safety.confinement.Confiner` (``confiner``): with
+  :class:`~reasonix.safety.confinement.BwrapConfiner` the command runs under bubblewrap (the
+  workspace roots writable, system folders read-only, an empty home, no network, its own PID
+  namespace, bounded processes and memory). ``isolation="bwrap"`` is the short form that asks
+  for it with the defaults; without ``bwrap`` on ``PATH`` the tool then refuses to run rather
+  than run unconfined. The default is no confinement; the application chooses from the user's
+  ``[sandbox]`` settings (:func:`reasonix.safety.confinement.bash_confinement`).
 - Every command that is not plainly read-only is preceded by a snapshot of the workspace in our
   private store (see :meth:`reasonix.safety.checkpoints.CheckpointManager.before_command`).
 """
@@ -35,6 +39,14 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from reasonix.safety.checkpoints import CHECKPOINTS_KEY, CheckpointManager
+from reasonix.safety.confinement import (
+    BwrapConfiner,
+    ConfinementError,
+    Confiner,
+    NoConfiner,
+    UnavailableConfiner,
+    sandbox_process_count,
+)
 from reasonix.terminal_text import strip_escape_sequences
 from reasonix.tools.builtin.files import builtin_tool
 from reasonix.tools.registry import Effect, Tool, ToolContext, ToolResult
@@ -69,6 +81,8 @@ class ShellOptions:
     output_limit: int = 30_000
     secret_env: Sequence[str] = ()
     isolation: Literal["none", "bwrap"] = "none"
+    #: overrides ``isolation`` when given
+    confiner: Confiner | None = None
     shell: str = "bash"
     env: Mapping[str, str] = field(default_factory=dict)
     #: how long to wait after SIGTERM before SIGKILL
@@ -93,13 +107,25 @@ def command_env(options: ShellOptions, base: Mapping[str, str] | None = None) ->
 
 
 def bwrap_argv(roots: Sequence[Path], workdir: Path, inner: Sequence[str]) -> list[str]:
-    """The bubblewrap command line: everything read-only, the roots writable, no network."""
-    argv = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    argv += ["--tmpfs", "/tmp"]
-    for root in roots:
-        argv += ["--bind", str(root), str(root)]
-    argv += ["--unshare-net", "--unshare-pid", "--die-with-parent", "--chdir", str(workdir)]
-    return [*argv, "--", *inner]
+    """The bubblewrap command line with the default confinement (see
+    :class:`~reasonix.safety.confinement.BwrapConfiner`)."""
+    confiner = BwrapConfiner("bwrap", home=Path(os.path.realpath(Path.home())))
+    return confiner.wrap(inner, workspace=workdir, roots=roots)
+
+
+def options_confiner(options: ShellOptions) -> Confiner:
+    """The confiner ``options`` ask for."""
+    if options.confiner is not None:
+        return options.confiner
+    if options.isolation == "bwrap":
+        found = shutil.which("bwrap")
+        if found is None:
+            return UnavailableConfiner(
+                "isolation is set to bwrap but bubblewrap (bwrap) is not installed; install "
+                "it (e.g. apt install bubblewrap) or set the shell isolation to none."
+            )
+        return BwrapConfiner(found, home=Path(os.path.realpath(Path.home())))
+    return NoConfiner()
 
 
 class _CappedOutput:
@@ -156,18 +182,15 @@ class ShellTool:
         self.roots = tuple(roots) or (self.workspace,)
         self.options = options or ShellOptions()
         self.checkpoints = checkpoints
+        self.confiner = options_confiner(self.options)
 
     def _argv(self, command: str) -> list[str] | str:
         shell = shutil.which(self.options.shell) or shutil.which("sh") or "/bin/sh"
         inner = [shell, "-c", command]
-        if self.options.isolation == "bwrap":
-            if shutil.which("bwrap") is None:
-                return (
-                    "isolation is set to bwrap but bubblewrap (bwrap) is not installed; install "
-                    "it (e.g. apt install bubblewrap) or set the shell isolation to none."
-                )
-            return bwrap_argv(self.roots, self.workspace, inner)
-        return inner
+        try:
+            return self.confiner.wrap(inner, workspace=self.workspace, roots=self.roots)
+        except ConfinementError as exc:
+            return str(exc)
 
     async def bash(
         self,
@@ -209,6 +232,7 @@ class ShellTool:
             os.close(write_fd)
         reader = asyncio.create_task(_pump(read_fd, output))
         timed_out = False
+        watchdog = self._watchdog(proc)
         try:
             try:
                 await asyncio.wait_for(proc.wait(), limit)
@@ -216,6 +240,11 @@ class ShellTool:
                 timed_out = True
                 await _stop_group(proc, opts.kill_grace)
         finally:
+            over_limit = False
+            if watchdog is not None:
+                watchdog.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    over_limit = await watchdog
             # Whatever happened (done, timed out, cancelled), nothing of this command outlives it.
             if proc.returncode is None:
                 await _stop_group(proc, opts.kill_grace)
@@ -228,6 +257,9 @@ class ShellTool:
         text = output.text().rstrip("\n")
         code = proc.returncode
         shown = text if text else "(no output)"
+        if over_limit:
+            bound = self.confiner.max_processes if isinstance(self.confiner, BwrapConfiner) else 0
+            shown += f"\n[stopped: the command started more than {bound} processes]"
         if timed_out:
             shown += f"\n[timed out after {limit:g} s; the command and its children were killed]"
             outcome = f"timeout\n{text}"
@@ -241,6 +273,27 @@ class ShellTool:
             ok=not timed_out and code == 0,
         )
         return ToolResult(shown, is_error=timed_out, effects=(effect,))
+
+    def _watchdog(self, proc: asyncio.subprocess.Process) -> asyncio.Task[bool] | None:
+        """For an agent running as root (whom ``RLIMIT_NPROC`` does not bound): a task that
+        stops the sandbox once its PID namespace holds more than the process bound. It returns
+        whether it had to."""
+        confiner = self.confiner
+        if not isinstance(confiner, BwrapConfiner) or confiner.max_processes <= 0:
+            return None
+        if not hasattr(os, "geteuid") or os.geteuid() != 0:
+            return None
+        bound = confiner.max_processes
+
+        async def watch() -> bool:
+            while proc.returncode is None:
+                if await asyncio.to_thread(sandbox_process_count, proc.pid) > bound:
+                    _signal_group(proc.pid, signal.SIGKILL)
+                    return True
+                await asyncio.sleep(0.02)
+            return False
+
+        return asyncio.create_task(watch())
 
     def tool(self) -> Tool:
         """``bash`` as a registry tool; its own timeout governs, so the registry's is above it."""

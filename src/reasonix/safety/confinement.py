@@ -1,0 +1,422 @@
+"""Confinement of shell commands: one interface, one implementation per OS mechanism.
+
+A :class:`Confiner` turns the command line of a shell (``bash -c ...``) into the command line
+that runs it confined. Two implementations exist today:
+
+- :class:`BwrapConfiner` (Linux, bubblewrap): the command sees the system folders read-only, the
+  workspace roots writable, a private ``/tmp``, and an empty home folder in which only the
+  toolchain folders needed to build and test (``~/.pyenv``, ``~/.cargo``, ``~/.rustup``,
+  ``~/.local/bin``, ...) and what the user allowed (``[sandbox] allow_read``) appear, read-only.
+  Secrets are never visible, even inside a bound folder: ``~/.ssh``, ``~/.aws``, ``~/.gnupg``,
+  ``~/.netrc``, credential files, browser profiles and our own configuration and data folders
+  are masked. Folders above the workspace are not there at all. It has its own user, PID,
+  IPC, UTS and network namespaces (no network unless ``[sandbox] network = true``), drops
+  every capability, starts a new terminal session (no ``TIOCSTI`` typing into ours), bounds
+  processes and address space, and dies with its parent: when the command ends or is stopped,
+  the PID namespace goes and every process in it with it (``setsid`` daemons included).
+- :class:`NoConfiner`: the command runs as the agent's user, unconfined.
+
+:func:`bash_confinement` chooses from the user's ``[sandbox]`` settings: ``bash = "auto"`` (the
+default) confines where bubblewrap exists and works, ``"bwrap"`` requires it (commands are
+refused without it), ``"off"`` runs unconfined. A macOS Seatbelt profile would be a third
+``Confiner``; nothing else needs to change.
+
+Residual risks, stated plainly: the process bound uses ``RLIMIT_NPROC``, which the kernel does
+not apply to the root user, so for an agent running as root a watchdog counts the processes of
+the sandbox's PID namespace and stops the command when they pass the bound; system folders are
+readable (as they are to any program of the user's); files inside the workspace are writable by
+design.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, Protocol
+
+if TYPE_CHECKING:
+    from reasonix.config.schema import SandboxConfig
+
+
+#: System folders bound read-only (when they exist); symlinks (merged /usr) are kept as links.
+SYSTEM_PATHS: tuple[str, ...] = (
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc",
+    "/opt",
+    "/nix",
+    "/gnu",
+)
+
+#: Folders below the home folder that hold toolchains (interpreters, compilers, installed
+#: packages) a test run needs; bound read-only when they exist.
+TOOLCHAIN_DIRS: tuple[str, ...] = (
+    ".pyenv",
+    ".cargo",
+    ".rustup",
+    ".local/bin",
+    ".local/lib",
+    ".local/share/uv",
+    ".nvm",
+    ".volta",
+    ".bun",
+    ".deno",
+    ".rbenv",
+    ".sdkman",
+    ".elan",
+    ".ghcup",
+    "go/bin",
+    "go/pkg/mod",
+)
+
+#: Below the home folder: never visible, whatever is bound (credentials, keys, browser
+#: profiles, tokens of command-line tools).
+SECRET_HOME_PATHS: tuple[str, ...] = (
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".netrc",
+    ".git-credentials",
+    ".npmrc",
+    ".pypirc",
+    ".docker",
+    ".kube",
+    ".azure",
+    ".password-store",
+    ".pgpass",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".config/gh",
+    ".config/gcloud",
+    ".config/hub",
+    ".config/google-chrome",
+    ".config/chromium",
+    ".config/BraveSoftware",
+    ".mozilla",
+    ".thunderbird",
+    ".local/share/keyrings",
+    "snap/firefox",
+)
+
+DEFAULT_MAX_PROCESSES = 512
+DEFAULT_MAX_MEMORY_MB = 16384
+
+
+class ConfinementError(Exception):
+    """A command cannot be confined as configured; the message says what to install or set."""
+
+
+class Confiner(Protocol):
+    """Turns a command line into one that runs it confined."""
+
+    @property
+    def name(self) -> str:
+        """``"bwrap"``, ``"none"``, ..."""
+        ...
+
+    @property
+    def confined(self) -> bool:
+        """Whether commands run confined (False for :class:`NoConfiner`)."""
+        ...
+
+    def wrap(self, argv: Sequence[str], *, workspace: Path, roots: Sequence[Path]) -> list[str]:
+        """The command line that runs ``argv`` confined to ``roots`` (writable), starting in
+        ``workspace``. Raises :class:`ConfinementError` when it cannot."""
+        ...
+
+    def describe(self) -> str:
+        """One line for the start-up banner and ``doctor``."""
+        ...
+
+
+class NoConfiner:
+    """Runs commands as they are: no confinement."""
+
+    name = "none"
+    confined = False
+
+    def __init__(self, reason: str = "") -> None:
+        self.reason = reason
+
+    def wrap(self, argv: Sequence[str], *, workspace: Path, roots: Sequence[Path]) -> list[str]:
+        return list(argv)
+
+    def describe(self) -> str:
+        return "bash is NOT confined" + (f" ({self.reason})" if self.reason else "")
+
+
+class UnavailableConfiner:
+    """Confinement was required (``[sandbox] bash = "bwrap"``) but cannot be had: every command
+    is refused with the reason, rather than run unconfined."""
+
+    name = "unavailable"
+    confined = True
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def wrap(self, argv: Sequence[str], *, workspace: Path, roots: Sequence[Path]) -> list[str]:
+        raise ConfinementError(self.reason)
+
+    def describe(self) -> str:
+        return f"bash is refused: {self.reason}"
+
+
+@dataclass(frozen=True)
+class BwrapConfiner:
+    """bubblewrap confinement; see the module docstring for what it confines.
+
+    ``home`` is the folder replaced by an empty one; ``private`` are extra paths that must never
+    be visible (our configuration and data folders); ``allow_read`` are folders or files the user
+    allowed read-only. ``max_processes`` bounds processes (``RLIMIT_NPROC``), ``max_memory_mb``
+    the address space of each process (``RLIMIT_AS``); 0 means no bound.
+    """
+
+    executable: str
+    network: bool = False
+    home: Path | None = None
+    allow_read: tuple[Path, ...] = ()
+    private: tuple[Path, ...] = ()
+    max_processes: int = DEFAULT_MAX_PROCESSES
+    max_memory_mb: int = DEFAULT_MAX_MEMORY_MB
+    name: str = field(default="bwrap", init=False)
+    confined: bool = field(default=True, init=False)
+
+    def describe(self) -> str:
+        net = "network on" if self.network else "no network"
+        return f"bash is confined by bubblewrap (workspace writable, home hidden, {net})"
+
+    def secret_paths(self) -> list[Path]:
+        """Paths masked in every sandbox."""
+        out = [*self.private]
+        if self.home is not None:
+            out += [self.home / p for p in SECRET_HOME_PATHS]
+        return out
+
+    def wrap(self, argv: Sequence[str], *, workspace: Path, roots: Sequence[Path]) -> list[str]:
+        inner = self.limited(argv)
+        return [self.executable, *self.arguments(workspace=workspace, roots=roots), "--", *inner]
+
+    def arguments(self, *, workspace: Path, roots: Sequence[Path]) -> list[str]:
+        """The bubblewrap options (without the executable and the command)."""
+        args = ["--unshare-all"]
+        if self.network:
+            args.append("--share-net")
+        args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+        for path in SYSTEM_PATHS:
+            if os.path.islink(path):
+                args += ["--symlink", os.readlink(path), path]
+            elif os.path.isdir(path):
+                args += ["--ro-bind", path, path]
+        if self.network and os.path.isdir("/run/systemd/resolve"):
+            # /etc/resolv.conf often points here.
+            args += ["--ro-bind", "/run/systemd/resolve", "/run/systemd/resolve"]
+        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+        bound: list[Path] = []
+        home = self.home
+        if home is not None and home != Path("/"):
+            args += ["--tmpfs", str(home)]
+            for rel in TOOLCHAIN_DIRS:
+                tool_dir = home / rel
+                if tool_dir.exists():
+                    args += ["--ro-bind", str(tool_dir), str(tool_dir)]
+                    bound.append(tool_dir)
+        for readable in self.allow_read:
+            if readable.exists():
+                args += ["--ro-bind", str(readable), str(readable)]
+                bound.append(readable)
+        for root in roots:
+            args += ["--bind", str(root), str(root)]
+            bound.append(Path(root))
+        # Secrets inside anything bound are covered up: a workspace that is the home folder, a
+        # toolchain folder holding a credentials file, an allow_read entry that went too far.
+        for secret in self.secret_paths():
+            if not any(secret == b or secret.is_relative_to(b) for b in bound):
+                continue
+            if secret.is_dir() and not secret.is_symlink():
+                args += ["--tmpfs", str(secret), "--remount-ro", str(secret)]
+            elif secret.exists() or secret.is_symlink():
+                args += ["--ro-bind", "/dev/null", str(secret)]
+        args += ["--chdir", str(workspace)]
+        return args
+
+    def limited(self, argv: Sequence[str]) -> list[str]:
+        """``argv`` (a shell command line) behind the process and memory bounds, set inside the
+        sandbox's own user namespace so only the sandbox's processes count."""
+        limits = []
+        if self.max_processes > 0:
+            limits.append(f"ulimit -u {self.max_processes}")
+        if self.max_memory_mb > 0:
+            limits.append(f"ulimit -v {self.max_memory_mb * 1024}")
+        if not limits or len(argv) < 3:
+            return list(argv)
+        shell, flag, *rest = argv
+        # $0 is the shell, $1.. its arguments; a failing ulimit (a lower hard limit) keeps the
+        # lower limit, which is fine.
+        script = "; ".join(f"{limit} 2>/dev/null" for limit in limits) + '; exec "$0" "$@"'
+        return [shell, "-c", script, shell, flag, *rest]
+
+
+# ---------------------------------------------------------------------------------------------
+# Choosing
+
+
+@functools.lru_cache(maxsize=8)
+def bwrap_problem(executable: str) -> str | None:
+    """Why bubblewrap cannot make a sandbox on this machine (None when it can). Ubuntu 24.04
+    and some containers forbid the unprivileged user namespaces it needs."""
+    probe = BwrapConfiner(executable, max_processes=0, max_memory_mb=0)
+    here = Path("/")
+    argv = probe.wrap(["/bin/sh", "-c", "true"], workspace=here, roots=())
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bubblewrap could not start: {exc}"
+    if done.returncode == 0:
+        return None
+    detail = (done.stderr or "").strip().splitlines()
+    why = detail[-1] if detail else f"exit code {done.returncode}"
+    return (
+        f"bubblewrap is installed but cannot create a sandbox here ({why}); on Ubuntu 24.04 "
+        "allow unprivileged user namespaces (sysctl kernel.apparmor_restrict_unprivileged_userns=0"
+        " or an AppArmor profile for bwrap)"
+    )
+
+
+SandboxMode = Literal["auto", "bwrap", "off"]
+
+
+@dataclass(frozen=True)
+class BashConfinement:
+    """The confinement chosen for this run, and what to tell the user about it.
+
+    ``notice`` is set when bash runs unconfined (for the banner and ``doctor``);
+    ``acknowledged`` when the user's own configuration accepted that (``bash = "off"`` or
+    ``allow_unconfined = true``)."""
+
+    confiner: Confiner
+    mode: SandboxMode
+    notice: str | None = None
+    acknowledged: bool = False
+
+    def unattended_error(self, what: str) -> str | None:
+        """The error for running bash without asking (``what``: "yolo mode", "--yes") when it
+        would run unconfined and the user has not accepted that; None when it may run."""
+        if self.confiner.confined or self.acknowledged:
+            return None
+        return (
+            f"{what} runs shell commands without asking, but {self.notice}. Install bubblewrap "
+            "(e.g. apt install bubblewrap), or accept unconfined commands in your own config "
+            'file with [sandbox] allow_unconfined = true (or bash = "off").'
+        )
+
+
+def bash_confinement(
+    mode: str = "auto",
+    *,
+    network: bool = False,
+    allow_read: Sequence[str] = (),
+    allow_unconfined: bool = False,
+    max_processes: int = DEFAULT_MAX_PROCESSES,
+    max_memory_mb: int = DEFAULT_MAX_MEMORY_MB,
+    private: Sequence[Path] = (),
+    environ: Mapping[str, str] | None = None,
+) -> BashConfinement:
+    """Choose the confinement from the user's ``[sandbox]`` settings (see the module docstring).
+    bubblewrap is looked up on ``PATH`` (``environ``'s, default ours)."""
+    env = os.environ if environ is None else environ
+    if mode == "off":
+        reason = 'turned off in your config ([sandbox] bash = "off")'
+        return BashConfinement(NoConfiner(reason), "off", f"bash is NOT confined ({reason})", True)
+    home_text = env.get("HOME") or os.path.expanduser("~")
+    home = Path(os.path.realpath(home_text)) if home_text else None
+    found = shutil.which("bwrap", path=env.get("PATH", os.defpath))
+    problem = None if found else "bubblewrap (bwrap) is not installed"
+    if found:
+        problem = bwrap_problem(os.path.realpath(found))
+    if problem is None and found:
+        readable = []
+        for entry in allow_read:
+            expanded = os.path.expanduser(entry) if entry.startswith("~") and home else entry
+            if entry.startswith("~/") and home is not None:
+                expanded = str(home / entry[2:])
+            readable.append(Path(os.path.realpath(expanded)))
+        confiner = BwrapConfiner(
+            os.path.realpath(found),
+            network=network,
+            home=home,
+            allow_read=tuple(readable),
+            private=tuple(Path(os.path.realpath(p)) for p in private),
+            max_processes=max_processes,
+            max_memory_mb=max_memory_mb,
+        )
+        return BashConfinement(confiner, "bwrap" if mode == "bwrap" else "auto")
+    assert problem is not None
+    if mode == "bwrap":
+        reason = (
+            f'[sandbox] bash = "bwrap" but {problem}. Install bubblewrap (e.g. apt install '
+            'bubblewrap) or set [sandbox] bash = "auto" or "off" in your config'
+        )
+        return BashConfinement(UnavailableConfiner(reason), "bwrap")
+    notice = f"bash is NOT confined: {problem}"
+    return BashConfinement(NoConfiner(problem), "auto", notice, allow_unconfined)
+
+
+def sandbox_process_count(pid: int) -> int:
+    """How many processes live in the PID namespace of the sandbox whose outer bubblewrap
+    process is ``pid`` (0 when it cannot be told); the watchdog's measure for an agent running
+    as root, which ``RLIMIT_NPROC`` does not bound."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            children = f.read().split()
+        if not children:
+            return 0
+        inner = os.readlink(f"/proc/{children[0]}/ns/pid")
+        if inner == os.readlink(f"/proc/{pid}/ns/pid"):
+            return 0
+        names = os.listdir("/proc")
+    except OSError:
+        return 0
+    count = 0
+    for name in names:
+        if name.isdigit():
+            with contextlib.suppress(OSError):
+                if os.readlink(f"/proc/{name}/ns/pid") == inner:
+                    count += 1
+    return count
+
+
+def confinement_for(
+    sandbox: SandboxConfig,
+    *,
+    data_dir: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> BashConfinement:
+    """:func:`bash_confinement` from the ``[sandbox]`` table; our configuration folder and
+    ``data_dir`` (the session store) are never visible to commands."""
+    from reasonix.config import user_config_path
+
+    private = [user_config_path(environ).parent]
+    if data_dir is not None:
+        private.append(data_dir)
+    return bash_confinement(
+        sandbox.bash,
+        network=sandbox.network,
+        allow_read=sandbox.allow_read,
+        allow_unconfined=sandbox.allow_unconfined,
+        max_processes=sandbox.max_processes,
+        max_memory_mb=sandbox.max_memory_mb,
+        private=private,
+        environ=environ,
+    )

@@ -1,0 +1,839 @@
+"""What a shell command may really do, in the terms permission rules are written in.
+
+Two questions, answered from :mod:`reasonix.safety.shell_lexer`'s parse:
+
+- **Could a deny (or ask) rule's command be run?** :func:`command_forms` lists every command the
+  line may run, as token lists where ``None`` stands for a token not known before it runs (a
+  ``$var``, a substitution, a glob). Quotes and backslashes are already gone (``r''m``, ``\\rm``
+  and ``"rm"`` are ``rm``), a command's folder is dropped (``/bin/rm``), and wrappers are seen
+  through (``env -i``, ``nice``, ``timeout``, ``command -p``, ``exec``, ``xargs``, ``sudo``,
+  ``nohup``, ``setsid``, ``stdbuf``, ``bash -c``/``-lc``, ``eval`` of literal text, ``trap``,
+  ``find -exec``). What cannot be known becomes a form of one unknown token, which every rule
+  matches: deny when unsure (a ``$var`` in command position, ``/dev/tcp``, a shell reading its
+  script from stdin, a line the lexer cannot analyse). :func:`rule_matches` compares a rule's
+  pattern with the forms after the same normalisation on both sides (short flags split and
+  combined, known long flags mapped to short ones, so ``rm -rf`` also covers ``rm -fr``,
+  ``rm -r -f``, ``rm --recursive --force``, ``rm -rfv``), and it matches when some value of the
+  unknown tokens would match.
+- **May an allow rule cover it?** :func:`allow_obstacle` says why not, or None: only the
+  side-effect-free forms of a command are covered. Never a line the lexer cannot analyse, a
+  substitution, a redirection into a file, environment assignments, a word whose value is known
+  only at run time, a read of a path outside the workspace (or of ``/proc``, ``/sys``,
+  ``/dev``), a write to our own configuration, or one of the forms that run or write
+  something: ``find -exec/-execdir/-ok/-okdir/-delete/-fprint*/-fls``, sed ``e``/``w``/``W``/
+  ``r``/``R`` commands, ``s///e``/``s///w`` and ``-i``, awk ``system``, pipes, ``getline`` and
+  ``print >``, ``git -c``/``--config-env``/``--exec-path`` and ``diff --output``/``--ext-diff``,
+  ``rg --pre``, ``printf -v``, ``tee``, ``sort -o``.
+"""
+
+from __future__ import annotations
+
+import functools
+import glob as globlib
+import os
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from reasonix.safety.shell_lexer import Command, Script, Word, parse
+
+Token = str | None
+Form = tuple[Token, ...]
+
+_MAX_FORMS = 256
+_MAX_NESTING = 6
+
+# ---------------------------------------------------------------------------------------------
+# Forms: what may run
+
+
+def _tokens(words: Sequence[Word]) -> Form:
+    return tuple(w.value if w.literal else None for w in words)
+
+
+def _references_dev_net(script: Script) -> bool:
+    for cmd in script.commands:
+        words = [*cmd.words, *(r.target for r in cmd.redirects if r.target is not None)]
+        if any("/dev/tcp/" in w.value or "/dev/udp/" in w.value for w in words):
+            return True
+    return False
+
+
+def script_forms(script: Script, depth: int = 0) -> set[Form]:
+    """Every command ``script`` may run (see the module docstring)."""
+    forms: set[Form] = set()
+    if script.problems or _references_dev_net(script):
+        forms.add((None,))
+    for cmd in script.commands:
+        if cmd.words:
+            forms |= _unwrap(_tokens(cmd.words), depth)
+        if len(forms) > _MAX_FORMS:
+            forms.add((None,))
+            break
+    return forms
+
+
+def command_forms(command: str) -> set[Form]:
+    """:func:`script_forms` of a command line."""
+    return script_forms(parse(command))
+
+
+def _strip_dir(tokens: Form) -> Form:
+    first = tokens[0] if tokens else None
+    if first is not None and "/" in first.rstrip("/"):
+        return (first.rsplit("/", 1)[1], *tokens[1:])
+    return tokens
+
+
+# Options that take a value, for the wrappers we look through.
+_VALUE_OPTS: dict[str, frozenset[str]] = {
+    "env": frozenset({"-u", "--unset", "-C", "--chdir"}),
+    "nice": frozenset({"-n", "--adjustment"}),
+    "timeout": frozenset({"-s", "--signal", "-k", "--kill-after"}),
+    "exec": frozenset({"-a"}),
+    "sudo": frozenset(
+        {"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "-R", "--user", "--group"}
+    ),
+    "doas": frozenset({"-u", "-C"}),
+    "stdbuf": frozenset({"-i", "-o", "-e"}),
+    "xargs": frozenset(
+        {"-a", "-d", "-E", "-e", "-I", "-L", "-l", "-n", "-P", "-s", "--arg-file", "--delimiter"}
+    ),
+    "ionice": frozenset({"-c", "-n", "-p", "-P", "-u"}),
+    "taskset": frozenset(),
+    "setsid": frozenset(),
+    "nohup": frozenset(),
+    "command": frozenset(),
+    "builtin": frozenset(),
+    "time": frozenset({"-f", "-o", "--format", "--output"}),
+    "chrt": frozenset(),
+    "unbuffer": frozenset(),
+    "flock": frozenset({"-w", "--timeout", "-E", "--conflict-exit-code"}),
+    "watch": frozenset({"-n", "--interval", "-d"}),
+    "busybox": frozenset(),
+}
+_SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "busybox-sh", "rbash"})
+_SHELL_VALUE_OPTS = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
+
+
+def _unwrap(tokens: Form, depth: int) -> set[Form]:
+    """``tokens`` and every command it runs through wrappers."""
+    forms: set[Form] = set()
+    pending = [tokens]
+    while pending and len(forms) <= _MAX_FORMS:
+        current = pending.pop()
+        if not current or current in forms:
+            continue
+        forms.add(current)
+        stripped = _strip_dir(current)
+        if stripped != current:
+            pending.append(stripped)
+        name = stripped[0]
+        rest = stripped[1:]
+        if name is None:
+            continue
+        if depth >= _MAX_NESTING:
+            forms.add((None,))
+            continue
+        if name in _SHELLS:
+            forms |= _shell_forms(rest, depth)
+        elif name == "eval":
+            forms |= _text_forms(rest, depth)
+        elif name == "trap" and rest:
+            forms |= _text_forms(rest[:1], depth)
+        elif name == "find":
+            pending.extend(_find_exec(rest))
+        elif name in ("su", "runuser") and "-c" in rest:
+            at = rest.index("-c")
+            forms |= _text_forms(rest[at + 1 : at + 2], depth)
+        elif name in _VALUE_OPTS:
+            inner = _after_options(name, rest)
+            if inner is not None:
+                if name == "xargs":
+                    inner = (*inner, None)  # and whatever arrives on stdin
+                if name == "watch":
+                    forms |= _text_forms(inner, depth)
+                    continue
+                if name == "flock" and inner[:1] in (("-c",), ("--command",)):
+                    forms |= _text_forms(inner[1:2], depth)
+                    continue
+                pending.append(inner)
+        elif name in ("chroot",) and len(rest) > 1:
+            pending.append(rest[1:])
+    return forms
+
+
+def _after_options(name: str, rest: Form) -> Form | None:
+    """The command a wrapper runs, after its own options (and a duration, a priority, ...)."""
+    takes_value = _VALUE_OPTS[name]
+    i = 0
+    while i < len(rest):
+        tok = rest[i]
+        if tok is None:
+            return rest[i:]
+        if tok == "--":
+            i += 1
+            break
+        if name == "env" and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", tok, re.DOTALL):
+            i += 1
+            continue
+        if name == "env" and tok in ("-S", "--split-string") and i + 1 < len(rest):
+            split = rest[i + 1]
+            if split is None:
+                return (None,)
+            return (*tuple(split.split()), *rest[i + 2 :])
+        if name == "env" and tok.startswith("--split-string="):
+            return (*tuple(tok.partition("=")[2].split()), *rest[i + 1 :])
+        if (tok.startswith("-") and tok != "-") or (name == "sudo" and tok.startswith("+")):
+            i += 2 if tok in takes_value else 1
+            continue
+        break
+    inner = rest[i:]
+    if name == "timeout" and inner:
+        inner = inner[1:]  # the duration
+    elif name == "flock" and inner:
+        inner = inner[1:]  # the lock file
+    elif name == "taskset" and inner:
+        inner = inner[1:]  # the mask
+    elif name == "chrt" and inner:
+        inner = inner[1:]  # the priority
+    elif name == "nice" and inner and inner[0] is not None and re.fullmatch(r"-\d+", inner[0]):
+        inner = inner[1:]
+    return inner or None
+
+
+def _shell_forms(rest: Form, depth: int) -> set[Form]:
+    """``bash -c 'text'``, ``sh -lc 'text'``: the text's forms; a shell reading its commands
+    from stdin (``curl ... | sh``) is unknown."""
+    i = 0
+    command_string = False
+    while i < len(rest):
+        tok = rest[i]
+        if tok is None:
+            return {(None,)}
+        if tok == "--":
+            i += 1
+            break
+        if tok in _SHELL_VALUE_OPTS:
+            i += 2
+            continue
+        if tok.startswith("--"):
+            i += 1
+            continue
+        if tok[:1] in "-+" and len(tok) > 1:
+            if "c" in tok[1:]:
+                command_string = True
+            if "s" in tok[1:]:
+                return {(None,)}
+            i += 1
+            continue
+        break
+    if command_string:
+        return _text_forms(rest[i : i + 1], depth) if i < len(rest) else {(None,)}
+    if i >= len(rest):
+        return {(None,)}  # commands from stdin
+    return set()  # a script file: an opaque program, like ./script
+
+
+def _text_forms(parts: Form, depth: int) -> set[Form]:
+    """The forms of shell text given as arguments (``eval a b``, ``bash -c 'a b'``)."""
+    if not parts or any(p is None for p in parts):
+        return {(None,)}
+    text = " ".join(p for p in parts if p is not None)
+    return script_forms(parse(text), depth + 1)
+
+
+def _find_exec(rest: Form) -> list[Form]:
+    out: list[Form] = []
+    i = 0
+    while i < len(rest):
+        tok = rest[i]
+        if tok in ("-exec", "-execdir", "-ok", "-okdir"):
+            j = i + 1
+            while j < len(rest) and rest[j] not in (";", "+"):
+                j += 1
+            if j > i + 1:
+                out.append(rest[i + 1 : j])
+            i = j
+        i += 1
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Matching patterns against forms
+
+
+class _Any:
+    """A wildcard element: any run of characters (``alnum`` restricts it to flag letters)."""
+
+    __slots__ = ("alnum",)
+
+    def __init__(self, alnum: bool = False) -> None:
+        self.alnum = alnum
+
+    def accepts(self, char: str) -> bool:
+        return not self.alnum or char.isalnum()
+
+
+_STAR = _Any()
+_LETTERS = _Any(alnum=True)
+Glob = tuple[str | _Any, ...]
+
+# Long options and letter aliases that mean the same as a short flag, per command.
+_FLAG_ALIASES: dict[str, dict[str, str]] = {
+    "rm": {"--recursive": "r", "--force": "f", "--dir": "d", "--verbose": "v", "R": "r"},
+    "cp": {"--recursive": "r", "--force": "f", "R": "r"},
+    "mv": {"--force": "f"},
+    "ln": {"--force": "f", "--symbolic": "s"},
+    "chmod": {"--recursive": "R"},
+    "chown": {"--recursive": "R"},
+    "chgrp": {"--recursive": "R"},
+    "git": {"--force": "f"},
+    "shred": {"--remove": "u", "--force": "f"},
+    "curl": {"--output": "o", "--insecure": "k"},
+}
+
+
+def _normal(tokens: Sequence[Token]) -> tuple[Token, ...] | None:
+    """Flags split, mapped and combined into one sorted cluster right after the command name
+    (``rm -r x -f`` → ``rm -fr x``); None when there are no flags to move."""
+    if not tokens or tokens[0] is None:
+        return None
+    name = tokens[0].rsplit("/", 1)[-1]
+    aliases = _FLAG_ALIASES.get(name, {})
+    letters: set[str] = set()
+    rest: list[Token] = []
+    ended = False
+    for tok in tokens[1:]:
+        if tok is None or ended:
+            rest.append(tok)
+            continue
+        if tok == "--":
+            ended = True
+            rest.append(tok)
+            continue
+        if tok in aliases and tok.startswith("--"):
+            letters.add(aliases[tok])
+            continue
+        if re.fullmatch(r"-[A-Za-z]+", tok):
+            letters.update(aliases.get(c, c) for c in tok[1:])
+            continue
+        rest.append(tok)
+    if not letters:
+        return None
+    return (name, "-" + "".join(sorted(letters)), *rest)
+
+
+def _glob_of_form(tokens: Sequence[Token]) -> Glob:
+    out: list[str | _Any] = []
+    for k, tok in enumerate(tokens):
+        if k:
+            out.append(" ")
+        if tok is None:
+            out.append(_STAR)
+        else:
+            out.extend(tok)
+    return tuple(out)
+
+
+def _pattern_tokens(pattern: str) -> list[str]:
+    return [t for t in re.split(r"[ \t]+", pattern.strip()) if t]
+
+
+def _glob_of_pattern_text(text: str) -> list[str | _Any]:
+    out: list[str | _Any] = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\" and text[i + 1 : i + 2] in ("*", "\\"):
+            out.append(text[i + 1])
+            i += 2
+            continue
+        out.append(_STAR if c == "*" else c)
+        i += 1
+    return out
+
+
+@functools.lru_cache(maxsize=1024)
+def pattern_globs(pattern: str) -> tuple[Glob, ...]:
+    """The globs a command pattern stands for: as written (whitespace collapsed), and with its
+    flags normalised, where the cluster accepts more letters (``rm -rf`` covers ``rm -rfv``)."""
+    tokens = _pattern_tokens(pattern)
+    written: list[str | _Any] = []
+    for k, tok in enumerate(tokens):
+        if k:
+            written.append(" ")
+        written.extend(_glob_of_pattern_text(tok))
+    globs = [tuple(written)]
+    plain = list(tokens)
+    flaggy = [t if "*" not in t and "\\" not in t else None for t in plain]
+    normal = _normal(flaggy)
+    if normal is not None and normal[0] is not None and normal[1] is not None:
+        glob: list[str | _Any] = [*normal[0], " ", "-", _LETTERS]
+        for letter in normal[1][1:]:
+            glob += [letter, _LETTERS]
+        # The tokens that were not flags, as written (their wildcards kept).
+        rest = [t for t in plain[1:] if t not in _FLAG_ALIASES.get(normal[0], {})]
+        rest = [t for t in rest if not re.fullmatch(r"-[A-Za-z]+", t)]
+        for tok in rest:
+            glob.append(" ")
+            glob.extend(_glob_of_pattern_text(tok))
+        globs.append(tuple(glob))
+    return tuple(globs)
+
+
+def globs_intersect(a: Glob, b: Glob) -> bool:
+    """Whether some string matches both globs."""
+    seen: set[tuple[int, int]] = set()
+    stack = [(0, 0)]
+    la, lb = len(a), len(b)
+    while stack:
+        i, j = stack.pop()
+        if (i, j) in seen:
+            continue
+        seen.add((i, j))
+        if i == la and j == lb:
+            return True
+        x = a[i] if i < la else None
+        y = b[j] if j < lb else None
+        if isinstance(x, _Any):
+            stack.append((i + 1, j))
+            if isinstance(y, str) and x.accepts(y):
+                stack.append((i, j + 1))
+        if isinstance(y, _Any):
+            stack.append((i, j + 1))
+            if isinstance(x, str) and y.accepts(x):
+                stack.append((i + 1, j))
+        if isinstance(x, str) and isinstance(y, str) and x == y:
+            stack.append((i + 1, j + 1))
+    return False
+
+
+def rule_matches(pattern: str, forms: Iterable[Form]) -> bool:
+    """Whether a command pattern may match one of ``forms`` (see the module docstring)."""
+    globs = pattern_globs(pattern)
+    for form in forms:
+        candidates = [_glob_of_form(form)]
+        normal = _normal(form)
+        if normal is not None:
+            candidates.append(_glob_of_form(normal))
+        for candidate in candidates:
+            if any(globs_intersect(candidate, g) for g in globs):
+                return True
+    return False
+
+
+# ---------------------------------------------------------------------------------------------
+# Allow rules: side-effect-free forms only
+
+#: Our own configuration: writing it changes what the next run trusts, runs or allows.
+OWN_CONFIG_NAMES = ("reasonix.toml", ".mcp.json")
+OWN_CONFIG_DIRS = (".reasonix", ".claude", ".git")
+
+#: Commands that never read or write the files their arguments name.
+_NO_FILE_ARGS = frozenset({"echo", "printf", "true", "false", ":", "pwd", "date", "whoami"})
+#: Commands that only read what they are given (their own-config arguments are fine).
+_READERS = frozenset(
+    {"cat", "head", "tail", "less", "more", "grep", "egrep", "fgrep", "rg", "ls", "wc", "diff",
+     "stat", "file", "git", "echo", "printf", "test", "[", "[[", "cut", "sort", "uniq", "nl",
+     "od", "xxd", "hexdump", "md5sum", "sha256sum", "sha1sum", "find", "tree", "du", "realpath",
+     "readlink", "basename", "dirname", "jq", "awk", "sed", "tr", "column", "cmp", "comm"}
+)  # fmt: skip
+_HARMLESS_DEVICES = frozenset({"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr"})
+_MAX_GLOB_MATCHES = 2000
+
+
+def own_config_target(path: Path, workspace: Path) -> str | None:
+    """The protected name ``path`` falls under (``reasonix.toml``, ``.git/``, ...), or None."""
+    try:
+        rel = path.relative_to(workspace)
+    except ValueError:
+        return None
+    parts = rel.parts
+    if not parts:
+        return None
+    if len(parts) == 1 and parts[0] in OWN_CONFIG_NAMES:
+        return parts[0]
+    for part in parts:
+        if part in OWN_CONFIG_DIRS:
+            return part + "/"
+    return None
+
+
+def _side_effect(argv: Sequence[str]) -> str | None:
+    """Why this (literal, unwrapped) command is not side-effect-free, or None."""
+    if not argv:
+        return None
+    name = argv[0].rsplit("/", 1)[-1]
+    args = list(argv[1:])
+    check = _CHECKS.get(name)
+    return check(args) if check is not None else None
+
+
+def _find(args: list[str]) -> str | None:
+    for a in args:
+        if a in ("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fls") or a.startswith(
+            "-fprint"
+        ):
+            return f"find {a} runs or writes something"
+    return None
+
+
+def _sed(args: list[str]) -> str | None:
+    scripts: list[str] = []
+    operands: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in ("-e", "--expression") and i + 1 < len(args):
+            scripts.append(args[i + 1])
+            i += 2
+            continue
+        if a.startswith("--expression="):
+            scripts.append(a.partition("=")[2])
+        elif a in ("-f", "--file") or a.startswith("--file="):
+            return "sed -f reads its script from a file"
+        elif a.startswith("--in-place") or (re.fullmatch(r"-[A-Za-z]+.*", a) and _sed_inplace(a)):
+            return "sed -i edits files in place"
+        elif a.startswith("-e") and len(a) > 2:
+            scripts.append(a[2:])
+        elif a.startswith("-") and a != "-":
+            pass
+        else:
+            operands.append(a)
+        i += 1
+    if not scripts and operands:
+        scripts.append(operands[0])
+    for script in scripts:
+        problem = _sed_script(script)
+        if problem:
+            return problem
+    return None
+
+
+def _sed_inplace(flag: str) -> bool:
+    letters = flag[1:]
+    if letters.startswith("-"):
+        return False
+    for c in letters:
+        if c == "i":
+            return True
+        if c in "elf":  # options taking a value: the rest is the value
+            return False
+    return False
+
+
+def _sed_script(script: str) -> str | None:
+    """Scan a sed script for commands that run or write something."""
+    i, n = 0, len(script)
+
+    def skip_regex(j: int, delim: str) -> int:
+        while j < n and script[j] != delim:
+            if script[j] == "\\":
+                j += 1
+            elif script[j] == "\n":
+                return -1
+            j += 1
+        return j if j < n else -1
+
+    while i < n:
+        c = script[i]
+        if c in " \t\n;}":
+            i += 1
+            continue
+        # addresses
+        while i < n:
+            c = script[i]
+            if c.isdigit() or c in "$,~+!":
+                i += 1
+            elif c == "/":
+                end = skip_regex(i + 1, "/")
+                if end < 0:
+                    return "the sed script cannot be analysed"
+                i = end + 1
+                while i < n and script[i] in "IM":
+                    i += 1
+            elif c == "\\" and i + 1 < n:
+                end = skip_regex(i + 2, script[i + 1])
+                if end < 0:
+                    return "the sed script cannot be analysed"
+                i = end + 1
+            elif c in " \t":
+                i += 1
+            else:
+                break
+        if i >= n:
+            break
+        c = script[i]
+        i += 1
+        if c in "{}":
+            continue
+        if c in "ewWrR":
+            return f"the sed command {c!r} runs a command or reads or writes a file"
+        if c in "sy":
+            if i >= n:
+                return "the sed script cannot be analysed"
+            delim = script[i]
+            if delim in "\n\\":
+                return "the sed script cannot be analysed"
+            end = skip_regex(i + 1, delim)
+            if end < 0:
+                return "the sed script cannot be analysed"
+            end2 = skip_regex(end + 1, delim)
+            if end2 < 0:
+                return "the sed script cannot be analysed"
+            i = end2 + 1
+            if c == "s":
+                flags_end = i
+                while flags_end < n and script[flags_end] not in ";\n}":
+                    flags_end += 1
+                flags = script[i:flags_end]
+                if "e" in flags or "w" in flags:
+                    return "the sed s command's e or w flag runs a command or writes a file"
+                i = flags_end
+            continue
+        if c in "aic:btTvlLqQ":
+            # text or a label to the end of the line (or a command separator for labels)
+            while i < n and script[i] != "\n" and not (c in "btTvlLqQ" and script[i] == ";"):
+                i += 1
+            continue
+        if c in "pPdDnNgGhHxz=F":
+            continue
+        return f"the sed command {c!r} is not known to be side-effect-free"
+    return None
+
+
+def _awk(args: list[str]) -> str | None:
+    programs: list[str] = []
+    operands: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in ("-f", "--file", "-E", "--exec", "-i", "--include", "-l", "--load"):
+            return f"awk {a} loads a program or an extension from a file"
+        if a in ("-v", "-F", "--assign", "--field-separator") and i + 1 < len(args):
+            i += 2
+            continue
+        if a in ("-e", "--source") and i + 1 < len(args):
+            programs.append(args[i + 1])
+            i += 2
+            continue
+        if a.startswith("-") and a != "-" and not operands:
+            i += 1
+            continue
+        operands.append(a)
+        i += 1
+    if not programs and operands:
+        programs.append(operands[0])
+    for program in programs:
+        code = re.sub(r'"(?:[^"\\]|\\.)*"', '""', program)
+        if re.search(r"\bsystem\s*\(", code):
+            return "awk system() runs a command"
+        if "|" in code.replace("||", ""):
+            return "an awk pipe runs a command"
+        if re.search(r"\bgetline\b", code):
+            return "awk getline reads files or runs commands"
+        for statement in re.split(r"[;{}\n]", code):
+            if re.search(r"\bprintf?\b", statement) and ">" in statement:
+                return "awk print > writes a file"
+    return None
+
+
+def _git(args: list[str]) -> str | None:
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if (a.startswith("-c") and not a.startswith("--")) or a.startswith("--config-env"):
+            return "git -c changes configuration (which may run commands)"
+        if a.startswith("--exec-path"):
+            return "git --exec-path chooses the programs git runs"
+        if a in ("-C", "--git-dir", "--work-tree", "--namespace") and i + 1 < len(args):
+            i += 2
+            continue
+        if a.startswith("-"):
+            i += 1
+            continue
+        break
+    sub = args[i + 1 :]
+    for a in sub:
+        if a == "--output" or a.startswith("--output="):
+            return "git --output writes a file"
+        if a == "--ext-diff":
+            return "git --ext-diff runs an external diff program"
+        if a in ("-O", "--open-files-in-pager") or a.startswith("--open-files-in-pager"):
+            return "git grep -O runs a pager"
+        if a in ("--exec", "-x", "--upload-pack", "--receive-pack") or a.startswith(
+            ("--exec=", "--upload-pack=", "--receive-pack=")
+        ):
+            return f"git {a} runs a command"
+    return None
+
+
+def _rg(args: list[str]) -> str | None:
+    if any(a == "--pre" or a.startswith("--pre=") for a in args):
+        return "rg --pre runs a program on every file"
+    return None
+
+
+def _printf(args: list[str]) -> str | None:
+    if args[:1] == ["-v"] or (args and args[0].startswith("-v")):
+        return "printf -v assigns a variable (its subscript can run commands)"
+    return None
+
+
+def _tee(args: list[str]) -> str | None:
+    files = [a for a in args if not a.startswith("-") and a not in _HARMLESS_DEVICES]
+    return "tee writes files" if files else None
+
+
+def _sort(args: list[str]) -> str | None:
+    for a in args:
+        if a == "-o" or a.startswith(("--output", "-o")):
+            return "sort -o writes a file"
+    return None
+
+
+def _test(args: list[str]) -> str | None:
+    if "-v" in args:
+        return "test -v evaluates an array subscript, which can run commands"
+    return None
+
+
+_CHECKS = {
+    "find": _find,
+    "sed": _sed,
+    "gsed": _sed,
+    "awk": _awk,
+    "gawk": _awk,
+    "mawk": _awk,
+    "nawk": _awk,
+    "git": _git,
+    "rg": _rg,
+    "printf": _printf,
+    "tee": _tee,
+    "sort": _sort,
+    "test": _test,
+    "[": _test,
+    "[[": _test,
+}
+
+
+class _Paths:
+    """Resolves the path-like words of a line from the folder each command runs in."""
+
+    def __init__(self, workspace: Path, roots: Sequence[Path]) -> None:
+        self.workspace = workspace
+        self.roots = tuple(roots) or (workspace,)
+        self.cwd = workspace
+
+    def inside(self, real: Path) -> bool:
+        return any(real == r or real.is_relative_to(r) for r in self.roots)
+
+    def resolve(self, value: str) -> Path:
+        expanded = os.path.expanduser(value) if value.startswith("~") else value
+        return Path(os.path.realpath(os.path.join(self.cwd, expanded)))
+
+    def outside(self, value: str) -> str | None:
+        """Why reading ``value`` would go outside the workspace, or None."""
+        if value in _HARMLESS_DEVICES:
+            return None
+        real = self.resolve(value)
+        if str(real) in _HARMLESS_DEVICES:
+            return None
+        if not self.inside(real):
+            return f"it names {value!r}, outside the workspace"
+        for system in ("/proc", "/sys", "/dev"):
+            if real == Path(system) or real.is_relative_to(system):
+                return f"it names {value!r}, under {system}"
+        return None
+
+
+def _path_candidates(word: str) -> list[str]:
+    values = [word]
+    if word.startswith("--") and "=" in word:
+        values.append(word.partition("=")[2])
+    return [v for v in values if v and ("/" in v or v.startswith("~") or v in (".", ".."))]
+
+
+def allow_obstacle(script: Script, workspace: Path, roots: Sequence[Path] = ()) -> str | None:
+    """Why no allow rule may cover ``script``, or None (see the module docstring)."""
+    if script.problems:
+        return f"the command cannot be analysed ({script.problems[0]})"
+    if script.substitutions:
+        return "the command hides parts in $(...), backticks or process substitution"
+    paths = _Paths(Path(os.path.realpath(workspace)), [Path(os.path.realpath(r)) for r in roots])
+    for cmd in script.commands:
+        problem = _command_obstacle(cmd, paths)
+        if problem:
+            return problem
+    return None
+
+
+def _command_obstacle(cmd: Command, paths: _Paths) -> str | None:
+    for redirect in cmd.redirects:
+        target = redirect.target
+        if target is None:
+            return "a redirection has no target"
+        if redirect.op in ("<<", "<<-", "<<<"):
+            continue
+        if not target.literal:
+            return "a redirection's target is known only when it runs"
+        if redirect.writes and target.value not in _HARMLESS_DEVICES:
+            return "the command writes a file through a redirection"
+        if redirect.reads:
+            problem = paths.outside(target.value)
+            if problem:
+                return f"the command reads a file outside the workspace ({problem})"
+    if cmd.assignments:
+        return "the command sets environment variables for what it runs"
+    if not cmd.words:
+        return None
+    for word in cmd.words:
+        if word.expands or word.tilde or word.brace:
+            return f"the word {word.text!r} is known only when the command runs"
+    argv = [w.value for w in cmd.words]
+    for form in _unwrap(tuple(argv), 0):
+        if any(t is None for t in form):
+            return "the command runs something that is known only at run time"
+        problem = _side_effect([t for t in form if t is not None])
+        if problem:
+            return problem
+    name = argv[0].rsplit("/", 1)[-1]
+    if name in ("cd", "pushd", "popd"):
+        if len(argv) != 2 or argv[1] == "-":
+            return f"{name} without a folder goes outside the workspace"
+        real = paths.resolve(argv[1])
+        if not paths.inside(real):
+            return f"cd {argv[1]!r} leaves the workspace"
+        paths.cwd = real
+        return None
+    if name in _NO_FILE_ARGS:
+        return None
+    for word in cmd.words[1:]:
+        if word.glob:
+            candidates = _expand_glob(word.value, paths)
+            if candidates is None:
+                return f"the pattern {word.text!r} matches too many files to check"
+        else:
+            candidates = _path_candidates(word.value)
+        for candidate in candidates:
+            problem = paths.outside(candidate)
+            if problem:
+                return f"the command reads outside the workspace ({problem})"
+        if name in _READERS:
+            continue
+        for candidate in (*candidates, word.value):
+            protected = own_config_target(paths.resolve(candidate), paths.workspace)
+            if protected:
+                return f"the command may change our own configuration ({protected})"
+    return None
+
+
+def _expand_glob(pattern: str, paths: _Paths) -> list[str] | None:
+    base = os.path.join(paths.cwd, os.path.expanduser(pattern))
+    matches = []
+    for k, match in enumerate(globlib.iglob(base, recursive=False)):
+        if k >= _MAX_GLOB_MATCHES:
+            return None
+        matches.append(match)
+    return matches or [pattern]
