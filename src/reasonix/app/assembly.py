@@ -37,6 +37,7 @@ from reasonix.messages import ReasoningEffort
 from reasonix.providers.base import Provider
 from reasonix.providers.models import prices_in
 from reasonix.safety.checkpoints import CheckpointManager
+from reasonix.safety.confinement import BashConfinement, Confiner, confinement_for
 from reasonix.safety.permissions import Approver, PermissionEngine, PermissionRecord
 from reasonix.tools.limits import ToolLimits
 from reasonix.tools.registry import PermissionPolicy, Tool, ToolRegistry
@@ -106,13 +107,24 @@ def make_providers(
     }
 
 
+def make_confinement(
+    config: Config, data_dir: Path, environ: Mapping[str, str] | None = None
+) -> BashConfinement:
+    """How bash commands are confined, from the user's ``[sandbox]`` (``data_dir``, the store's
+    folder, stays invisible to them)."""
+    return confinement_for(config.sandbox, data_dir=data_dir, environ=environ)
+
+
 def make_permissions(
     config: Config,
     approver: Approver | None,
     on_decision: Callable[[PermissionRecord], None] | None = None,
+    bash: BashConfinement | None = None,
 ) -> PermissionEngine:
-    """The permission engine from ``[permissions]``; ``approver`` None makes "ask" a denial."""
+    """The permission engine from ``[permissions]``; ``approver`` None makes "ask" a denial.
+    With ``bash`` unconfined and not accepted by the user, yolo mode is refused."""
     return PermissionEngine(
+        unattended_refusal=bash.unattended_error("yolo mode") if bash is not None else None,
         mode=config.permissions.mode,
         allow=config.permissions.allow,
         ask=config.permissions.ask,
@@ -140,6 +152,7 @@ def make_registry(
     checkpoints: CheckpointManager | None,
     mcp: McpManager | None = None,
     extra: Iterable[Tool] = (),
+    confiner: Confiner | None = None,
 ) -> ToolRegistry:
     """Built-in tools (sandboxed to the workspace and ``[workspace] roots``), ``extra`` tools
     (the ``skill`` tool) and MCP tools, every call checked by ``permissions``."""
@@ -149,7 +162,7 @@ def make_registry(
     # The variables our providers read their keys from never reach the model's commands,
     # whatever they are called.
     key_vars = sorted({p.api_key_env for p in config.providers.values() if p.api_key_env})
-    shell = ShellOptions(secret_env=tuple(key_vars))
+    shell = ShellOptions(secret_env=tuple(key_vars), confiner=confiner)
     web = config.web
     limits = ToolLimits.from_config(config.limits)
     tools = default_tools(

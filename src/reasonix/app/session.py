@@ -65,6 +65,7 @@ from reasonix.extensions.commands import CustomCommand
 from reasonix.extensions.skills import skills_listing
 from reasonix.providers.base import Provider
 from reasonix.safety.checkpoints import CHECKPOINTS_KEY, CheckpointManager
+from reasonix.safety.confinement import BashConfinement, NoConfiner
 from reasonix.safety.permissions import Approver, PermissionEngine, PermissionRecord
 from reasonix.store import SessionInfo, SessionStore
 from reasonix.tools.registry import ToolContext
@@ -112,6 +113,7 @@ class AgentSession:
         data_dir: Path,
         extensions: Extensions | None = None,
         hooks: SessionHooks | None = None,
+        bash: BashConfinement | None = None,
     ) -> None:
         self.config = config
         self.workspace = workspace
@@ -126,6 +128,8 @@ class AgentSession:
         self._data_dir = data_dir
         self._extensions = extensions or Extensions()
         self._hooks = hooks if hooks is not None else SessionHooks.none(workspace, events, data_dir)
+        #: how bash commands run (confined or not); frontends show its notice
+        self.bash = bash or BashConfinement(NoConfiner(), "off")
         self._store_error_reported = False
         self.notices: list[str] = []
         self._attach(stored)
@@ -180,7 +184,8 @@ class AgentSession:
             events.user.emit(NoticeEvent("hooks", "hooks_skipped", note))
         if approver is not None and hooks:
             approver = NotifyingApprover(approver, hooks)
-        permissions = assembly.make_permissions(config, approver, log.append)
+        bash = assembly.make_confinement(config, data_dir, environ)
+        permissions = assembly.make_permissions(config, approver, log.append, bash)
         hooks.mode = lambda: permissions.mode.value
         mcp = None
         if start_mcp:
@@ -218,6 +223,7 @@ class AgentSession:
             data_dir=data_dir,
             extensions=extensions,
             hooks=hooks,
+            bash=bash,
         )
         await hooks.session_start("resume" if session.resumed else "startup")
         return session
@@ -247,6 +253,7 @@ class AgentSession:
             self._checkpoints,
             self._mcp,
             extra=self._extensions.tools(),
+            confiner=self.bash.confiner,
         )
         if self._mcp is not None:
             from reasonix.mcp.overflow import registry_overflow_notice

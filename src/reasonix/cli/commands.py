@@ -79,6 +79,12 @@ def _config_flags(p: argparse.ArgumentParser, sub: bool = False) -> None:
         help="stop the session once it has spent this much (budget.max_session_usd)",
     )
     p.add_argument(
+        "--sandbox",
+        metavar="MODE",
+        default=default,
+        help="confine shell commands: auto|bwrap|off (sandbox.bash)",
+    )
+    p.add_argument(
         "--no-planner",
         action="store_true",
         default=argparse.SUPPRESS if sub else False,
@@ -257,6 +263,7 @@ def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
         "permissions.mode": getattr(args, "mode", None),
         "executor.max_steps": getattr(args, "max_steps", None),
         "budget.max_session_usd": getattr(args, "max_cost", None),
+        "sandbox.bash": getattr(args, "sandbox", None),
     }
     if getattr(args, "no_planner", False):
         out["planner.enabled"] = False

@@ -6,7 +6,6 @@ import argparse
 import asyncio
 import os
 import shutil
-import sys
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -114,8 +113,29 @@ def diagnose(
     checks += _folders(user_config_path().parent)
     checks.append(_snapshots(config))
     checks += _optional_tools()
+    checks += _sandbox(config)
     checks += _mcp(config)
     return checks
+
+
+def _sandbox(config: Config) -> list[Check]:
+    """Whether shell commands will run confined, said plainly."""
+    from reasonix.safety.confinement import UnavailableConfiner, confinement_for
+    from reasonix.store import default_store_path
+
+    bash = confinement_for(config.sandbox, data_dir=default_store_path().parent)
+    if isinstance(bash.confiner, UnavailableConfiner):
+        fix = "install bubblewrap (apt install bubblewrap)"
+        return [Check("fail", bash.confiner.describe(), fix)]
+    if bash.confiner.confined:
+        return [Check("ok", bash.confiner.describe())]
+    assert bash.notice is not None
+    if bash.mode == "off":
+        return [Check("warn", bash.notice, 'set [sandbox] bash = "auto" to confine commands')]
+    hint = "install bubblewrap (e.g. apt install bubblewrap)"
+    if not bash.acknowledged:
+        hint += "; until then yolo mode and --yes need [sandbox] allow_unconfined = true"
+    return [Check("warn", bash.notice, hint)]
 
 
 def _endpoints(config: Config, roles: list[tuple[str, RoleConfig]]) -> list[Check]:
@@ -277,8 +297,6 @@ def _optional_tools() -> list[Check]:
         found = shutil.which(name)
         if found:
             checks.append(Check("ok", f"{name} found at {found}"))
-        elif name == "bwrap" and not sys.platform.startswith("linux"):
-            continue
         else:
             checks.append(Check("warn", f"{name} not found (optional)", hint))
     return checks

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from reasonix.app.assembly import make_confinement
 from reasonix.app.session import AgentSession
 from reasonix.app.turn import TurnOutcome
 from reasonix.cli.commands import (
@@ -186,6 +187,13 @@ async def _run(
         sink = JsonLinesSink(out)  # type: ignore[arg-type]
     if notice and fmt == "stream-json":  # text mode printed it already
         sink.emit(NoticeEvent("config", "project_config_ignored", notice))
+    bash = make_confinement(config, store.path.parent, environ)
+    if args.yes:
+        refusal = bash.unattended_error("--yes")
+        if refusal:
+            raise UsageError(refusal)
+    if bash.notice:
+        print(f"reasonix: warning: {bash.notice}", file=sys.stderr)
     try:
         session = await AgentSession.open(
             config,

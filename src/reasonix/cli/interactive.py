@@ -386,6 +386,8 @@ class App:
             f"[bold]reasonix[/bold] · {_shown(models)} · mode {_shown(rt.mode)} · {what} session "
             f"{_shown(rt.session_id)}\n[dim]/help for commands; Esc+Enter for a new line[/dim]"
         )
+        if rt.bash.notice:
+            self.console.print(f"[bold yellow]warning:[/bold yellow] {escape(rt.bash.notice)}")
 
     # -- turns -------------------------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ options (interactive and run):
   --mode MODE             permission mode: ask|auto-edit|plan|yolo (permissions.mode)
   --max-steps N           executor steps per turn (executor.max_steps)
   --max-cost USD          stop the session once it has spent this much (budget.max_session_usd)
+  --sandbox MODE          confine shell commands: auto|bwrap|off (sandbox.bash)
   --no-planner            run the executor alone (planner.enabled = false)
   --trust                 trust this folder's reasonix.toml and .mcp.json for this run
                           (otherwise they count only once you trust the folder)

@@ -35,6 +35,7 @@ import functools
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -188,6 +189,8 @@ class BwrapConfiner:
     home: Path | None = None
     allow_read: tuple[Path, ...] = ()
     private: tuple[Path, ...] = ()
+    #: folders of programs the command may run (``PATH`` entries, our own Python), read-only
+    programs: tuple[Path, ...] = ()
     max_processes: int = DEFAULT_MAX_PROCESSES
     max_memory_mb: int = DEFAULT_MAX_MEMORY_MB
     name: str = field(default="bwrap", init=False)
@@ -232,8 +235,8 @@ class BwrapConfiner:
                 if tool_dir.exists():
                     args += ["--ro-bind", str(tool_dir), str(tool_dir)]
                     bound.append(tool_dir)
-        for readable in self.allow_read:
-            if readable.exists():
+        for readable in (*self.programs, *self.allow_read):
+            if readable.exists() and readable not in bound:
                 args += ["--ro-bind", str(readable), str(readable)]
                 bound.append(readable)
         for root in roots:
@@ -357,6 +360,7 @@ def bash_confinement(
             network=network,
             home=home,
             allow_read=tuple(readable),
+            programs=program_folders(env.get("PATH", ""), home),
             private=tuple(Path(os.path.realpath(p)) for p in private),
             max_processes=max_processes,
             max_memory_mb=max_memory_mb,
@@ -395,6 +399,25 @@ def sandbox_process_count(pid: int) -> int:
                 if os.readlink(f"/proc/{name}/ns/pid") == inner:
                     count += 1
     return count
+
+
+def program_folders(path_env: str, home: Path | None) -> tuple[Path, ...]:
+    """Folders holding the programs a command may run: the ``PATH`` entries and our own
+    Python's installation (a virtualenv outside the workspace), never ``/`` or the home folder
+    itself (nor anything above it)."""
+    candidates = [*path_env.split(os.pathsep), sys.prefix, sys.base_prefix]
+    out: list[Path] = []
+    for entry in candidates:
+        if not entry or not os.path.isabs(entry):
+            continue
+        real = Path(os.path.realpath(entry))
+        if real == Path("/") or (home is not None and (home == real or home.is_relative_to(real))):
+            continue
+        if any(real.is_relative_to(system) for system in SYSTEM_PATHS):
+            continue  # bound already
+        if real.is_dir() and real not in out:
+            out.append(real)
+    return tuple(out)
 
 
 def confinement_for(
