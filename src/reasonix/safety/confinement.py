@@ -411,6 +411,12 @@ def program_folders(path_env: str, home: Path | None) -> tuple[Path, ...]:
         if not entry or not os.path.isabs(entry):
             continue
         real = Path(os.path.realpath(entry))
+        # A toolchain's bin folder needs the rest of it (pyenv's shims run pyenv itself).
+        names = {d.split("/")[0] for d in TOOLCHAIN_DIRS if d.startswith(".")}
+        for k, part in enumerate(real.parts):
+            if part in names:
+                real = Path(*real.parts[: k + 1])
+                break
         if real == Path("/") or (home is not None and (home == real or home.is_relative_to(real))):
             continue
         if any(real.is_relative_to(system) for system in SYSTEM_PATHS):

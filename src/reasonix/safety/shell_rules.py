@@ -748,11 +748,23 @@ class _Paths:
         return None
 
 
-def _path_candidates(word: str) -> list[str]:
+def _path_candidates(word: str, cwd: Path) -> list[str]:
+    """The parts of an argument that may name a file: path-like text, or a name that exists
+    (a symlink in the workspace may point anywhere)."""
     values = [word]
     if word.startswith("--") and "=" in word:
         values.append(word.partition("=")[2])
-    return [v for v in values if v and ("/" in v or v.startswith("~") or v in (".", ".."))]
+    return [
+        v
+        for v in values
+        if v
+        and (
+            "/" in v
+            or v.startswith("~")
+            or v in (".", "..")
+            or os.path.lexists(os.path.join(cwd, v))
+        )
+    ]
 
 
 def allow_obstacle(script: Script, workspace: Path, roots: Sequence[Path] = ()) -> str | None:
@@ -815,7 +827,7 @@ def _command_obstacle(cmd: Command, paths: _Paths) -> str | None:
             if candidates is None:
                 return f"the pattern {word.text!r} matches too many files to check"
         else:
-            candidates = _path_candidates(word.value)
+            candidates = _path_candidates(word.value, paths.cwd)
         for candidate in candidates:
             problem = paths.outside(candidate)
             if problem:
