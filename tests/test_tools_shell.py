@@ -100,13 +100,15 @@ async def test_secrets_are_not_passed_to_commands(
         "DB_PASSWORD": "pw",
         "MY_PROVIDER_CRED": "configured",
         "KEEP_ME": "visible",
+        "NOT_LISTED": "hidden",
     }
     for name, value in planted.items():
         monkeypatch.setenv(name, value)
-    options = ShellOptions(secret_env=["my_provider_cred"])
+    # An allowlist, plus what the user includes; an included secret-looking name still stays out.
+    options = ShellOptions(secret_env=["my_provider_cred"], pass_env=["KEEP_ME", "*_TOKEN"])
     result = await run(tmp_path, "env", options)
     env_names = {line.split("=", 1)[0] for line in result.content.splitlines() if "=" in line}
-    assert "KEEP_ME=visible" in result.content
+    assert "KEEP_ME=visible" in result.content and "PATH" in env_names
     for name in planted:
         if name != "KEEP_ME":
             assert name not in env_names

@@ -162,7 +162,12 @@ def make_registry(
     # The variables our providers read their keys from never reach the model's commands,
     # whatever they are called.
     key_vars = sorted({p.api_key_env for p in config.providers.values() if p.api_key_env})
-    shell = ShellOptions(secret_env=tuple(key_vars), confiner=confiner)
+    shell = ShellOptions(
+        secret_env=tuple(key_vars),
+        confiner=confiner,
+        pass_env=config.environment.include,
+        env=config.environment.set,
+    )
     web = config.web
     limits = ToolLimits.from_config(config.limits)
     tools = default_tools(

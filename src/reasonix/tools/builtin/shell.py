@@ -8,7 +8,8 @@
   its environment (``setsid env -i ...``), or any on a system without ``/proc``, can outlive the
   command: a residual risk that ``isolation="bwrap"`` (its own PID namespace) removes.
 - Output (stdout and stderr together) keeps its head and tail within ``output_limit``.
-- The environment is ours minus secrets: configured names (``secret_env``) and every name
+- The environment is built from an allowlist (:mod:`reasonix.safety.environment`) plus the
+  user's ``pass_env`` patterns, never with configured names (``secret_env``) or any name
   matching ``*API_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*_SECRET_*``, ``*PASSWORD*`` or
   ``*_CREDENTIALS``. Pagers and git prompts are switched off so nothing waits for a terminal.
 - Confinement comes from a :class:`~reasonix.safety.confinement.Confiner` (``confiner``): with
@@ -39,6 +40,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from reasonix.safety.checkpoints import CHECKPOINTS_KEY, CheckpointManager
+from reasonix.safety.environment import build_environment
 from reasonix.safety.confinement import (
     BwrapConfiner,
     ConfinementError,
@@ -85,6 +87,8 @@ class ShellOptions:
     confiner: Confiner | None = None
     shell: str = "bash"
     env: Mapping[str, str] = field(default_factory=dict)
+    #: variables passed through besides the allowlist (the user's ``[environment] include``)
+    pass_env: Sequence[str] = ()
     #: how long to wait after SIGTERM before SIGKILL
     kill_grace: float = 2.0
 
@@ -98,9 +102,11 @@ def is_secret_env(name: str, extra: Sequence[str] = ()) -> bool:
 
 
 def command_env(options: ShellOptions, base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment a command runs with."""
-    source = os.environ if base is None else base
-    env = {k: v for k, v in source.items() if not is_secret_env(k, options.secret_env)}
+    """The environment a command runs with: the allowlist of
+    :func:`reasonix.safety.environment.build_environment` plus ``pass_env``, never a name in
+    ``secret_env`` nor one named like a secret, then the quiet defaults and ``env``."""
+    env = build_environment(include=options.pass_env, withheld=options.secret_env, base=base)
+    env = {k: v for k, v in env.items() if not is_secret_env(k, options.secret_env)}
     env.update(_QUIET_ENV)
     env.update(options.env)
     return env
