@@ -40,7 +40,6 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from reasonix.safety.checkpoints import CHECKPOINTS_KEY, CheckpointManager
-from reasonix.safety.environment import build_environment
 from reasonix.safety.confinement import (
     BwrapConfiner,
     ConfinementError,
@@ -49,6 +48,7 @@ from reasonix.safety.confinement import (
     UnavailableConfiner,
     sandbox_process_count,
 )
+from reasonix.safety.environment import build_environment
 from reasonix.terminal_text import strip_escape_sequences
 from reasonix.tools.builtin.files import builtin_tool
 from reasonix.tools.registry import Effect, Tool, ToolContext, ToolResult
