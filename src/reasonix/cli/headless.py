@@ -39,6 +39,7 @@ from reasonix.control.plan import Plan
 from reasonix.errors import ReasonixError
 from reasonix.events import ErrorEvent, Event, JsonLinesSink, NoticeEvent, NullSink, Sink
 from reasonix.redaction import redact, redact_json_text
+from reasonix.safety.confinement import start_bwrap_probe
 from reasonix.safety.permissions import ApprovalAnswer, ApprovalRequest
 from reasonix.terminal_text import json_text_for_terminal, terminal_safe
 
@@ -159,6 +160,7 @@ def _prepare_stdout(fmt: str) -> None:
 
 
 def run_headless(args: argparse.Namespace) -> int:
+    start_bwrap_probe()  # answers while the configuration loads
     task = read_task(args.task)
     _prepare_stdout(args.output_format)
     config = load(args)

@@ -40,6 +40,7 @@ from reasonix.cli.sessions import session_line
 from reasonix.config import Config
 from reasonix.control.plan import Plan
 from reasonix.errors import ReasonixError
+from reasonix.safety.confinement import start_bwrap_probe
 from reasonix.safety.permissions import ApprovalAnswer, ApprovalRequest
 from reasonix.store import SessionStore, default_store_path
 from reasonix.store.private import private_dir, private_file
@@ -73,6 +74,7 @@ prompt, Ctrl-D or /exit quits.
 
 
 def run_interactive(args: argparse.Namespace) -> int:
+    start_bwrap_probe()  # answers while the configuration loads
     config = ask_trust(args, load(args))
     require_credentials(config)
     environ = hold_keys(config)

@@ -31,7 +31,6 @@ design.
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import shutil
 import subprocess
@@ -275,26 +274,68 @@ class BwrapConfiner:
 # Choosing
 
 
-@functools.lru_cache(maxsize=8)
+_PROBES: dict[str, subprocess.Popen[str]] = {}
+_PROBE_RESULTS: dict[str, str | None] = {}
+
+
+def _probe_argv(executable: str) -> list[str]:
+    probe = BwrapConfiner(executable, max_processes=0, max_memory_mb=0)
+    return probe.wrap(["/bin/sh", "-c", "true"], workspace=Path("/"), roots=())
+
+
+def start_bwrap_probe(environ: Mapping[str, str] | None = None) -> None:
+    """Start checking, in the background, whether bubblewrap works here, so start-up does not
+    wait for it (:func:`bwrap_problem` collects the answer)."""
+    env = os.environ if environ is None else environ
+    found = shutil.which("bwrap", path=env.get("PATH", os.defpath))
+    if found is None:
+        return
+    executable = os.path.realpath(found)
+    if executable in _PROBES or executable in _PROBE_RESULTS:
+        return
+    with contextlib.suppress(OSError):
+        _PROBES[executable] = subprocess.Popen(
+            _probe_argv(executable),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+
 def bwrap_problem(executable: str) -> str | None:
     """Why bubblewrap cannot make a sandbox on this machine (None when it can). Ubuntu 24.04
     and some containers forbid the unprivileged user namespaces it needs."""
-    probe = BwrapConfiner(executable, max_processes=0, max_memory_mb=0)
-    here = Path("/")
-    argv = probe.wrap(["/bin/sh", "-c", "true"], workspace=here, roots=())
+    if executable in _PROBE_RESULTS:
+        return _PROBE_RESULTS[executable]
+    proc = _PROBES.pop(executable, None)
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+        if proc is None:
+            proc = subprocess.Popen(
+                _probe_argv(executable),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        _, stderr = proc.communicate(timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"bubblewrap could not start: {exc}"
-    if done.returncode == 0:
-        return None
-    detail = (done.stderr or "").strip().splitlines()
-    why = detail[-1] if detail else f"exit code {done.returncode}"
-    return (
-        f"bubblewrap is installed but cannot create a sandbox here ({why}); on Ubuntu 24.04 "
-        "allow unprivileged user namespaces (sysctl kernel.apparmor_restrict_unprivileged_userns=0"
-        " or an AppArmor profile for bwrap)"
-    )
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+        problem: str | None = f"bubblewrap could not start: {exc}"
+    else:
+        problem = None
+        if proc.returncode != 0:
+            detail = (stderr or "").strip().splitlines()
+            why = detail[-1] if detail else f"exit code {proc.returncode}"
+            problem = (
+                f"bubblewrap is installed but cannot create a sandbox here ({why}); on Ubuntu "
+                "24.04 allow unprivileged user namespaces (sysctl "
+                "kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile for bwrap)"
+            )
+    _PROBE_RESULTS[executable] = problem
+    return problem
 
 
 SandboxMode = Literal["auto", "bwrap", "off"]
