@@ -31,7 +31,7 @@ from tests.security.support import (
 
 __all__ = ["hits", "lab"]
 
-pytestmark = pytest.mark.skipif(
+needs_bwrap = pytest.mark.skipif(
     shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed; CI installs it"
 )
 
@@ -124,6 +124,7 @@ def run_probes(lab: Lab, server: HitCounter, tag: str, *flags: str) -> dict[str,
     return worked
 
 
+@needs_bwrap
 @pytest.mark.parametrize("flags", [("--yes",), ("--mode", "yolo")], ids=["yes", "yolo"])
 def test_every_probe_fails_inside_the_sandbox(
     lab: Lab, hits: HitCounter, flags: tuple[str, ...], request: pytest.FixtureRequest
@@ -134,12 +135,14 @@ def test_every_probe_fails_inside_the_sandbox(
     assert hits.hits == 0
 
 
+@needs_bwrap
 def test_control_every_probe_works_with_the_sandbox_off(lab: Lab, hits: HitCounter) -> None:
     lab.write_user_config('[sandbox]\nbash = "off"\n')
     worked = run_probes(lab, hits, "2", "--yes")
     assert all(worked.values()), [name for name, ok in worked.items() if not ok]
 
 
+@needs_bwrap
 def test_commands_still_work_inside_the_sandbox(lab: Lab) -> None:
     (lab.root / "test_ok.py").write_text("assert 1 + 1 == 2\nprint('tests ran')\n")
     outcome = lab.attack(
@@ -154,6 +157,7 @@ def test_commands_still_work_inside_the_sandbox(lab: Lab) -> None:
     assert "tests ran" in outcome.results[1]
 
 
+@needs_bwrap
 def test_a_project_file_cannot_turn_the_sandbox_off(
     lab: Lab, request: pytest.FixtureRequest
 ) -> None:
@@ -167,6 +171,7 @@ def test_a_project_file_cannot_turn_the_sandbox_off(
     assert not worked
 
 
+@needs_bwrap
 def test_doctor_says_bash_is_confined(lab: Lab) -> None:
     proc = lab.cli("doctor")
     assert "bash is confined by bubblewrap" in proc.stdout, proc.stdout
@@ -212,3 +217,36 @@ def test_required_bubblewrap_that_is_missing_refuses_commands(lab: Lab, tmp_path
     outcome = lab.attack([Attack("run", "bash", {"command": "touch ran.txt"})], "--yes", env=env)
     assert 'bash = "bwrap" but bubblewrap (bwrap) is not installed' in outcome.results[0]
     assert not (lab.root / "ran.txt").exists()
+
+
+def test_without_bubblewrap_the_banner_warns_and_yolo_is_refused(lab: Lab, tmp_path: Path) -> None:
+    import sys
+
+    import pexpect
+
+    env = lab.env(
+        PATH=path_without(tmp_path, "bwrap"),
+        PROMPT_TOOLKIT_NO_CPR="1",
+        TERM="xterm-256color",
+        COLUMNS="200",
+    )
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "reasonix"],
+        cwd=str(lab.root),
+        env=env,
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(40, 200),
+    )
+    try:
+        child.expect("bash is NOT confined")
+        child.expect("›")
+        child.sendline("/mode yolo")
+        child.expect("allow_unconfined")
+        child.sendline("/mode")
+        child.expect("Permission mode: ask")
+        child.sendline("/exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)

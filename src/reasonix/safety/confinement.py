@@ -387,6 +387,8 @@ def bash_confinement(
     home = Path(os.path.realpath(home_text)) if home_text else None
     found = shutil.which("bwrap", path=env.get("PATH", os.defpath))
     problem = None if found else "bubblewrap (bwrap) is not installed"
+    if not found and not sys.platform.startswith("linux"):
+        problem = "no sandbox for bash exists on this system yet (bubblewrap is Linux-only)"
     if found:
         problem = bwrap_problem(os.path.realpath(found))
     if problem is None and found:

@@ -435,7 +435,7 @@ _NO_FILE_ARGS = frozenset({"echo", "printf", "true", "false", ":", "pwd", "date"
 #: Commands that only read what they are given (their own-config arguments are fine).
 _READERS = frozenset(
     {"cat", "head", "tail", "less", "more", "grep", "egrep", "fgrep", "rg", "ls", "wc", "diff",
-     "stat", "file", "git", "echo", "printf", "test", "[", "[[", "cut", "sort", "uniq", "nl",
+     "stat", "file", "echo", "printf", "test", "[", "[[", "cut", "sort", "uniq", "nl",
      "od", "xxd", "hexdump", "md5sum", "sha256sum", "sha1sum", "find", "tree", "du", "realpath",
      "readlink", "basename", "dirname", "jq", "awk", "sed", "tr", "column", "cmp", "comm"}
 )  # fmt: skip
@@ -754,6 +754,8 @@ def _path_candidates(word: str, cwd: Path) -> list[str]:
     values = [word]
     if word.startswith("--") and "=" in word:
         values.append(word.partition("=")[2])
+    elif word.startswith("-") and len(word) > 2:
+        values.append(word[2:])  # -f/etc/passwd: a short option with its value attached
     return [
         v
         for v in values
