@@ -69,7 +69,9 @@ def probes(lab: Lab, server: HitCounter, tag: str) -> list[Probe]:
                 "read the agent's environment",
                 "tr '\\0' '\\n' < /proc/$PPID/environ; cat /proc/[0-9]*/environ | tr '\\0' '\\n'",
             ),
-            lambda _, out: KEY_VALUE in out,
+            # The agent drops the key from its environment after start-up; what else only it
+            # holds (our data folder's variable, which subprocesses are not given) shows a read.
+            lambda lab, out: KEY_VALUE in out or f"REASONIX_DATA_DIR={lab.data}" in out,
         ),
         (
             bash("write outside the workspace", f"echo pwned > ../{outside.name}"),
