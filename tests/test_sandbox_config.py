@@ -69,3 +69,34 @@ def test_settings_reach_the_confiner(tmp_path: Path) -> None:
     )
     assert not off.confiner.confined and off.acknowledged
     assert off.unattended_error("--yes") is None
+
+
+async def test_every_frontend_saying_yes_needs_confinement_or_an_acknowledgement(
+    tmp_path: Path,
+) -> None:
+    """The façade refuses an approver that answers without a person (run --yes, batch --yes)
+    when bash would run unconfined and the user has not accepted that."""
+    from reasonix.app import AgentSession
+    from reasonix.cli.headless import YesApprover
+    from reasonix.store import SessionStore
+    from reasonix.testing import FakeDeepSeekServer
+    from tests.security.support import path_without
+    from tests.test_cli_support import KEY_ENV, project_toml
+
+    environ = {KEY_ENV: "sk-test", "PATH": path_without(tmp_path, "bwrap"), "HOME": str(tmp_path)}
+    with FakeDeepSeekServer() as ex, FakeDeepSeekServer() as pl:
+        user = tmp_path / "config.toml"
+        user.write_text(project_toml(ex, pl))
+        config = load_config(tmp_path, environ=environ, user_config=user)
+        with SessionStore(tmp_path / "s.db") as store:
+            with pytest.raises(ConfigError, match="allow_unconfined = true"):
+                await AgentSession.open(
+                    config, tmp_path, store=store, approver=YesApprover(), environ=environ
+                )
+            user.write_text(project_toml(ex, pl) + "\n[sandbox]\nallow_unconfined = true\n")
+            config = load_config(tmp_path, environ=environ, user_config=user)
+            session = await AgentSession.open(
+                config, tmp_path, store=store, approver=YesApprover(), environ=environ
+            )
+            assert session.bash.notice is not None and not session.bash.confiner.confined
+            await session.aclose()

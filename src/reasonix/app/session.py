@@ -59,7 +59,7 @@ from reasonix.control import Controller, GateDecision, Route, TurnResult
 from reasonix.control.cost import RoleCost, format_cost_table
 from reasonix.control.orchestrator import PlanApprover
 from reasonix.control.plan import Plan
-from reasonix.errors import ReasonixError, SessionError
+from reasonix.errors import ConfigError, ReasonixError, SessionError
 from reasonix.events import NoticeEvent, NullSink, Sink
 from reasonix.extensions.commands import CustomCommand
 from reasonix.extensions.skills import skills_listing
@@ -185,6 +185,10 @@ class AgentSession:
         if approver is not None and hooks:
             approver = NotifyingApprover(approver, hooks)
         bash = assembly.make_confinement(config, data_dir, environ)
+        # An approver that says yes to everything (run --yes, batch --yes) runs bash unasked.
+        refusal = bash.unattended_error("--yes") if getattr(approver, "unattended", False) else None
+        if refusal:
+            raise ConfigError(refusal)
         permissions = assembly.make_permissions(config, approver, log.append, bash)
         hooks.mode = lambda: permissions.mode.value
         mcp = None

@@ -48,6 +48,10 @@ class YesApprover:
     """``--yes``: allow once whatever would ask (deny rules and plan mode still refuse), except
     commands no snapshot can undo: nobody is there to confirm those."""
 
+    #: it answers without a person: bash then runs unasked, which needs confinement or the
+    #: user's acknowledgement (see :meth:`reasonix.safety.confinement.BashConfinement`)
+    unattended = True
+
     async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
         if request.irreversible:
             from reasonix.safety.patterns import escape_command_pattern
@@ -190,10 +194,6 @@ async def _run(
     if notice and fmt == "stream-json":  # text mode printed it already
         sink.emit(NoticeEvent("config", "project_config_ignored", notice))
     bash = make_confinement(config, store.path.parent, environ)
-    if args.yes:
-        refusal = bash.unattended_error("--yes")
-        if refusal:
-            raise UsageError(refusal)
     if bash.notice:
         print(f"reasonix: warning: {bash.notice}", file=sys.stderr)
     try:
