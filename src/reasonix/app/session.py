@@ -182,13 +182,13 @@ class AgentSession:
         hooks = make_session_hooks(config, ws, events, data_dir)
         for note in hooks.problems:
             events.user.emit(NoticeEvent("hooks", "hooks_skipped", note))
-        if approver is not None and hooks:
-            approver = NotifyingApprover(approver, hooks)
         bash = assembly.make_confinement(config, data_dir, environ)
         # An approver that says yes to everything (run --yes, batch --yes) runs bash unasked.
         refusal = bash.unattended_error("--yes") if getattr(approver, "unattended", False) else None
         if refusal:
             raise ConfigError(refusal)
+        if approver is not None and hooks:
+            approver = NotifyingApprover(approver, hooks)
         permissions = assembly.make_permissions(config, approver, log.append, bash)
         hooks.mode = lambda: permissions.mode.value
         mcp = None
