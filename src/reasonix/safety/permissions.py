@@ -75,6 +75,7 @@ from reasonix.safety.shell_rules import (
     rule_matches,
     script_forms,
 )
+from reasonix.safety.shell_rules import command_forms as shell_command_forms
 from reasonix.terminal_text import printable
 from reasonix.tools.registry import Permission, PermissionDecision, Tool, ToolContext
 
@@ -194,6 +195,18 @@ def _scan(script: Script) -> CommandScan:
         for r in c.redirects
     )
     return CommandScan(parts, script.substitutions or not script.sure, redirects)
+
+
+def command_forms(part: str) -> set[str]:
+    """The commands one part of a line may run, as text, for checks written over words: the
+    part itself, and each form :func:`~reasonix.safety.shell_rules.command_forms` finds (quotes
+    removed, wrappers seen through), words shell-quoted and an unknown word written ``*``."""
+    import shlex
+
+    forms = {normalize_command(part)}
+    for form in shell_command_forms(part):
+        forms.add(" ".join("*" if t is None else shlex.quote(t) for t in form))
+    return forms
 
 
 def call_subject(tool: Tool, arguments: Mapping[str, Any], workspace: Path) -> Subject:
