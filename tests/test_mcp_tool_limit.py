@@ -22,12 +22,16 @@ COUNT = 150
 
 
 def configure(project: Project, count: int = COUNT) -> None:
-    project.write_toml(
+    # In the user's own config, which alone may trust the server's readOnlyHint annotations:
+    # the fixture's tools say they are read-only, so mcp_read may call them.
+    project.write_toml()
+    project.write_user_config(
         f"""
 [[mcp.servers]]
 name = "many"
 command = {json.dumps(sys.executable)}
 args = [{json.dumps(str(MANY))}, "{count}"]
+trust_annotations = true
 """
     )
 
