@@ -114,6 +114,8 @@ EXPORTED = [
     "StopReason",
     "TurnStopReason",
     "StateKey",
+    "RetryPolicy",
+    "RetryingProvider",
     "__version__",
     "load_config",
     "tool",

@@ -112,6 +112,7 @@ if TYPE_CHECKING:
     from reasonix.providers.base import Provider
     from reasonix.providers.models import ModelInfo, Prices
     from reasonix.providers.openai_compat import OpenAICompatProvider
+    from reasonix.providers.retry import RetryingProvider, RetryPolicy
     from reasonix.safety.permissions import ApprovalAnswer, ApprovalRequest, Approver
     from reasonix.store import SessionStore
     from reasonix.testing.fake_server import FakeDeepSeekServer
@@ -176,6 +177,8 @@ _LAZY = {
     "ReplanTriggered": "reasonix.events",
     "Reply": "reasonix.testing.script",
     "RetryEvent": "reasonix.events",
+    "RetryPolicy": "reasonix.providers.retry",
+    "RetryingProvider": "reasonix.providers.retry",
     "RoleCost": "reasonix.control.cost",
     "Route": "reasonix.control.gate",
     "SandboxError": "reasonix.errors",
@@ -279,6 +282,8 @@ __all__ = [
     "ReplanTriggered",
     "Reply",
     "RetryEvent",
+    "RetryPolicy",
+    "RetryingProvider",
     "RoleCost",
     "Route",
     "SandboxError",

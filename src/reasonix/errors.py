@@ -66,6 +66,8 @@ class UnknownModelError(ReasonixError):
 
 class ProviderError(ReasonixError):
     retryable: bool = False
+    #: the server's ``Retry-After`` hint in seconds, when it sent one
+    retry_after: float | None = None
 
 
 class APIStatusError(ProviderError):

@@ -10,12 +10,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import random
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import aclosing
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from reasonix._version import __version__
@@ -35,10 +34,11 @@ from reasonix.errors import (
     StreamIdleTimeout,
     UnknownModelError,
 )
-from reasonix.messages import ModelRequest, StreamEvent, StreamRetry, Usage
+from reasonix.messages import ModelRequest, StreamEvent
 from reasonix.providers.base import Provider
 from reasonix.providers.models import ModelInfo, get_model_info
-from reasonix.providers.sse import SSEDecoder, StreamAssembler, is_output_event, output_chars
+from reasonix.providers.retry import RetryPolicy, with_retries
+from reasonix.providers.sse import SSEDecoder, StreamAssembler
 
 __all__ = ["RETRY_STATUSES", "OpenAICompatProvider", "build_request_body", "encode_body"]
 
@@ -139,13 +139,41 @@ def _retry_after(response: httpx.Response) -> float | None:
         return None  # an HTTP date: rare for these APIs, fall back to our own backoff
 
 
-class _RetryableStatus(Exception):
-    """Internal: a retryable status error together with the server's ``Retry-After`` hint."""
+HttpPhase = Literal["send", "error_body", "body", "stream"]
 
-    def __init__(self, error: ProviderError, retry_after: float | None) -> None:
-        super().__init__(str(error))
-        self.error = error
-        self.retry_after = retry_after
+
+def http_failure(
+    exc: BaseException, phase: HttpPhase, *, url: str, idle_timeout: float, detail: str = ""
+) -> ProviderError:
+    """The one place an httpx exception (or our idle watchdog's ``TimeoutError``) becomes a
+    :class:`~reasonix.errors.ProviderError`, by when it happened: sending the request and
+    waiting for the head (``send``), reading an error status's body (``error_body``, ``detail``
+    the status), reading a whole JSON completion (``body``), or reading the SSE stream
+    (``stream``, ``detail`` how far it got)."""
+    import httpx
+
+    silent = isinstance(exc, TimeoutError | httpx.ReadTimeout)
+    if phase == "send":
+        if isinstance(exc, httpx.ReadTimeout):
+            return StreamIdleTimeout(f"no response from {url} within {idle_timeout:g}s")
+        if isinstance(exc, httpx.TimeoutException):
+            return ProviderConnectionError(f"timed out connecting to {url} ({type(exc).__name__})")
+        return ProviderConnectionError(f"could not reach {url}: {type(exc).__name__}: {exc}")
+    if phase == "error_body":
+        return ProviderConnectionError(
+            f"HTTP {detail} from {url}, and the error body could not be read: {exc}"
+        )
+    if phase == "body":
+        if silent:
+            return StreamIdleTimeout(f"the response from {url} went silent for {idle_timeout:g}s")
+        return StreamCutError(f"the response from {url} broke: {exc}")
+    if silent:
+        return StreamIdleTimeout(
+            f"the stream from {url} went silent for {idle_timeout:g}s after {detail}"
+        )
+    return StreamCutError(
+        f"the stream from {url} broke after {detail}: {type(exc).__name__}: {exc}"
+    )
 
 
 class OpenAICompatProvider:
@@ -202,12 +230,8 @@ class OpenAICompatProvider:
         self._user_id = None if user_id is None else _check_user_id(user_id)
         self._connect_timeout = connect_timeout
         self._idle_timeout = idle_timeout
-        self._max_retries = max(0, max_retries)
-        self._backoff_base = backoff_base
-        self._backoff_max = backoff_max
+        self._retry = RetryPolicy(max_retries, backoff_base, backoff_max, sleep)
         self._transport = transport
-        self._sleep = sleep
-        self._random = random.Random()
         self._client: httpx.AsyncClient | None = None
 
     # -- Provider protocol ----------------------------------------------------------------------
@@ -234,44 +258,15 @@ class OpenAICompatProvider:
         )
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        """Send ``request`` and yield its stream events, retrying failed attempts while safe."""
+        """Send ``request`` and yield its stream events, retrying failed attempts
+        (:func:`~reasonix.providers.retry.with_retries`)."""
         content = encode_body(self.build_request_body(request))
         headers = self._request_headers()
         client = self._get_client()
-        attempt = 0
-        while True:
-            started = False
-            partial = 0
-            failure: ProviderError
-            wait_hint: float | None = None
-            try:
-                async with aclosing(self._attempt(client, content, headers)) as events:
-                    async for event in events:
-                        if is_output_event(event):
-                            started = True
-                            partial += output_chars(event)
-                        yield event
-                return
-            except _RetryableStatus as wrapped:
-                failure, wait_hint = wrapped.error, wrapped.retry_after
-            except ProviderError as exc:
-                failure = exc
-            # A break after output started is retried like one before it (same backoff, same
-            # budget): the retry event tells the caller to retract what it showed.
-            if not failure.retryable or attempt >= self._max_retries:
-                raise failure
-            attempt += 1
-            delay = self._backoff(attempt, wait_hint)
-            billed = getattr(failure, "usage", None)
-            yield StreamRetry(
-                attempt,
-                delay,
-                f"{type(failure).__name__}: {failure}",
-                retract=started,
-                partial_chars=partial,
-                billed=billed if isinstance(billed, Usage) else None,
-            )
-            await self._sleep(delay)
+        retried = with_retries(lambda: self._attempt(client, content, headers), self._retry)
+        async with aclosing(retried) as events:  # type: ignore[type-var]
+            async for event in events:
+                yield event
 
     async def balance(self) -> Balance | str:
         """The account balance (``GET /user/balance``), or a short reason it is not available."""
@@ -353,13 +348,10 @@ class OpenAICompatProvider:
             )
         return self._client
 
-    def _backoff(self, attempt: int, hint: float | None) -> float:
-        ceiling = min(self._backoff_max, self._backoff_base * 2 ** (attempt - 1))
-        # Full jitter: concurrent agents that failed together do not retry together.
-        delay = self._random.uniform(0.0, ceiling)
-        if hint is not None:
-            delay = max(delay, min(hint, self._backoff_max))
-        return delay
+    def _failure(self, exc: BaseException, phase: HttpPhase, detail: str = "") -> ProviderError:
+        return http_failure(
+            exc, phase, url=self._url, idle_timeout=self._idle_timeout, detail=detail
+        )
 
     def _status_error(self, response: httpx.Response) -> ProviderError:
         status = response.status_code
@@ -415,32 +407,18 @@ class OpenAICompatProvider:
         request = client.build_request("POST", self._url, content=content, headers=headers)
         try:
             response = await client.send(request, stream=True)
-        except httpx.TimeoutException as exc:
-            if isinstance(exc, httpx.ReadTimeout):
-                raise StreamIdleTimeout(
-                    f"no response from {self._url} within {self._idle_timeout:g}s"
-                ) from exc
-            raise ProviderConnectionError(
-                f"timed out connecting to {self._url} ({type(exc).__name__})"
-            ) from exc
         except httpx.HTTPError as exc:
-            raise ProviderConnectionError(
-                f"could not reach {self._url}: {type(exc).__name__}: {exc}"
-            ) from exc
+            raise self._failure(exc, "send") from exc
         try:
             if response.status_code >= 400:
                 try:
                     await response.aread()
                 except httpx.HTTPError as exc:
-                    raise ProviderConnectionError(
-                        f"HTTP {response.status_code} from {self._url}, and the error body "
-                        f"could not be read: {exc}"
-                    ) from exc
+                    raise self._failure(exc, "error_body", str(response.status_code)) from exc
                 error = self._status_error(response)
                 if isinstance(error, InsufficientBalanceError):
                     await self._add_balance(error, headers)
-                if error.retryable:
-                    raise _RetryableStatus(error, _retry_after(response))
+                error.retry_after = _retry_after(response)
                 raise error
             content_type = response.headers.get("content-type", "")
             if content_type.startswith("application/json"):
@@ -470,12 +448,8 @@ class OpenAICompatProvider:
 
         try:
             raw = await response.aread()
-        except httpx.ReadTimeout as exc:
-            raise StreamIdleTimeout(
-                f"the response from {self._url} went silent for {self._idle_timeout:g}s"
-            ) from exc
         except httpx.HTTPError as exc:
-            raise StreamCutError(f"the response from {self._url} broke: {exc}") from exc
+            raise self._failure(exc, "body") from exc
         try:
             # DeepSeek sends blank lines while a non-streamed request is queued; json skips them.
             completion = json.loads(raw)
@@ -507,10 +481,7 @@ class OpenAICompatProvider:
                     ended = True
                     break
                 except (TimeoutError, httpx.ReadTimeout) as exc:
-                    raise StreamIdleTimeout(
-                        f"the stream from {self._url} went silent for {self._idle_timeout:g}s "
-                        f"after {assembler.chunks} chunk(s)"
-                    ) from exc
+                    raise self._failure(exc, "stream", f"{assembler.chunks} chunk(s)") from exc
                 except httpx.HTTPError as exc:
                     if assembler.finish_reason is not None and assembler.usage is not None:
                         # The answer and its usage arrived whole; only the [DONE] line went
@@ -518,10 +489,7 @@ class OpenAICompatProvider:
                         # harmless cut into a failed turn (its output was already shown).
                         cut_after_finish = True
                         break
-                    raise StreamCutError(
-                        f"the stream from {self._url} broke after {assembler.chunks} chunk(s): "
-                        f"{type(exc).__name__}: {exc}"
-                    ) from exc
+                    raise self._failure(exc, "stream", f"{assembler.chunks} chunk(s)") from exc
                 for sse in decoder.feed(raw):
                     for event in assembler.feed(sse):
                         yield event
