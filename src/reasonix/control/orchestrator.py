@@ -82,9 +82,11 @@ TurnStopReason: TypeAlias = (
 
 @dataclass(frozen=True)
 class TurnResult:
-    """What one ``run_turn`` produced. ``stop_reason``: the executor's (``done``,
-    ``step_limit``, ``error``, ``length``, ``cancelled``) or the orchestrator's (``plan_only``,
-    ``plan_declined``, ``plan_failed``, ``stalled``, ``budget``)."""
+    """What one ``run_turn`` produced. ``stop_reason`` (:data:`TurnStopReason`): the
+    executor's (``done``, ``step_limit``, ``error``, ``length``, ``content_filter``,
+    ``cancelled``, ``paused``) or the orchestrator's (``plan_only``, ``plan_declined``,
+    ``plan_failed``, ``stalled``, ``budget``), or the session's ``prompt_blocked`` when a hook
+    refused the prompt before it reached the model."""
 
     text: str
     route: Route

@@ -53,8 +53,8 @@ def default_tools(
 ) -> list[Tool]:
     """The built-in tools confined to ``workdir`` (or to ``sandbox``'s roots when given).
 
-    ``checkpoints`` is used by the writers and ``bash`` when ``ctx.state["checkpoints"]`` does
-    not name a manager; with neither, nothing is checkpointed. ``web_options`` sets
+    ``checkpoints`` is used by the writers and ``bash`` when ``CHECKPOINTS_KEY`` in ``ctx.state``
+    holds no manager; with neither, nothing is checkpointed. ``web_options`` sets
     ``web_fetch``'s limits and the user's exceptions to its address rules. ``limits`` bounds
     what one write may hold (``max_write_bytes``).
     """

@@ -1,7 +1,7 @@
 """File tools: ``read_file``, ``write_file``, ``edit_file``, ``multi_edit``, ``delete_file``.
 
 Every path goes through the :class:`~reasonix.safety.sandbox.Sandbox` first. Writers save the
-file's previous state in the turn's checkpoint (from ``ctx.state["checkpoints"]``, else the
+file's previous state in the turn's checkpoint (``CHECKPOINTS_KEY`` in ``ctx.state``, else the
 manager given to :func:`file_tools`) before they change it, and write atomically (a temporary
 file renamed over the target, keeping its permission bits).
 """
