@@ -21,11 +21,12 @@ default) confines where bubblewrap exists and works, ``"bwrap"`` requires it (co
 refused without it), ``"off"`` runs unconfined. A macOS Seatbelt profile would be a third
 ``Confiner``; nothing else needs to change.
 
-Residual risks, stated plainly: the process bound uses ``RLIMIT_NPROC``, which the kernel does
-not apply to the root user, so for an agent running as root a watchdog counts the processes of
-the sandbox's PID namespace and stops the command when they pass the bound; system folders are
-readable (as they are to any program of the user's); files inside the workspace are writable by
-design.
+Residual risks, stated plainly: the process bound is a ``pids`` cgroup per command where the
+agent may create one (:class:`PidsCgroup`, root in most containers), else ``RLIMIT_NPROC``, which
+the kernel does not apply to the root user; for an agent running as root without cgroups a
+watchdog counts the processes of the sandbox's PID namespace and stops the command when they pass
+the bound, which a fast enough fork loop can briefly outrun; system folders are readable (as they
+are to any program of the user's); files inside the workspace are writable by design.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -492,3 +494,96 @@ def confinement_for(
         private=private,
         environ=environ,
     )
+
+
+_CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+class PidsCgroup:
+    """A kernel bound on the processes of one confined command: a fresh ``pids`` cgroup with
+    ``pids.max`` set, which the command joins before it starts. Unlike ``RLIMIT_NPROC`` it also
+    holds for an agent running as root, and unlike the watchdog it cannot be outrun by a fast
+    fork loop. Only where the agent may create cgroups (root in most containers); elsewhere
+    :meth:`create` returns ``None`` and the rlimit and watchdog remain the bound."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @classmethod
+    def create(cls, bound: int, root: Path = _CGROUP_ROOT) -> PidsCgroup | None:
+        """A new cgroup below ours that admits at most ``bound`` processes, or ``None``."""
+        if bound <= 0:
+            return None
+        for parent in _own_pids_cgroups(root):
+            path = parent / f"reasonix-{os.getpid()}-{os.urandom(4).hex()}"
+            try:
+                path.mkdir()
+            except OSError:
+                continue
+            try:
+                (path / "pids.max").write_text(f"{bound}\n")
+            except OSError:
+                with contextlib.suppress(OSError):
+                    path.rmdir()
+                continue
+            return cls(path)
+        return None
+
+    def wrap(self, argv: Sequence[str]) -> list[str]:
+        """``argv`` started by a shell that first moves itself into this cgroup, so the
+        command and all it starts are counted from their first fork."""
+        join = 'echo $$ > "$0" 2>/dev/null; exec "$@"'
+        return ["/bin/sh", "-c", join, str(self.path / "cgroup.procs"), *argv]
+
+    def hit_bound(self) -> bool:
+        """Whether a fork was refused because the bound was reached."""
+        try:
+            for line in (self.path / "pids.events").read_text().splitlines():
+                name, _, value = line.partition(" ")
+                if name == "max":
+                    return int(value or 0) > 0
+        except (OSError, ValueError):
+            pass
+        return False
+
+    def close(self) -> None:
+        """Kill whatever is still in the cgroup and remove it."""
+        for _ in range(50):
+            try:
+                pids = (self.path / "cgroup.procs").read_text().split()
+            except OSError:
+                return
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError, PermissionError, ValueError):
+                    os.kill(int(pid), 9)
+            try:
+                self.path.rmdir()
+                return
+            except OSError:
+                time.sleep(0.02)
+
+
+def _own_pids_cgroups(root: Path) -> list[Path]:
+    """Where a child ``pids`` cgroup of this process's own cgroup would go: cgroup v1's ``pids``
+    hierarchy, or cgroup v2's unified one when ``pids`` is enabled for children."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return []
+    found: list[Path] = []
+    for line in lines:
+        _, controllers, own = line.split(":", 2)
+        rel = own.lstrip("/")
+        if "pids" in controllers.split(","):
+            found.append(root / "pids" / rel)
+        elif controllers == "":
+            unified = (
+                root / rel if (root / "cgroup.controllers").exists() else root / "unified" / rel
+            )
+            try:
+                enabled = (unified / "cgroup.subtree_control").read_text().split()
+            except OSError:
+                continue
+            if "pids" in enabled:
+                found.append(unified)
+    return [p for p in found if p.is_dir()]

@@ -45,6 +45,7 @@ from reasonix.safety.confinement import (
     ConfinementError,
     Confiner,
     NoConfiner,
+    PidsCgroup,
     UnavailableConfiner,
     sandbox_process_count,
 )
@@ -214,6 +215,9 @@ class ShellTool:
         manager = CHECKPOINTS_KEY.get(ctx.state) or self.checkpoints
         if manager is not None:
             await asyncio.to_thread(manager.before_command, ctx, command)
+        pids = self._pids_cgroup()
+        if pids is not None:
+            argv = pids.wrap(argv)
         output = _CappedOutput(opts.output_limit)
         marker = f"{os.getpid()}-{secrets.token_hex(8)}"
         env = command_env(opts)
@@ -233,6 +237,8 @@ class ShellTool:
             )
         except BaseException:
             os.close(read_fd)
+            if pids is not None:
+                pids.close()
             raise
         finally:
             os.close(write_fd)
@@ -256,6 +262,9 @@ class ShellTool:
                 await _stop_group(proc, opts.kill_grace)
             _signal_group(proc.pid, signal.SIGKILL)
             await asyncio.to_thread(_kill_marked, marker)
+            if pids is not None:
+                over_limit = over_limit or pids.hit_bound()
+                await asyncio.to_thread(pids.close)
             try:
                 await asyncio.wait_for(asyncio.shield(reader), 2.0)
             except TimeoutError:  # a process that left our group still holds the pipe
@@ -279,6 +288,13 @@ class ShellTool:
             ok=not timed_out and code == 0,
         )
         return ToolResult(shown, is_error=timed_out, effects=(effect,))
+
+    def _pids_cgroup(self) -> PidsCgroup | None:
+        """The kernel's process bound for a confined command, where cgroups allow it."""
+        confiner = self.confiner
+        if not isinstance(confiner, BwrapConfiner):
+            return None
+        return PidsCgroup.create(confiner.max_processes)
 
     def _watchdog(self, proc: asyncio.subprocess.Process) -> asyncio.Task[bool] | None:
         """For an agent running as root (whom ``RLIMIT_NPROC`` does not bound): a task that
