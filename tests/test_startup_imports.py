@@ -17,6 +17,8 @@ HEAVY = [
     "asyncio",
     "sqlite3",
     "openai",
+    "starlette",
+    "uvicorn",
 ]
 
 

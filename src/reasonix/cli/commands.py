@@ -210,6 +210,27 @@ def build_parser() -> argparse.ArgumentParser:
     acp.add_argument("--log-file", metavar="FILE", help="write logs to FILE instead of stderr")
     acp.add_argument("-v", "--verbose", action="store_true", help="log each request")
     _config_flags(acp, sub=True)
+    serve = sub.add_parser(
+        "serve",
+        help="a web dashboard of this folder's sessions",
+        description=(
+            "Serve a local web dashboard: the sessions list, live transcripts, plans, "
+            "approvals, cost per role, and a box to send the next message. Prints one line, "
+            "the URL to open (it carries a fresh access token). Listens on 127.0.0.1 unless "
+            "--host says otherwise; a non-loopback address needs a password (--password-env)."
+        ),
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    serve.add_argument(
+        "--port", type=int, default=8765, metavar="N", help="port (default 8765; 0: any free one)"
+    )
+    serve.add_argument("--all", action="store_true", help="show every folder's sessions")
+    serve.add_argument(
+        "--password-env",
+        metavar="VAR",
+        help="environment variable holding the password ([serve] password_env)",
+    )
+    _config_flags(serve, sub=True)
     batch = sub.add_parser(
         "batch",
         help="run many tasks headless, locally or on a Ray cluster",
@@ -416,6 +437,10 @@ def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         from reasonix.cli.acp import run_acp
 
         return run_acp(args)
+    if command == "serve":
+        from reasonix.cli.serve import run_serve
+
+        return run_serve(args)
     if command == "batch":
         from reasonix.cli.batch import run_batch
 

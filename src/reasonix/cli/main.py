@@ -16,6 +16,7 @@ usage: reasonix [options]                 interactive session in this folder
        reasonix demo                      an offline demo turn with a scripted model
        reasonix acp                       serve an editor over the Agent Client Protocol
        reasonix batch TASKS.jsonl --out D many tasks headless, locally or on Ray
+       reasonix serve [--port N] [--all]  a local web dashboard (prints the URL to open)
 
 A DeepSeek-native coding agent: a fast executor model runs the tool loop, a capable planner
 model is called for multi-step plans and when the executor stalls.
@@ -40,7 +41,7 @@ exit codes: 0 success, 1 failure (model/provider error), 2 usage or configuratio
 3 refused work (a permission denial stopped the task, or a plan was declined)
 """
 
-COMMANDS = ("run", "config", "sessions", "rewind", "doctor", "demo", "acp", "batch")
+COMMANDS = ("run", "config", "sessions", "rewind", "doctor", "demo", "acp", "batch", "serve")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

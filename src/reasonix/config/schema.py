@@ -391,6 +391,19 @@ class WebConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class ServeConfig:
+    """``reasonix serve`` (``[serve]``, the user's own config only: a project file must not
+    choose how the dashboard is reached)."""
+
+    password_env: str = setting(
+        "",
+        "environment variable holding the dashboard password (needed to bind a non-loopback "
+        "address; --password-env overrides)",
+        project="never",
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class SubagentsConfig:
     """The ``task`` tool (``[subagents]``): read-only child agents on the executor's model,
     their usage stamped ``subagent``. A project may only lower the limits."""
@@ -485,6 +498,7 @@ class Config:
     environment: EnvironmentConfig = field(default_factory=EnvironmentConfig)
     web: WebConfig = field(default_factory=WebConfig)
     subagents: SubagentsConfig = field(default_factory=SubagentsConfig)
+    serve: ServeConfig = field(default_factory=ServeConfig)
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
     trust: TrustConfig = field(default_factory=TrustConfig)
     ui: UiConfig = field(default_factory=UiConfig)

@@ -590,6 +590,16 @@ class SessionStore:
             ).fetchall()
         return [json.loads(r[0]) for r in rows]
 
+    def last_event(self, session_id: str, kind: str) -> dict[str, Any] | None:
+        """The most recent recorded event of ``kind`` (its ``to_dict()`` form), or None."""
+        with self._op("load events") as conn:
+            row = conn.execute(
+                "SELECT data FROM events WHERE session_id = ? AND kind = ? ORDER BY seq DESC "
+                "LIMIT 1",
+                (session_id, kind),
+            ).fetchone()
+        return json.loads(row[0]) if row else None
+
     def record_usage(
         self,
         session_id: str,

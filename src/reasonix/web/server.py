@@ -1,0 +1,485 @@
+"""The dashboard's HTTP surface: a Starlette app whose every route renders the session façade
+(:class:`~reasonix.app.AgentSession`) or calls one of its methods; no behaviour of its own.
+
+Routes (all under the guard of :mod:`reasonix.web.security`):
+
+- ``GET /`` and ``/static/...``: the page and its script and styles (no data in them);
+- ``POST /api/auth``: the access token or password for the session cookie and a CSRF token;
+- ``GET /api/me``: the CSRF token again (after a reload) and what this server serves;
+- ``GET /api/sessions``, ``POST /api/sessions``: the folder's sessions; a new one;
+- ``GET /api/sessions/{id}``: one session's state (writable here, or read-only because another
+  reasonix holds it);
+- ``GET /api/sessions/{id}/events``: its numbered events as server-sent events
+  (:mod:`reasonix.web.hub`; ``Last-Event-ID`` resumes);
+- ``POST /api/sessions/{id}/messages``, ``.../approvals/{approval}``, ``.../interrupt``,
+  ``.../mode``, ``.../approve-plan``: the next message, an answer to an approval question,
+  interrupting the turn, the permission mode, running a waiting plan.
+
+A stored session is opened for writing (and claimed in the store, so no other process writes
+to it) only when the page sends it something; a session another process holds is shown
+read-only, its stored events followed as that process records them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from reasonix.app.session import AgentSession
+from reasonix.errors import ReasonixError, SessionError
+from reasonix.web.hub import EventLog
+from reasonix.web.security import Guard, GuardMiddleware
+
+if TYPE_CHECKING:
+    from reasonix.app.turn import Turn
+    from reasonix.config import Config
+    from reasonix.store import SessionInfo, SessionStore
+
+__all__ = ["STATIC_DIR", "Dashboard"]
+
+log = logging.getLogger("reasonix.web")
+
+STATIC_DIR = Path(__file__).with_name("static")
+LIST_LIMIT = 200
+#: Seconds between keep-alives on an idle event stream (and checks of a session that another
+#: process writes).
+IDLE_SECONDS = 2.0
+
+
+class HttpError(Exception):
+    """An answer other than 200, with a message that says what to do."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Dashboard:
+    """The sessions one ``reasonix serve`` shows and steers.
+
+    ``workspace`` is the folder it started in; ``every_folder`` shows every folder's sessions
+    (``--all``). ``load_config`` builds a folder's effective configuration (the command line's
+    loader); ``environ`` holds the API keys.
+    """
+
+    def __init__(
+        self,
+        store: SessionStore,
+        guard: Guard,
+        *,
+        workspace: Path,
+        every_folder: bool,
+        load_config: Callable[[Path], Config],
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.store = store
+        self.guard = guard
+        self.workspace = workspace.resolve()
+        self.every_folder = every_folder
+        self._load_config = load_config
+        self._environ = dict(environ) if environ is not None else None
+        self._logs: dict[str, EventLog] = {}
+        self._open: dict[str, AgentSession] = {}
+        self._opening = asyncio.Lock()
+        self._drivers: set[asyncio.Task[None]] = set()
+
+    # -- the app ----------------------------------------------------------------------------------
+
+    def app(self) -> GuardMiddleware:
+        routes = [
+            Route("/", self._page),
+            Route("/favicon.svg", self._favicon),
+            Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
+            Route("/api/auth", self._api(self._auth), methods=["POST"]),
+            Route("/api/me", self._api(self._me)),
+            Route("/api/sessions", self._api(self._sessions), methods=["GET", "POST"]),
+            Route("/api/sessions/{sid}", self._api(self._session)),
+            Route("/api/sessions/{sid}/events", self._events),
+            Route("/api/sessions/{sid}/messages", self._api(self._message), methods=["POST"]),
+            Route("/api/sessions/{sid}/approvals/{aid}", self._api(self._answer), methods=["POST"]),
+            Route("/api/sessions/{sid}/interrupt", self._api(self._interrupt), methods=["POST"]),
+            Route("/api/sessions/{sid}/mode", self._api(self._mode), methods=["POST"]),
+            Route(
+                "/api/sessions/{sid}/approve-plan", self._api(self._approve_plan), methods=["POST"]
+            ),
+        ]
+        return GuardMiddleware(Starlette(routes=routes), self.guard)
+
+    @staticmethod
+    def _api(
+        handler: Callable[[Request], Any],
+    ) -> Callable[[Request], Any]:
+        async def endpoint(request: Request) -> Response:
+            try:
+                result = await handler(request)
+            except HttpError as exc:
+                return JSONResponse({"error": str(exc)}, status_code=exc.status)
+            if isinstance(result, Response):
+                return result
+            return JSONResponse(result)
+
+        return endpoint
+
+    async def _page(self, request: Request) -> Response:
+        return FileResponse(STATIC_DIR / "index.html", headers={"cache-control": "no-cache"})
+
+    async def _favicon(self, request: Request) -> Response:
+        return FileResponse(STATIC_DIR / "favicon.svg", media_type="image/svg+xml")
+
+    # -- login ------------------------------------------------------------------------------------
+
+    async def _auth(self, request: Request) -> Response:
+        body = await _json(request)
+        token = body.get("token")
+        password = body.get("password")
+        session = self.guard.login(
+            token=token if isinstance(token, str) else None,
+            password=password if isinstance(password, str) else None,
+        )
+        if session is None:
+            self.guard.limiter.failed(request.client.host if request.client else "?")
+            raise HttpError(401, "wrong access token or password")
+        cookie, csrf = session
+        response = JSONResponse({"csrf": csrf})
+        response.headers.append("set-cookie", self.guard.set_cookie_header(cookie).decode())
+        return response
+
+    async def _me(self, request: Request) -> dict[str, Any]:
+        cookie = request.cookies.get(self.guard.cookie_name)
+        from reasonix._version import __version__
+
+        return {
+            "csrf": self.guard.csrf_for(cookie),
+            "workspace": str(self.workspace),
+            "all": self.every_folder,
+            "version": __version__,
+        }
+
+    # -- sessions ---------------------------------------------------------------------------------
+
+    def _visible(self, sid: str) -> SessionInfo:
+        info = self.store.get_session(sid)
+        if info is None or not (self.every_folder or Path(info.workspace) == self.workspace):
+            raise HttpError(404, f"no session {sid!r} here")
+        return info
+
+    def _state(self, sid: str) -> str:
+        session = self._open.get(sid)
+        if session is not None:
+            return "running" if session.running else "open"
+        return "in use elsewhere" if self.store.in_use(sid) else "stored"
+
+    def _summary(self, info: SessionInfo) -> dict[str, Any]:
+        usage = self.store.usage_summary(info.id)
+        gate = self.store.last_event(info.id, "gate_decided")
+        return {
+            "id": info.id,
+            "title": info.title,
+            "workspace": info.workspace,
+            "created_at": info.created_at,
+            "updated_at": info.updated_at,
+            "status": info.status,
+            "state": self._state(info.id),
+            "executor_model": info.executor_model,
+            "planner_model": info.planner_model,
+            "route": gate.get("route") if gate else None,
+            "cost_usd": sum(u.cost for u in usage.values()),
+            "requests": sum(u.requests for u in usage.values()),
+        }
+
+    async def _sessions(self, request: Request) -> dict[str, Any]:
+        if request.method == "POST":
+            body = await _json(request)
+            session = await self._open_new()
+            text = body.get("text")
+            if isinstance(text, str) and text.strip():
+                self._start(session, text)
+            return {"id": session.session_id}
+        folder = None if self.every_folder else self.workspace
+        infos = self.store.list_sessions(folder, limit=LIST_LIMIT)
+        return {"sessions": [self._summary(i) for i in infos]}
+
+    async def _session(self, request: Request) -> dict[str, Any]:
+        sid = request.path_params["sid"]
+        info = self._visible(sid)
+        out = self._summary(info)
+        session = self._open.get(sid)
+        if session is not None:
+            out.update(
+                writable=True,
+                mode=session.mode,
+                running=session.running,
+                waiting=session.waiting_approvals,
+                models=session.models(),
+            )
+        else:
+            busy = self.store.in_use(sid)
+            out.update(
+                writable=not busy,
+                read_only_reason=(
+                    "another reasonix process has this session open; it is shown read-only "
+                    "here until that process ends"
+                    if busy
+                    else None
+                ),
+                running=False,
+                waiting=[],
+            )
+        return out
+
+    def _log(self, sid: str) -> EventLog:
+        log_ = self._logs.get(sid)
+        if log_ is None:
+            stored = self.store.load_events(sid)
+            log_ = EventLog(stored, stored=lambda: self.store.load_events(sid))
+            log_.bind(asyncio.get_running_loop())
+            self._logs[sid] = log_
+        return log_
+
+    def _follow_elsewhere(self, sid: str) -> Callable[[], None]:
+        """While another process writes ``sid``, pass on the events it stores."""
+
+        def poll() -> None:
+            if sid in self._open:
+                return
+            log_ = self._logs[sid]
+            stored = self.store.load_events(sid)
+            for event in stored[log_.stored_count :]:
+                log_.append(event)
+            log_.stored_count = len(stored)
+
+        return poll
+
+    async def _events(self, request: Request) -> Response:
+        sid = request.path_params["sid"]
+        try:
+            self._visible(sid)
+        except HttpError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=exc.status)
+        raw = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
+        try:
+            last = max(0, int(raw))
+        except ValueError:
+            return JSONResponse({"error": f"Last-Event-ID must be a number, not {raw!r}"}, 400)
+        log_ = self._log(sid)
+        poll = self._follow_elsewhere(sid)
+
+        async def body() -> AsyncIterator[bytes]:
+            yield b"retry: 1000\n\n"
+            async for item in log_.follow(last, idle=IDLE_SECONDS, on_idle=poll):
+                if item is None:
+                    yield b": idle\n\n"
+                    continue
+                number, data = item
+                text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+                yield f"id: {number}\ndata: {text}\n\n".encode()
+
+        return StreamingResponse(
+            body(),
+            media_type="text/event-stream",
+            headers={"cache-control": "no-store", "x-accel-buffering": "no"},
+        )
+
+    # -- opening for writing ----------------------------------------------------------------------
+
+    def _config(self, folder: Path) -> Config:
+        try:
+            return self._load_config(folder)
+        except Exception as exc:  # the loader's UsageError: a config problem, said as such
+            raise HttpError(400, str(exc)) from None
+
+    async def _open_new(self) -> AgentSession:
+        config = self._config(self.workspace)
+        log_ = EventLog()
+        log_.bind(asyncio.get_running_loop())
+        try:
+            session = await AgentSession.open(
+                config,
+                self.workspace,
+                store=self.store,
+                remote_approvals=True,
+                sink=log_,
+                environ=self._environ,
+            )
+        except ReasonixError as exc:
+            raise HttpError(400, str(exc)) from None
+        self._logs[session.session_id] = log_
+        self._open[session.session_id] = session
+        return session
+
+    async def _writable(self, sid: str) -> AgentSession:
+        info = self._visible(sid)
+        async with self._opening:
+            session = self._open.get(sid)
+            if session is not None:
+                return session
+            if self.store.in_use(sid):
+                raise HttpError(
+                    409,
+                    "another reasonix process has this session open; it is read-only here "
+                    "until that process ends",
+                )
+            log_ = self._log(sid)
+            self._follow_elsewhere(sid)()  # catch up with what was stored before we claim it
+            config = self._config(Path(info.workspace))
+            try:
+                session = await AgentSession.open(
+                    config,
+                    info.workspace,
+                    store=self.store,
+                    remote_approvals=True,
+                    sink=log_,
+                    resume_id=sid,
+                    environ=self._environ,
+                )
+            except ReasonixError as exc:
+                raise HttpError(409, str(exc)) from None
+            self._open[sid] = session
+            return session
+
+    def _opened(self, sid: str) -> AgentSession:
+        self._visible(sid)
+        session = self._open.get(sid)
+        if session is None:
+            raise HttpError(409, "this session is not open here; send it a message first")
+        return session
+
+    # -- steering ---------------------------------------------------------------------------------
+
+    def _start(self, session: AgentSession, text: str) -> Turn:
+        """A message: ``/plan TASK`` plans first (as in the terminal), anything else is a turn."""
+        stripped = text.strip()
+        try:
+            if stripped == "/approve":
+                turn = session.approve_plan()
+            elif stripped.startswith("/plan "):
+                turn = session.start_turn(stripped[6:].strip(), plan=True)
+            else:
+                turn = session.start_turn(text)
+        except SessionError as exc:
+            raise HttpError(409, str(exc)) from None
+        # What the user sent, for every tab (the store files it as the turn's mark).
+        log_ = self._logs.get(session.session_id)
+        if log_ is not None:
+            log_.append({"kind": "user_message", "role": "user", "text": text})
+        task = asyncio.get_running_loop().create_task(self._drive(session, turn))
+        self._drivers.add(task)
+        task.add_done_callback(self._drivers.discard)
+        return turn
+
+    async def _drive(self, session: AgentSession, turn: Turn) -> None:
+        """Run the turn to its end (its events reach the page through the session's sink)."""
+        async for _ in turn:
+            pass
+        log_ = self._logs.get(session.session_id)
+        try:
+            outcome = await turn.result()
+        except Exception as exc:  # a failure the core did not turn into a result
+            log.exception("turn failed")
+            if log_ is not None:
+                log_.append(
+                    {
+                        "kind": "error",
+                        "role": "controller",
+                        "error_type": type(exc).__name__,
+                        "message": str(exc),
+                    }
+                )
+            return
+        if log_ is not None:
+            log_.append(
+                {
+                    "kind": "turn_outcome",
+                    "role": "controller",
+                    "turn": turn.number,
+                    "stop_reason": outcome.result.stop_reason,
+                    "interrupted": outcome.interrupted,
+                    "refused": outcome.refused,
+                    "requests": outcome.requests,
+                }
+            )
+
+    async def _message(self, request: Request) -> dict[str, Any]:
+        sid = request.path_params["sid"]
+        body = await _json(request)
+        text = body.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise HttpError(400, 'send {"text": "..."}: the message is empty')
+        session = await self._writable(sid)
+        turn = self._start(session, text)
+        return {"turn": turn.number}
+
+    async def _answer(self, request: Request) -> dict[str, Any]:
+        session = self._opened(request.path_params["sid"])
+        body = await _json(request)
+        choice = body.get("choice")
+        reason = body.get("reason", "")
+        if not isinstance(choice, str) or not isinstance(reason, str):
+            raise HttpError(400, 'send {"choice": "allow_once|allow_session|deny", "reason": ""}')
+        try:
+            session.answer_approval(request.path_params["aid"], choice, reason)  # type: ignore[arg-type]
+        except SessionError as exc:
+            raise HttpError(409, str(exc)) from None
+        return {"answered": request.path_params["aid"]}
+
+    async def _interrupt(self, request: Request) -> dict[str, Any]:
+        session = self._opened(request.path_params["sid"])
+        return {"interrupted": session.interrupt()}
+
+    async def _mode(self, request: Request) -> dict[str, Any]:
+        session = self._opened(request.path_params["sid"])
+        body = await _json(request)
+        mode = body.get("mode")
+        if not isinstance(mode, str):
+            raise HttpError(400, 'send {"mode": "ask|auto-edit|plan|yolo"}')
+        try:
+            session.set_mode(mode)
+        except ReasonixError as exc:
+            raise HttpError(400, str(exc)) from None
+        return {"mode": session.mode}
+
+    async def _approve_plan(self, request: Request) -> dict[str, Any]:
+        session = await self._writable(request.path_params["sid"])
+        turn = self._start(session, "/approve")
+        return {"turn": turn.number}
+
+    # -- closing ----------------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Interrupt running turns and close every session this server opened."""
+        for session in list(self._open.values()):
+            session.interrupt()
+        for task in list(self._drivers):
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(task, 30)
+        for session in list(self._open.values()):
+            with contextlib.suppress(Exception):
+                await session.aclose()
+        self._open.clear()
+
+
+async def _json(request: Request) -> dict[str, Any]:
+    """The request's JSON object body ({} when empty)."""
+    raw = await request.body()
+    if not raw:
+        return {}
+    if len(raw) > 1_000_000:
+        raise HttpError(413, "the request body is larger than 1 MB")
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        raise HttpError(400, "the request body is not JSON") from None
+    if not isinstance(data, dict):
+        raise HttpError(400, "the request body must be a JSON object")
+    return data
