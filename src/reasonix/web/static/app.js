@@ -47,7 +47,7 @@
     setTimeout(() => box.remove(), 6000);
   }
 
-  const usd = (n) => '$' + (n || 0).toFixed(n >= 1 ? 2 : 4);
+  const usd = (n) => '$' + (n || 0).toFixed(n >= 1 ? 2 : n >= 0.01 ? 3 : 4);
   const num = (n) => (n || 0).toLocaleString('en-US');
   const pct = (a, b) => (b ? Math.round((100 * a) / b) + '%' : '–');
 
@@ -485,7 +485,7 @@
         );
       } else {
         node = el('div', { class: 'text' });
-        add(v, el('div', { class: 'msg assistant role-' + role }, roleTag(role), node));
+        add(v, el('div', { class: 'msg assistant by-' + role }, roleTag(role), node));
       }
       block = { kind, node };
       v.blocks[role] = block;
@@ -557,7 +557,7 @@
     }
     const card = el(
       'div',
-      { class: 'call role-' + role, data: { callId: call.id, tool: call.name } },
+      { class: 'call by-' + role, data: { callId: call.id, tool: call.name } },
       el(
         'div',
         { class: 'call-head' },
@@ -698,7 +698,14 @@
     }
     const table = el('table', { class: 'cost-table' });
     table.append(
-      el('thead', {}, el('tr', {}, ...['role', 'reqs', 'input', 'cache hit', 'output', 'cost'].map((h) => el('th', { text: h })))),
+      el('thead', {}, el('tr', {}, ...[
+            ['role', ''],
+            ['reqs', 'requests'],
+            ['in', 'input tokens'],
+            ['hit', 'share of input tokens served from the prefix cache'],
+            ['out', 'output tokens'],
+            ['cost', 'USD'],
+          ].map(([h, title]) => el('th', { text: h, title: title || null })))),
     );
     const tbody = el('tbody');
     const total = { requests: 0, prompt: 0, hit: 0, completion: 0, cost: 0 };
@@ -837,7 +844,7 @@
         break;
       case 'turn_ended':
         if (role === 'executor' && e.text && !(v.shownText[role] || '').trim()) {
-          add(v, el('div', { class: 'msg assistant role-executor' }, roleTag('executor'), el('div', { class: 'text', text: e.text })));
+          add(v, el('div', { class: 'msg assistant by-executor' }, roleTag('executor'), el('div', { class: 'text', text: e.text })));
         }
         v.blocks[role] = null;
         break;

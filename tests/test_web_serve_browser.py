@@ -1,0 +1,236 @@
+"""The dashboard in a real browser: Playwright drives Debian's Chromium (headless) against the
+real ``reasonix serve`` subprocess, whose two roles talk to fake DeepSeek servers on loopback.
+
+One dual-model turn is watched from the page: the planner reads and plans, the plan appears
+and ticks, the executor's edit waits for an approval given from the page, the per-role cost
+table grows, a reload in the middle of the turn loses no event, a second tab sees the same
+events, and model/tool text that looks like HTML stays text. A page opened without the token
+shows no session data. The tests save screenshots of the main views (desktop 1280×800, phone
+390×844) to ``docs/screenshots/``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reasonix.testing import Reply
+from tests.support.web import Served, serve
+from tests.test_cli_support import Project, project
+
+__all__ = ["project"]
+
+CHROMIUM = Path("/usr/bin/chromium")
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists(),
+    reason="needs Debian's chromium at /usr/bin/chromium (apt-get install chromium; CI has it)",
+)
+
+SHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
+DESKTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}
+WAIT = 60_000  # ms: a shared, loaded machine
+INJECTED = '<img id="pwned" src="x" onerror="document.title=\'pwned\'">'
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(
+            executable_path=str(CHROMIUM),
+            args=[
+                "--headless=new",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--no-first-run",
+                "--disable-sync",
+            ],
+        )
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def script_dual_model_turn(project: Project) -> None:
+    (project.root / "calc.py").write_text(f"# {INJECTED}\ndef add(a, b):\n    return a - b\n")
+    project.pl.push(
+        Reply.call("read_file", {"path": "calc.py"}, reasoning="Look at the file first."),
+        Reply.call(
+            "submit_plan",
+            {
+                "objective": "Fix add()",
+                "steps": [
+                    {"title": "Fix the operator in calc.py", "files": ["calc.py"]},
+                    {"title": "Report the change"},
+                ],
+            },
+            reasoning="One edit, then report.",
+        ),
+    )
+    project.ex.push(
+        Reply.call(
+            "edit_file",
+            {"path": "calc.py", "old_string": "a - b", "new_string": "a + b"},
+            reasoning="Apply the plan's first step.",
+        ),
+        Reply.call("complete_step", {"step": "1", "evidence": "edited calc.py"}),
+        Reply.text("Fixed add() in calc.py: it now returns a + b."),
+    )
+
+
+def stream_state(page: Any) -> dict[str, int]:
+    """The page's own record of the event stream: the last id, how many events it rendered,
+    and whether an id was ever skipped."""
+    data = page.eval_on_selector(
+        "#session",
+        "el => ({last: +el.dataset.lastId, count: +el.dataset.count, gap: +el.dataset.gap})",
+    )
+    return {k: int(v) for k, v in data.items()}
+
+
+def wait_for_event(page: Any, number: int) -> None:
+    page.wait_for_function(
+        "n => +document.querySelector('#session').dataset.lastId >= n", arg=number, timeout=WAIT
+    )
+
+
+def role_requests(page: Any, role: str) -> int:
+    cell = page.locator(f'#cost tr[data-role="{role}"] td').nth(1)
+    return int(cell.inner_text())
+
+
+def open_logged_in(browser: Any, served: Served, viewport: dict[str, int], **options: Any) -> Any:
+    context = browser.new_context(viewport=viewport, **options)
+    page = context.new_page()
+    page.goto(served.url)
+    page.wait_for_selector("h1:has-text('Sessions')", timeout=WAIT)
+    return context, page
+
+
+def test_a_dual_model_turn_watched_and_steered_from_the_page(
+    project: Project, browser: Any
+) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    script_dual_model_turn(project)
+    with serve(project) as served:
+        context, page = open_logged_in(browser, served, DESKTOP)
+        problems: list[str] = []
+        page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: problems.append(str(e)))
+        # the token left the address bar (and the history entry) once it was exchanged
+        assert "token=" not in page.url
+
+        page.fill(".new-session textarea", "/plan fix add() in calc.py")
+        page.click("text=New session")
+        page.wait_for_url(re.compile(r"#/s/"), timeout=WAIT)
+        sid = page.url.rsplit("/", 1)[1]
+
+        # The planner's work streams in; the plan appears; the edit waits for us.
+        approval = page.locator("[data-approval-id]")
+        approval.wait_for(timeout=WAIT)
+        assert "edit_file" in approval.inner_text()
+        assert page.locator(".approval .diff .del").first.inner_text().strip() == "-a - b"
+        assert page.locator(".approval .diff .add").first.inner_text().strip() == "+a + b"
+        page.wait_for_selector("details.reasoning", state="attached", timeout=WAIT)
+        assert page.locator("#todo li").count() == 2
+        assert page.locator("#todo li").first.get_attribute("data-status") == "in_progress"
+        assert role_requests(page, "planner") == 2
+        executor_before = role_requests(page, "executor")
+        assert executor_before == 1
+
+        # Untrusted text is text: the file's HTML reached the page only as characters.
+        read = page.locator('.call[data-tool="read_file"]').first
+        assert INJECTED in read.inner_text()
+        assert page.locator("#pwned").count() == 0
+        assert page.title() != "pwned"
+
+        before = stream_state(page)
+        assert before["gap"] == 0 and before["count"] == before["last"] > 0
+
+        # A second tab on the same session sees the same events.
+        other = context.new_page()
+        other.goto(f"{served.base}/#/s/{sid}")
+        other.locator("[data-approval-id]").wait_for(timeout=WAIT)
+        wait_for_event(other, before["last"])
+        assert stream_state(other)["last"] == before["last"]
+
+        # Reload in the middle of the turn (it waits for the approval): nothing is lost.
+        page.reload()
+        page.locator("[data-approval-id]").wait_for(timeout=WAIT)
+        wait_for_event(page, before["last"])
+        after = stream_state(page)
+        assert after["gap"] == 0
+        assert after["count"] == after["last"] >= before["last"]
+        assert page.locator("#todo li").count() == 2
+        assert role_requests(page, "executor") == executor_before
+        page.screenshot(path=str(SHOTS / "session-approval-desktop.png"))
+
+        # Approve from the page; the turn finishes; the plan ticks; the costs grow.
+        page.click("[data-approval-id] >> text=Approve")
+        page.wait_for_selector(".note.ok-note:has-text('Turn 1 ended: done')", timeout=WAIT)
+        assert page.locator("[data-approval-id]").count() == 0
+        statuses = [li.get_attribute("data-status") for li in page.locator("#todo li").all()]
+        assert statuses == ["completed", "in_progress"]
+        assert role_requests(page, "executor") == 3
+        assert role_requests(page, "planner") == 2
+        assert "Fixed add() in calc.py" in page.locator("#transcript").inner_text()
+        edit = page.locator('.call[data-tool="edit_file"]')
+        assert edit.locator(".diff .add").first.is_visible()
+        assert (project.root / "calc.py").read_text().endswith("return a + b\n")
+        # the other tab followed along, event for event
+        other.wait_for_selector(".note.ok-note:has-text('Turn 1 ended')", timeout=WAIT)
+        assert stream_state(other)["last"] == stream_state(page)["last"]
+        assert stream_state(other)["gap"] == 0
+        page.screenshot(path=str(SHOTS / "session-desktop.png"))
+
+        page.goto(f"{served.base}/#/")
+        page.wait_for_selector(f'.session-row[data-id="{sid}"]', timeout=WAIT)
+        row = page.locator(f'.session-row[data-id="{sid}"]').inner_text()
+        assert "fix add() in calc.py" in row and "plan and execute" in row and "$" in row
+        page.screenshot(path=str(SHOTS / "sessions-desktop.png"))
+        assert not [p for p in problems if "Content Security Policy" in p], problems
+        assert not problems, problems
+        context.close()
+
+        # The same views on a phone, in the dark.
+        phone, mobile = open_logged_in(browser, served, PHONE, color_scheme="dark", is_mobile=True)
+        mobile.screenshot(path=str(SHOTS / "sessions-phone.png"))
+        mobile.goto(f"{served.base}/#/s/{sid}")
+        mobile.wait_for_selector(".note.ok-note:has-text('Turn 1 ended')", timeout=WAIT)
+        width = mobile.evaluate("document.documentElement.scrollWidth")
+        assert width <= PHONE["width"], f"the page scrolls sideways on a phone ({width}px)"
+        mobile.screenshot(path=str(SHOTS / "session-phone.png"))
+        phone.close()
+
+
+def test_without_the_token_the_page_shows_no_session_data(project: Project, browser: Any) -> None:
+    project.ex.push(Reply.text("A private answer."))
+    with serve(project) as served:
+        # someone with the token makes a session
+        context, page = open_logged_in(browser, served, DESKTOP)
+        page.fill(".new-session textarea", "a private task")
+        page.click("text=New session")
+        page.wait_for_selector(".note:has-text('Turn 1 ended')", timeout=WAIT)
+        sid = page.url.rsplit("/", 1)[1]
+        context.close()
+
+        stranger = browser.new_context(viewport=PHONE)
+        page = stranger.new_page()
+        page.goto(f"{served.base}/#/s/{sid}")
+        page.wait_for_selector("#login", timeout=WAIT)
+        text = page.locator("body").inner_text()
+        assert "Not logged in" in text
+        assert "a private task" not in text and "A private answer" not in text
+        status = page.evaluate("fetch('/api/sessions').then(r => r.status)")
+        assert status == 401
+        page.screenshot(path=str(SHOTS / "login-phone.png"))
+        stranger.close()
