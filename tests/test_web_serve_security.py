@@ -353,3 +353,29 @@ def test_serve_is_listed_in_help() -> None:
     )
     assert out.returncode == 0
     assert "--password-env" in out.stdout and "--all" in out.stdout
+
+
+def test_an_oversized_body_is_refused_before_login(served: Served) -> None:
+    c = client(served)
+    r = c.post("/api/auth", content=b'{"token": "' + b"x" * 2_000_000 + b'"}')
+    assert r.status_code == 413
+    # control: a normal login still works
+    assert c.post("/api/auth", json={"token": served.token}).status_code == 200
+
+
+def test_mode_and_interrupt_go_through_the_facade(proj: Project, served: Served) -> None:
+    c, csrf = logged_in(served)
+    h = {"X-CSRF-Token": csrf}
+    sid = c.post("/api/sessions", json={}, headers=h).json()["id"]
+    assert c.get(f"/api/sessions/{sid}").json()["mode"] == "ask"
+    r = c.post(f"/api/sessions/{sid}/mode", json={"mode": "auto-edit"}, headers=h)
+    assert r.status_code == 200 and r.json() == {"mode": "auto-edit"}
+    assert c.get(f"/api/sessions/{sid}").json()["mode"] == "auto-edit"
+    r = c.post(f"/api/sessions/{sid}/mode", json={"mode": "everything"}, headers=h)
+    assert r.status_code == 400 and "everything" in r.json()["error"]
+    r = c.post(f"/api/sessions/{sid}/interrupt", headers=h)
+    assert r.json() == {"interrupted": False}  # no turn runs
+    r = c.post(f"/api/sessions/{sid}/messages", json={"text": "  "}, headers=h)
+    assert r.status_code == 400
+    r = c.post(f"/api/sessions/{sid}/approvals/approval-9", json={"choice": "deny"}, headers=h)
+    assert r.status_code == 409 and "no approval" in r.json()["error"]

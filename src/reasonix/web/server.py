@@ -52,6 +52,8 @@ log = logging.getLogger("reasonix.web")
 
 STATIC_DIR = Path(__file__).with_name("static")
 LIST_LIMIT = 200
+#: The largest request body read (a message to the agent fits many times over).
+MAX_BODY = 1_000_000
 #: Seconds between keep-alives on an idle event stream (and checks of a session that another
 #: process writes).
 IDLE_SECONDS = 2.0
@@ -470,14 +472,17 @@ class Dashboard:
 
 
 async def _json(request: Request) -> dict[str, Any]:
-    """The request's JSON object body ({} when empty)."""
-    raw = await request.body()
+    """The request's JSON object body ({} when empty). The body is read in pieces and refused
+    past :data:`MAX_BODY` (the login route reads it before anyone is known)."""
+    raw = bytearray()
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > MAX_BODY:
+            raise HttpError(413, f"the request body is larger than {MAX_BODY // 1000} kB")
     if not raw:
         return {}
-    if len(raw) > 1_000_000:
-        raise HttpError(413, "the request body is larger than 1 MB")
     try:
-        data = json.loads(raw)
+        data = json.loads(bytes(raw))
     except ValueError:
         raise HttpError(400, "the request body is not JSON") from None
     if not isinstance(data, dict):

@@ -332,7 +332,7 @@
           { class: 'head-meta' },
           v.state,
           el('span', { class: 'muted small', text: id }),
-          info.mode ? el('span', { class: 'pill', text: 'mode: ' + info.mode }) : null,
+          info.mode ? modeSelect(v, info.mode) : null,
           v.interrupt,
         ),
         readOnly
@@ -364,6 +364,29 @@
     setRunning(v, v.running);
     renderCost(v);
     return v;
+  }
+
+  function modeSelect(v, mode) {
+    const select = el(
+      'select',
+      {
+        class: 'mode',
+        id: 'mode',
+        'aria-label': 'Permission mode',
+        title: 'ask: ask before edits and commands · auto-edit: edit without asking · plan: change nothing · yolo: ask nothing (deny rules still apply)',
+        onchange: async () => {
+          try {
+            const done = await post(v, '/mode', { mode: select.value });
+            select.value = done.mode;
+          } catch (err) {
+            toast(err.message);
+            select.value = mode;
+          }
+        },
+      },
+      ...['ask', 'auto-edit', 'plan', 'yolo'].map((m) => el('option', { value: m, text: 'mode: ' + m, selected: m === mode })),
+    );
+    return select;
   }
 
   function setRunning(v, running) {
