@@ -64,6 +64,7 @@ from reasonix.messages import (
 from reasonix.providers.base import Provider
 from reasonix.providers.models import Prices, price_usage
 from reasonix.redaction import redact
+from reasonix.tools.ask import ASK_TOOL_NAME, free_answer
 from reasonix.tools.limits import StepBudget, bound_response, check_request_size
 from reasonix.tools.registry import ToolContext, ToolRegistry, ToolResult, cap_output
 
@@ -80,8 +81,10 @@ INTERRUPTED_CALL = "interrupted: the run was cancelled before this tool call fin
 INTERRUPTED_TURN = "[interrupted before the assistant answered]"
 
 
+#: ``needs_input``: a tool call waits for the user's answer and no one could be asked (``ask``
+#: in a headless run); the call stays open and the next user input answers it.
 StopReason = Literal[
-    "done", "step_limit", "cancelled", "error", "paused", "length", "content_filter"
+    "done", "step_limit", "cancelled", "error", "paused", "length", "content_filter", "needs_input"
 ]
 
 CONTENT_FILTERED = (
@@ -204,6 +207,8 @@ class Agent:
         self._compact_at = 0  # no automatic compaction below this prompt size (after a refusal)
         self._recent_calls: list[str] = []
         self._tail_notes: list[str] = []
+        #: what the calls left open in the last step wait for (see ``needs_input``)
+        self._waiting: list[str] = []
 
     # -- host state -----------------------------------------------------------------------------
 
@@ -221,6 +226,19 @@ class Agent:
     def host_progress_signature(self) -> str:
         """Digest of host-observed progress; unchanged across rounds means stalled."""
         return self.ledger.signature()
+
+    def open_calls(self) -> tuple[ToolCall, ...]:
+        """The tool calls of the conversation's last answer that have no result yet: calls
+        waiting for the user's input (``needs_input``)."""
+        answered: set[str] = set()
+        for message in reversed(self.session.snapshot()):
+            if isinstance(message, ToolMessage):
+                answered.add(message.tool_call_id)
+            elif isinstance(message, AssistantMessage):
+                return tuple(c for c in message.tool_calls if c.id not in answered)
+            else:
+                break
+        return ()
 
     def add_tail_note(self, note: str) -> None:
         """Queue a note for the tail of the next user message (memory edits, reminders):
@@ -282,7 +300,15 @@ class Agent:
             if self._tail_notes:
                 text = text + "\n\n" + "\n".join(self._tail_notes)
                 self._tail_notes.clear()
-            self.session.add(UserMessage(text))
+            open_calls = self.open_calls()
+            if open_calls:
+                # The user's input is the answer the open calls wait for (``ask``): a tool
+                # message per call, so no user message comes before every call is answered.
+                for call in open_calls:
+                    answer = free_answer(text) if call.name == ASK_TOOL_NAME else INTERRUPTED_CALL
+                    self.session.add(ToolMessage(call.id, answer, name=call.name))
+            else:
+                self.session.add(UserMessage(text))
         usage_before, cost_before = self.usage_total, self.cost_total
         steps = 0
         final_text = ""
@@ -329,6 +355,10 @@ class Agent:
                     break
                 before = self.ledger.signature()
                 results = await self._execute_calls(assistant.tool_calls, refused)
+                if self._waiting:
+                    reason, final_text = "needs_input", "\n\n".join(self._waiting)
+                    self._waiting = []
+                    break
                 if on_step is not None:
                     info = StepInfo(
                         steps,
@@ -506,6 +536,11 @@ class Agent:
             budget = StepBudget(self.tools.limits)
             for call in calls:
                 out = results.get(call.id) or ToolResult.error(INTERRUPTED_CALL)
+                if out.needs_input:
+                    # Left open: the user's next input becomes its result.
+                    self._waiting.append(redact(out.content))
+                    self.sink.emit(NoticeEvent(self.role, "needs_input", redact(out.content)))
+                    continue
                 content = cap_output(redact(out.content), self.options.max_tool_output_chars)
                 content = budget.admit(content, out.is_error)
                 msg = ToolMessage(call.id, content, name=call.name, is_error=out.is_error)

@@ -45,6 +45,7 @@ from reasonix.tools.registry import PermissionPolicy, Tool, ToolRegistry
 if TYPE_CHECKING:
     from reasonix.mcp import McpManager, McpServerConfig
     from reasonix.safety.sandbox import Sandbox
+    from reasonix.tools.builtin.jobs import JobTable
 
 __all__ = [
     "ProviderFactory",
@@ -153,9 +154,13 @@ def make_registry(
     mcp: McpManager | None = None,
     extra: Iterable[Tool] = (),
     confiner: Confiner | None = None,
+    jobs: JobTable | None = None,
+    executor_only: int = 0,
 ) -> ToolRegistry:
     """Built-in tools (sandboxed to the workspace and ``[workspace] roots``), ``extra`` tools
-    (the ``skill`` tool) and MCP tools, every call checked by ``permissions``."""
+    (the ``skill`` tool) and MCP tools, every call checked by ``permissions``. With ``jobs``,
+    ``bash`` starts background jobs there; ``executor_only`` counts the tools the executor gets
+    beside these (MCP tools fit in what is left of the 128)."""
     from reasonix.tools.builtin import ShellOptions, WebOptions, default_tools
 
     sandbox = make_sandbox(config, workspace)
@@ -182,6 +187,7 @@ def make_registry(
             max_bytes=web.max_bytes,
         ),
         limits=limits,
+        jobs=jobs,
     )
     registry = ToolRegistry([*tools, *extra], policy=permissions, limits=limits)
     if mcp is not None:
@@ -190,7 +196,7 @@ def make_registry(
 
         # Never more than DeepSeek's 128 tools per request (reasonix.mcp.overflow), counting
         # the extra tools, the plan tools and the subagent ``task`` tool the controller may add.
-        others = len(registry) + len(executor_plan_tools()) + 1
+        others = len(registry) + len(executor_plan_tools()) + 1 + executor_only
         registry = registry.with_tools(fit_mcp_tools(others, mcp.tools(), permissions).tools)
     return registry
 
@@ -219,6 +225,7 @@ def make_controller(
     memory: str,
     on_subagent: Callable[[ChildRun, Session], None] | None = None,
     hooks: AgentHooks | None = None,
+    executor_tools: Sequence[Tool] = (),
 ) -> Controller:
     """The Controller over both roles, continuing ``sessions`` (empty ones for a new session).
     With ``[subagents] enabled`` the executor has the ``task`` tool; ``on_subagent`` is told of
@@ -267,6 +274,7 @@ def make_controller(
             planner_session=sessions.get("planner"),
             delegation=_delegation(config),
             on_subagent=on_subagent,
+            executor_tools=executor_tools,
         )
     )
 

@@ -26,6 +26,7 @@ from reasonix.errors import SessionStoreError
 from reasonix.events import Event, Sink
 from reasonix.messages import AssistantMessage, Message, ToolMessage, UserMessage
 from reasonix.store import SessionStore, StoreSink
+from reasonix.tools.ask import ASK_TOOL_NAME
 
 __all__ = [
     "ROLES",
@@ -151,7 +152,8 @@ def repair_messages(messages: list[Message]) -> list[Message]:
     last_assistant = next((m for m in reversed(messages) if isinstance(m, AssistantMessage)), None)
     if last_assistant is not None and last_assistant.tool_calls:
         for call in last_assistant.tool_calls:
-            if call.id not in answered:
+            # An open ``ask`` waits for the user's next input, which answers it.
+            if call.id not in answered and call.name != ASK_TOOL_NAME:
                 extra.append(ToolMessage(call.id, INTERRUPTED_CALL, name=call.name, is_error=True))
     if not extra and isinstance(messages[-1], UserMessage):
         extra.append(AssistantMessage(content=INTERRUPTED_TURN))

@@ -51,6 +51,7 @@ from reasonix.app.hooks import (
     SessionHooks,
     make_session_hooks,
 )
+from reasonix.app.jobs import session_jobs
 from reasonix.app.persistence import ROLES, SessionRecord, StoredSession, TurnMark
 from reasonix.app.rewind import rewind_turn, undo_steps
 from reasonix.app.turn import SessionEvents, Turn, TurnOutcome
@@ -68,6 +69,14 @@ from reasonix.safety.checkpoints import CHECKPOINTS_KEY, CheckpointManager
 from reasonix.safety.confinement import BashConfinement, NoConfiner
 from reasonix.safety.permissions import Approver, PermissionEngine, PermissionRecord
 from reasonix.store import SessionInfo, SessionStore
+from reasonix.tools.ask import (
+    ASKER_KEY,
+    QuestionAsker,
+    ask_tool,
+    pending_questions,
+    questions_dicts,
+)
+from reasonix.tools.builtin.jobs import job_tools
 from reasonix.tools.registry import ToolContext
 
 if TYPE_CHECKING:
@@ -114,8 +123,10 @@ class AgentSession:
         extensions: Extensions | None = None,
         hooks: SessionHooks | None = None,
         bash: BashConfinement | None = None,
+        asker: QuestionAsker | None = None,
     ) -> None:
         self.config = config
+        self._asker = asker
         self.workspace = workspace
         self.store = store
         self._providers = dict(providers)
@@ -130,6 +141,9 @@ class AgentSession:
         self._hooks = hooks if hooks is not None else SessionHooks.none(workspace, events, data_dir)
         #: how bash commands run (confined or not); frontends show its notice
         self.bash = bash or BashConfinement(NoConfiner(), "off")
+        #: the background jobs of this session (``bash`` with ``run_in_background``); they
+        #: are stopped by :meth:`aclose` unless kept
+        self.jobs = session_jobs(config, data_dir, events)
         self._store_error_reported = False
         self.notices: list[str] = []
         self._attach(stored)
@@ -153,6 +167,7 @@ class AgentSession:
         start_mcp: bool = True,
         provider_factory: assembly.ProviderFactory | None = None,
         extra_mcp_servers: Sequence[McpServerConfig] = (),
+        asker: QuestionAsker | None = None,
     ) -> AgentSession:
         """Assemble everything from ``config`` and open a session in ``workspace``: a new one,
         ``resume_id``, or (``continue_last``) the folder's most recent (a new one if none).
@@ -165,7 +180,9 @@ class AgentSession:
         ``environ`` is where API keys are read (default: the process environment);
         ``provider_factory`` replaces the configured providers (tests, custom clients);
         ``extra_mcp_servers`` are started with the configured ones (an editor's own servers,
-        passed over ACP: they come from the user, like the user's config).
+        passed over ACP: they come from the user, like the user's config). ``asker`` shows the
+        model's ``ask`` questions to the user; without one, a question ends the turn with the
+        stop reason ``needs_input`` and the next input answers it (:meth:`pending_questions`).
         Raises :class:`~reasonix.errors.ReasonixError` (e.g. an unknown session id).
         """
         ws = _resolve(workspace)
@@ -228,6 +245,7 @@ class AgentSession:
             extensions=extensions,
             hooks=hooks,
             bash=bash,
+            asker=asker,
         )
         await hooks.session_start("resume" if session.resumed else "startup")
         return session
@@ -250,6 +268,7 @@ class AgentSession:
             role: Session(f"{stored.session_id}:{role}", stored.messages[role]) for role in ROLES
         }
         hooks = self._hooks if self._hooks else None
+        executor_tools = [*job_tools(self.jobs), ask_tool()]
         registry = assembly.make_registry(
             self.config,
             self.workspace,
@@ -258,6 +277,8 @@ class AgentSession:
             self._mcp,
             extra=self._extensions.tools(),
             confiner=self.bash.confiner,
+            jobs=self.jobs,
+            executor_only=len(executor_tools),
         )
         if self._mcp is not None:
             from reasonix.mcp.overflow import registry_overflow_notice
@@ -275,9 +296,12 @@ class AgentSession:
             memory=assembly.project_memory(self.workspace),
             on_subagent=lambda child, session: self._record.follow_child(child.id, session),
             hooks=hooks,
+            executor_tools=executor_tools,
         )
         self._hooks.attach(stored.session_id, self._controller.executor)
         CHECKPOINTS_KEY.set(self._controller.executor.tool_state, self._checkpoints)
+        if self._asker is not None:
+            ASKER_KEY.set(self._controller.executor.tool_state, self._asker)
         self._record.follow(
             "executor", self._controller.executor.session, stored.messages["executor"]
         )
@@ -353,6 +377,14 @@ class AgentSession:
     def pending_plan(self) -> Plan | None:
         """A plan kept by ``plan_only`` or a declined approval, waiting for :meth:`approve_plan`."""
         return self._controller.pending_plan
+
+    def pending_questions(self) -> list[dict[str, Any]]:
+        """The questions the model asked (``ask``) that wait for the user's answer: the next
+        turn's text is delivered as their answer. Empty when none wait."""
+        out: list[dict[str, Any]] = []
+        for _, questions in pending_questions(self._controller.executor.session.snapshot()):
+            out += questions_dicts(questions)
+        return out
 
     def todo(self) -> str:
         """The executor's todo list (and a pending plan, if any)."""
@@ -716,13 +748,14 @@ class AgentSession:
     # -- closing ----------------------------------------------------------------------------------
 
     async def aclose(self) -> None:
-        """Interrupt a running turn, stop MCP servers, release the providers' connections and
-        the session's claim."""
+        """Interrupt a running turn, stop the background jobs that are not kept and the MCP
+        servers, release the providers' connections and the session's claim."""
         turn = self._events.turn
         if turn is not None:
             turn.interrupt()
             await turn.result()
         try:
+            await self.jobs.close()
             await self._hooks.session_end("other")
             if self._mcp is not None:
                 await self._mcp.aclose()

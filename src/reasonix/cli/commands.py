@@ -16,6 +16,8 @@ EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_REFUSED = 3
+#: ``reasonix run``: the model asked the user a question (``ask``); answer with ``run -c``
+EXIT_NEEDS_INPUT = 4
 
 
 class UsageError(Exception):
@@ -114,7 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Run one task without a terminal UI and exit. Exit codes: 0 success, 1 failure "
             "(model/provider error, stalled, step limit), 2 usage/config error, 3 refused work "
-            "(a permission denial stopped the task, or a plan was declined)."
+            "(a permission denial stopped the task, or a plan was declined), 4 needs input "
+            "(the model asked the user a question: the result lists it; answer with "
+            'reasonix run -c "ANSWER").'
         ),
     )
     run.add_argument("task", help='the task, or "-" to read it from stdin')

@@ -6,9 +6,15 @@ Output formats:
 - ``json``: one result object on stdout (see :func:`result_object`).
 - ``stream-json``: every event as one JSON line (``event.to_dict()``), then the result object.
 
+Background jobs (``bash`` with ``run_in_background``) still running when the run ends are
+listed in the result's ``jobs`` (text mode: on stderr) and stopped, unless kept
+(``[jobs] keep_on_exit``).
+
 Exit codes: 0 success; 1 failure (model/provider error such as 402, stalled, step limit);
 2 usage/config error; 3 refused work (a permission denial stopped part of the task, or a plan
-was declined).
+was declined); 4 needs input: the model asked the user (``ask``), the run stopped with the stop
+reason ``needs_input`` and the questions in the result (``questions``; text mode prints them),
+and ``reasonix run -c "<answer>"`` continues the session with the answer as the call's result.
 """
 
 from __future__ import annotations
@@ -22,10 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from reasonix.app.assembly import make_confinement
+from reasonix.app.jobs import ending_notes
 from reasonix.app.session import AgentSession
 from reasonix.app.turn import TurnOutcome
 from reasonix.cli.commands import (
     EXIT_FAILURE,
+    EXIT_NEEDS_INPUT,
     EXIT_OK,
     EXIT_REFUSED,
     UsageError,
@@ -99,9 +107,11 @@ class StderrNotices:
 
 
 def exit_code(outcome: TurnOutcome) -> int:
-    """0 success, 1 failure, 3 refused work (see the module docstring)."""
+    """0 success, 1 failure, 3 refused work, 4 needs input (see the module docstring)."""
     if outcome.is_error:
         return EXIT_FAILURE
+    if outcome.result.stop_reason == "needs_input":
+        return EXIT_NEEDS_INPUT
     if outcome.refused:
         return EXIT_REFUSED
     return EXIT_OK if outcome.result.ok else EXIT_FAILURE
@@ -124,6 +134,10 @@ def result_object(session: AgentSession, outcome: TurnOutcome) -> dict[str, Any]
         "usage": usage,
         "cost_usd": cost,
         "subagents": session.subagents(),
+        # Background jobs still running as the run ends: stopped with it unless kept.
+        "jobs": [job.to_dict() for job in session.jobs.running()],
+        # What the model asked the user (stop reason needs_input); run -c "<answer>" answers.
+        "questions": session.pending_questions(),
         "is_error": outcome.is_error,
         "refused": outcome.refused,
         "permission_denials": [
@@ -131,6 +145,18 @@ def result_object(session: AgentSession, outcome: TurnOutcome) -> dict[str, Any]
         ],
         "exit_code": exit_code(outcome),
     }
+
+
+def questions_text(questions: list[dict[str, Any]]) -> str:
+    """Text mode's form of the questions a run stopped on, and how to answer them."""
+    lines = ["The model asks:"]
+    for q in questions:
+        pick = " (pick one or more)" if q.get("multiSelect") else ""
+        lines.append(f"[{q['header']}] {q['question']}{pick}")
+        for n, option in enumerate(q["options"], 1):
+            lines.append(f"  {n}. {option['label']}: {option['description']}")
+    lines.append('Answer with: reasonix run -c "<your answer>"')
+    return "\n".join(lines)
 
 
 def read_task(task: str) -> str:
@@ -221,11 +247,15 @@ async def _run(
         if fmt == "text":
             if outcome.is_error:
                 print(f"reasonix: {shown(outcome.result.text)}", file=sys.stderr)
+            elif outcome.result.stop_reason == "needs_input":
+                print(shown(questions_text(session.pending_questions())))
             else:
                 print(shown(outcome.result.text))
                 for d in outcome.denials:
                     refusal = f"refused {d.tool} ({d.subject}): {d.reason}"
                     print(f"reasonix: {shown(refusal)}", file=sys.stderr)
+            for note in ending_notes(session.jobs.running()):
+                print(f"reasonix: {shown(note)}", file=sys.stderr)
         else:
             out.write(json.dumps(result_object(session, outcome), ensure_ascii=False) + "\n")
             out.flush()

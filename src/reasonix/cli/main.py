@@ -38,7 +38,8 @@ options (interactive and run):
   -h, --help              show this help and exit; `reasonix COMMAND --help` for a command
 
 exit codes: 0 success, 1 failure (model/provider error), 2 usage or configuration error,
-3 refused work (a permission denial stopped the task, or a plan was declined)
+3 refused work (a permission denial stopped the task, or a plan was declined),
+4 needs input (run: the model asked a question; answer it with reasonix run -c "ANSWER")
 """
 
 COMMANDS = ("run", "config", "sessions", "rewind", "doctor", "demo", "acp", "batch", "serve")

@@ -415,6 +415,17 @@ class SubagentsConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class JobsConfig:
+    """Background shell jobs (``[jobs]``: ``bash`` with ``run_in_background``). They end with
+    the session unless kept; only the user's own config may keep them."""
+
+    keep_on_exit: bool = setting(
+        False, "leave background jobs running when the session ends", project="never"
+    )
+    max_running: int = setting(8, "background jobs running at once", minimum=1, project="lower")
+
+
+@dataclass(frozen=True, slots=True)
 class SandboxConfig:
     """How shell commands are confined (``[sandbox]``, the user's own config and flags only: a
     project file cannot loosen it). See :mod:`reasonix.safety.confinement`."""
@@ -499,6 +510,7 @@ class Config:
     web: WebConfig = field(default_factory=WebConfig)
     subagents: SubagentsConfig = field(default_factory=SubagentsConfig)
     serve: ServeConfig = field(default_factory=ServeConfig)
+    jobs: JobsConfig = field(default_factory=JobsConfig)
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
     trust: TrustConfig = field(default_factory=TrustConfig)
     ui: UiConfig = field(default_factory=UiConfig)

@@ -10,7 +10,7 @@ stay byte-identical for its whole life.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -29,7 +29,7 @@ from reasonix.control.plan import Plan, submit_plan_tool
 from reasonix.control.todo_tools import executor_plan_tools
 from reasonix.events import FanoutSink, NullSink, Sink, UsageSource
 from reasonix.providers.base import Provider
-from reasonix.tools.registry import ToolRegistry
+from reasonix.tools.registry import Tool, ToolRegistry
 
 
 @dataclass
@@ -50,6 +50,9 @@ class Options:
     delegation: DelegationLimits | None = None
     #: told of each subagent's session as it starts (the host stores its transcript)
     on_subagent: Callable[[ChildRun, Session], None] | None = None
+    #: tools for the executor alone (not the planner, not children): the background-job
+    #: tools, ``ask``
+    executor_tools: Sequence[Tool] = ()
 
 
 class Controller:
@@ -71,7 +74,7 @@ class Controller:
             if options.executor_session is not None
             else Session("executor")
         )
-        executor_tools = registry.with_tools(executor_plan_tools())
+        executor_tools = registry.with_tools([*executor_plan_tools(), *options.executor_tools])
         #: runs the executor's ``task`` calls; None when delegation is off
         self.delegator: Delegator | None = None
         if options.delegation is not None:

@@ -191,6 +191,10 @@ class TurnOrchestrator:
         self, text: str, *, plan: bool | None = None, plan_only: bool = False
     ) -> TurnResult:
         mark = self.cost.snapshot()
+        if self.executor.open_calls():
+            # The text answers the executor's open question (``ask``): it goes to the executor
+            # as that call's result, not to the planner as a new task.
+            plan = False
         decision = decide(
             text,
             self.options.gate,

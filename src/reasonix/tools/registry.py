@@ -68,9 +68,14 @@ class Effect:
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
+    """What a tool call produced. ``needs_input``: the call waits for the user, whom no one
+    can ask here (``ask`` in a headless run): the agent stops with ``needs_input`` and leaves
+    the call open for the user's next input to answer."""
+
     content: str
     is_error: bool = False
     effects: tuple[Effect, ...] = ()
+    needs_input: bool = False
 
     @classmethod
     def error(cls, message: str) -> ToolResult:

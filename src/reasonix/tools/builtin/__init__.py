@@ -12,6 +12,8 @@ tool            category  notes
 ``multi_edit``  edit      several edits to one file, all or none
 ``delete_file`` edit      destructive; checkpointed, so a rewind restores the file
 ``bash``        bash      destructive; timeout, capped output, secrets removed
+``bash_output`` jobs      a background job's new output (executor only, with a table)
+``kill_shell``  jobs      stops a background job of this session
 ``web_fetch``   web       a URL as markdown, paged; public addresses only by default
 ==============  ========  =========================================================
 """
@@ -23,6 +25,7 @@ from pathlib import Path
 from reasonix.safety.checkpoints import CheckpointManager
 from reasonix.safety.sandbox import Sandbox
 from reasonix.tools.builtin.files import FileTools, file_tools
+from reasonix.tools.builtin.jobs import JobTable, job_tools
 from reasonix.tools.builtin.search import SearchTools, search_tools
 from reasonix.tools.builtin.shell import ShellOptions, ShellTool
 from reasonix.tools.builtin.web import WebOptions, web_tool
@@ -31,12 +34,14 @@ from reasonix.tools.registry import Tool
 
 __all__ = [
     "FileTools",
+    "JobTable",
     "SearchTools",
     "ShellOptions",
     "ShellTool",
     "WebOptions",
     "default_tools",
     "file_tools",
+    "job_tools",
     "search_tools",
 ]
 
@@ -50,17 +55,19 @@ def default_tools(
     use_rg: bool | None = None,
     web_options: WebOptions | None = None,
     limits: ToolLimits = DEFAULT_LIMITS,
+    jobs: JobTable | None = None,
 ) -> list[Tool]:
     """The built-in tools confined to ``workdir`` (or to ``sandbox``'s roots when given).
 
     ``checkpoints`` is used by the writers and ``bash`` when ``CHECKPOINTS_KEY`` in ``ctx.state``
     holds no manager; with neither, nothing is checkpointed. ``web_options`` sets
     ``web_fetch``'s limits and the user's exceptions to its address rules. ``limits`` bounds
-    what one write may hold (``max_write_bytes``).
+    what one write may hold (``max_write_bytes``). With ``jobs``, ``bash`` can start background
+    jobs into that table (the reading and stopping tools come from :func:`job_tools`).
     """
     box = sandbox or Sandbox([Path(workdir)])
     shell = ShellTool(
-        box.workspace, roots=box.roots, options=shell_options, checkpoints=checkpoints
+        box.workspace, roots=box.roots, options=shell_options, checkpoints=checkpoints, jobs=jobs
     )
     return [
         *FileTools(box, checkpoints, max_write_bytes=limits.max_write_bytes).tools(),

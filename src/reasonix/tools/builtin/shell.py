@@ -52,6 +52,7 @@ from reasonix.safety.confinement import (
 from reasonix.safety.environment import build_environment
 from reasonix.terminal_text import strip_escape_sequences
 from reasonix.tools.builtin.files import builtin_tool
+from reasonix.tools.builtin.jobs import JobError, JobTable
 from reasonix.tools.registry import Effect, Tool, ToolContext, ToolResult
 
 SECRET_ENV_PATTERNS: tuple[str, ...] = (
@@ -184,12 +185,15 @@ class ShellTool:
         roots: Sequence[Path] = (),
         options: ShellOptions | None = None,
         checkpoints: CheckpointManager | None = None,
+        jobs: JobTable | None = None,
     ) -> None:
         self.workspace = Path(os.path.realpath(workspace))
         self.roots = tuple(roots) or (self.workspace,)
         self.options = options or ShellOptions()
         self.checkpoints = checkpoints
         self.confiner = options_confiner(self.options)
+        #: where ``run_in_background`` commands go; None: the parameter is refused
+        self.jobs = jobs
 
     def _argv(self, command: str) -> list[str] | str:
         shell = shutil.which(self.options.shell) or shutil.which("sh") or "/bin/sh"
@@ -204,11 +208,15 @@ class ShellTool:
         ctx: ToolContext,
         command: Annotated[str, "shell command"],
         timeout: Annotated[float | None, "seconds (default 120, max 600)"] = None,
+        run_in_background: Annotated[bool, "start as a job; returns its id at once"] = False,
     ) -> ToolResult:
         """Run a bash command in the workspace root; returns combined output and exit code.
-        Each call is a fresh shell; background processes are stopped when it ends."""
+        Each call is a fresh shell; background processes are stopped when it ends. For servers
+        and watchers use run_in_background, then bash_output and kill_shell."""
         opts = self.options
         limit = min(timeout or opts.timeout, opts.max_timeout)
+        if run_in_background and self.jobs is None:
+            return ToolResult.error("background jobs are not available here; run it in front")
         argv = self._argv(command)
         if isinstance(argv, str):
             return ToolResult.error(argv)
@@ -222,6 +230,8 @@ class ShellTool:
         marker = f"{os.getpid()}-{secrets.token_hex(8)}"
         env = command_env(opts)
         env[_MARKER_ENV] = marker
+        if run_in_background and self.jobs is not None:
+            return self._start_job(self.jobs, argv, command, env, marker)
         # Our own pipe rather than asyncio's: asyncio's wait() also waits for its pipes to close,
         # which a background process holding stdout would delay until the timeout.
         read_fd, write_fd = os.pipe()
@@ -295,6 +305,29 @@ class ShellTool:
         if not isinstance(confiner, BwrapConfiner):
             return None
         return PidsCgroup.create(confiner.max_processes)
+
+    def _start_job(
+        self, jobs: JobTable, argv: list[str], command: str, env: dict[str, str], marker: str
+    ) -> ToolResult:
+        """``run_in_background``: the same command line and environment as in front, as a job
+        (see :mod:`reasonix.tools.builtin.jobs`)."""
+        try:
+            job = jobs.start(
+                argv,
+                command=command,
+                cwd=self.workspace,
+                env=env,
+                cleanup=lambda: _kill_marked(marker),
+            )
+        except JobError as exc:
+            return ToolResult.error(str(exc))
+        text = (
+            f"Started background job {job.id}. Read its new output with "
+            f'bash_output(job_id="{job.id}") (wait= to wait for it); stop it with '
+            f'kill_shell(job_id="{job.id}"). It stops when the session ends.'
+        )
+        effect = Effect("command", command, f"job:{job.id}", ok=True)
+        return ToolResult(text, effects=(effect,))
 
     def _watchdog(self, proc: asyncio.subprocess.Process) -> asyncio.Task[bool] | None:
         """For an agent running as root (whom ``RLIMIT_NPROC`` does not bound): a task that

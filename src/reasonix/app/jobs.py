@@ -1,0 +1,78 @@
+"""A session's background jobs, as frontends see them.
+
+The jobs themselves live in :mod:`reasonix.tools.builtin.jobs` (``bash`` with
+``run_in_background``); this module builds a session's :class:`JobTable` from ``[jobs]`` and
+words what frontends print: ``/jobs`` in the terminal app, the lines a headless run writes about
+jobs still running at its end.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+from reasonix.config import Config
+from reasonix.events import Sink
+from reasonix.terminal_text import one_line
+from reasonix.tools.builtin.jobs import JobInfo, JobTable
+
+__all__ = ["describe_job", "ending_notes", "jobs_listing", "session_jobs"]
+
+
+def session_jobs(config: Config, data_dir: Path, sink: Sink) -> JobTable:
+    """The job table of one open session: logs in a folder of its own under the private data
+    folder, the bounds and the keep rule of ``[jobs]``."""
+    folder = data_dir / "jobs" / f"{os.getpid()}-{secrets.token_hex(4)}"
+    return JobTable(
+        folder,
+        max_running=config.jobs.max_running,
+        keep_on_exit=config.jobs.keep_on_exit,
+        sink=sink,
+    )
+
+
+def describe_job(job: JobInfo, width: int = 60) -> str:
+    """One line: id, status, runtime, command."""
+    command = one_line(job.command)
+    if len(command) > width:
+        command = command[: width - 1] + "…"
+    status: str = job.status
+    if job.exit_code is not None:
+        status += f" ({job.exit_code})"
+    if job.kept and job.status == "running":
+        status += ", kept"
+    return f"{job.id:<7} {status:<16} {_runtime(job.runtime_s):>7}  {command}"
+
+
+def jobs_listing(jobs: list[JobInfo]) -> list[str]:
+    """``/jobs``: one line per job of the session, or a line saying there are none."""
+    if not jobs:
+        return ["No background jobs in this session (bash with run_in_background starts one)."]
+    return [describe_job(job) for job in jobs]
+
+
+def ending_notes(running: list[JobInfo]) -> list[str]:
+    """What a run that ends says about the jobs still running: stopped with it, or kept (with
+    the pid to stop it by and the log its output goes to)."""
+    notes = []
+    for job in running:
+        if job.kept:
+            notes.append(
+                f"background job {job.id} ({one_line(job.command)}) keeps running as pid "
+                f"{job.pid}; its output goes to {job.log}"
+            )
+        else:
+            notes.append(
+                f"background job {job.id} ({one_line(job.command)}) was still running and was "
+                "stopped with the session ([jobs] keep_on_exit = true keeps jobs)"
+            )
+    return notes
+
+
+def _runtime(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.0f}s"
+    if seconds < 3600:
+        return f"{seconds // 60:.0f}m{seconds % 60:02.0f}s"
+    return f"{seconds // 3600:.0f}h{seconds % 3600 // 60:02.0f}m"

@@ -1,0 +1,121 @@
+"""The job table with real processes: bounded reads, filters, the running bound, exit codes,
+and the supervisor that stops a job when the agent process dies outright (SIGKILL: no clean-up
+code of ours runs), unless the job is kept."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from reasonix.events import CollectingSink
+from reasonix.tools.builtin.jobs import JobEnded, JobError, JobStarted, JobTable
+from tests.security.support import processes_with_arg, still_running
+
+
+def bash(script: str) -> list[str]:
+    return ["bash", "-c", script]
+
+
+async def test_reads_are_bounded_and_filtered_and_the_exit_code_is_reported(
+    tmp_path: Path,
+) -> None:
+    sink = CollectingSink()
+    table = JobTable(tmp_path / "jobs", output_limit=200, sink=sink)
+    job = table.start(
+        bash("seq 1 5000; echo marker-a; echo marker-b; exit 3"),
+        command="count",
+        cwd=tmp_path,
+        env=dict(os.environ),
+    )
+    # Wait for the end: a running job's read waits for output, an ended one's does not.
+    while (await table.read(job.id, pattern="^never$", wait=0.2)).startswith("[job-1: running"):
+        pass
+    table_info = table.snapshot()[0]
+    assert table_info.status == "exited" and table_info.exit_code == 3
+    again = await table.read(job.id)
+    assert again == "[job-1: exited, 0 s, exit code 3]\n(no new output)"
+    assert [type(e) for e in sink.events] == [JobStarted, JobEnded]
+    await table.close()
+
+
+async def test_a_large_burst_keeps_its_head_and_tail(tmp_path: Path) -> None:
+    table = JobTable(tmp_path / "jobs", output_limit=200)
+    job = table.start(bash("seq 1 5000"), command="seq", cwd=tmp_path, env=dict(os.environ))
+    while job.process.poll() is None:
+        await table.read(job.id, pattern="^$", wait=0.1)
+    job.offset = 0  # read the whole log once more, as one burst
+    text = await table.read(job.id)
+    assert "\n1\n2\n" in text and text.rstrip().endswith("5000")
+    assert "bytes of output skipped" in text
+    assert len(text) < 400
+    await table.close()
+
+
+async def test_filter_errors_and_the_running_bound_say_what_to_do(tmp_path: Path) -> None:
+    table = JobTable(tmp_path / "jobs", max_running=1)
+    table.start(bash("sleep 30"), command="one", cwd=tmp_path, env=dict(os.environ))
+    with pytest.raises(JobError, match=r"\[jobs\] max_running"):
+        table.start(bash("sleep 30"), command="two", cwd=tmp_path, env=dict(os.environ))
+    with pytest.raises(JobError, match="not a valid regular expression"):
+        await table.read("job-1", pattern="(")
+    with pytest.raises(JobError, match="jobs: job-1"):
+        await table.read("job-9")
+    assert await table.close() == []
+    assert table.running() == []
+
+
+AGENT = textwrap.dedent(
+    """
+    import asyncio, os, signal, sys
+    from pathlib import Path
+    from reasonix.tools.builtin.jobs import JobTable
+
+    async def main():
+        table = JobTable(Path(sys.argv[1]), keep_on_exit=sys.argv[2] == "keep")
+        table.start(["bash", "-c", "sleep 600 # " + sys.argv[3]], command="sleep",
+                    cwd=Path.cwd(), env=dict(os.environ))
+        while not table.snapshot() or table.snapshot()[0].status != "running":
+            await asyncio.sleep(0.05)
+        print(table.snapshot()[0].pid, flush=True)
+        sys.stdin.readline()  # until the test has seen the job running
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    asyncio.run(main())
+    """
+)
+
+
+@pytest.mark.parametrize("keep", [False, True], ids=["not-kept", "kept"])
+def test_a_job_ends_when_the_agent_is_killed_outright_unless_kept(
+    tmp_path: Path, keep: bool
+) -> None:
+    token = f"orphan-{secrets.token_hex(6)}"
+    with subprocess.Popen(
+        [sys.executable, "-c", AGENT, str(tmp_path / "jobs"), "keep" if keep else "no", token],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as agent:
+        assert agent.stdout is not None and agent.stdin is not None
+        pid = int(agent.stdout.readline())
+        # The control: the probe sees the job while the agent lives.
+        assert processes_with_arg(token)
+        agent.stdin.write("\n")
+        agent.stdin.flush()
+        assert agent.wait(timeout=60) == -signal.SIGKILL
+    try:
+        if keep:
+            assert processes_with_arg(token)
+        else:
+            assert still_running(token) == []
+    finally:
+        if keep:
+            os.killpg(pid, signal.SIGKILL)
+            assert still_running(token) == []
