@@ -84,7 +84,8 @@ TurnStopReason: TypeAlias = (
 class TurnResult:
     """What one ``run_turn`` produced. ``stop_reason`` (:data:`TurnStopReason`): the
     executor's (``done``, ``step_limit``, ``error``, ``length``, ``content_filter``,
-    ``cancelled``, ``paused``) or the orchestrator's (``plan_only``, ``plan_declined``,
+    ``cancelled``, ``paused``, ``needs_input`` when a tool call waits for the user's answer)
+    or the orchestrator's (``plan_only``, ``plan_declined``,
     ``plan_failed``, ``stalled``, ``budget``), or the session's ``prompt_blocked`` when a hook
     refused the prompt before it reached the model."""
 
