@@ -32,6 +32,7 @@ from reasonix.acp.updates import UpdateMapper, stop_reason_for
 from reasonix.app.approvals import ApprovalChoice, ApprovalRequested, PlanApprovalRequested
 from reasonix.errors import ReasonixError
 from reasonix.messages import AssistantMessage, ToolMessage, UserMessage
+from reasonix.tools.ask import describe_questions
 
 if TYPE_CHECKING:
     from acp.interfaces import Agent, Client
@@ -304,6 +305,13 @@ class ReasonixAcpAgent:
         stop = stop_reason_for(outcome.result.stop_reason, outcome.interrupted)
         if outcome.is_error:
             await self._say(sid, f"\n\nreasonix: {outcome.result.text}")
+        questions = session.pending_questions()
+        if questions:
+            # No form to show them in: the questions end the turn, and the next prompt is
+            # delivered as their answer.
+            lines = ["The model asks:", *describe_questions(questions)]
+            lines.append("Reply with your answer (a number, a label or your own words).")
+            await self._say(sid, "\n\n" + "\n".join(lines))
         return schema.PromptResponse(
             stop_reason=stop,
             field_meta={
@@ -311,6 +319,7 @@ class ReasonixAcpAgent:
                     "stop_reason": outcome.result.stop_reason,
                     "route": str(outcome.result.route),
                     "refused": outcome.refused,
+                    "questions": questions,
                 }
             },
         )

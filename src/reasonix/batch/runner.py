@@ -176,6 +176,10 @@ async def _run(
                     "result": _tail(result["result"]),
                 }
             )
+            if result["questions"]:
+                # The task stopped to ask the user (stop reason needs_input): what it asked,
+                # for whoever reads the results.
+                row["questions"] = result["questions"]
             if outcome.is_error:
                 row["error_class"] = "model_error"
                 row["error"] = _tail(result["result"])

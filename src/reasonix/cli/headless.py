@@ -50,6 +50,7 @@ from reasonix.redaction import redact, redact_json_text
 from reasonix.safety.confinement import start_bwrap_probe
 from reasonix.safety.permissions import ApprovalAnswer, ApprovalRequest
 from reasonix.terminal_text import json_text_for_terminal, terminal_safe
+from reasonix.tools.ask import describe_questions
 
 
 class YesApprover:
@@ -149,12 +150,7 @@ def result_object(session: AgentSession, outcome: TurnOutcome) -> dict[str, Any]
 
 def questions_text(questions: list[dict[str, Any]]) -> str:
     """Text mode's form of the questions a run stopped on, and how to answer them."""
-    lines = ["The model asks:"]
-    for q in questions:
-        pick = " (pick one or more)" if q.get("multiSelect") else ""
-        lines.append(f"[{q['header']}] {q['question']}{pick}")
-        for n, option in enumerate(q["options"], 1):
-            lines.append(f"  {n}. {option['label']}: {option['description']}")
+    lines = ["The model asks:", *describe_questions(questions)]
     lines.append('Answer with: reasonix run -c "<your answer>"')
     return "\n".join(lines)
 

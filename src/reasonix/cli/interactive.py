@@ -11,9 +11,9 @@ import argparse
 import asyncio
 import contextlib
 import signal
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import Completer, Completion
@@ -35,6 +35,7 @@ from reasonix.cli.commands import (
     open_store,
     require_credentials,
 )
+from reasonix.cli.picker import QuestionPicker, jobs_command
 from reasonix.cli.render import TerminalRenderer
 from reasonix.cli.sessions import session_line
 from reasonix.config import Config
@@ -45,6 +46,8 @@ from reasonix.safety.permissions import ApprovalAnswer, ApprovalRequest
 from reasonix.store import SessionStore, default_store_path
 from reasonix.store.private import private_dir, private_file
 from reasonix.terminal_text import printable, terminal_safe
+
+T = TypeVar("T")
 
 HELP = """\
 Type a task and press Enter. New line: Esc then Enter, or end the line with a backslash (\\).
@@ -70,6 +73,7 @@ prompt, Ctrl-D or /exit quits.
 /remember <note>       save a note to REASONIX.md for this project
 /mcp [restart NAME]    MCP server status, or restart one
 /skills                the skills the model can load
+/jobs [kill|keep ID]   background jobs: list, stop one, or keep one after you quit
 /exit                  quit"""
 
 
@@ -307,6 +311,9 @@ class App:
             return HTML("starting…")
         cost = rt.cost()
         parts = [f" {self._active_role} │ mode {rt.mode}"]
+        running = len(rt.jobs.running())
+        if running:  # early, so a narrow terminal still shows it
+            parts.append(f"{running} job{'s' if running > 1 else ''}")
         for use in rt.context_use():
             c = cost.get(use.role)
             hit = f"{c.hit_ratio * 100:.0f}%" if c and c.requests else "–"
@@ -316,18 +323,30 @@ class App:
 
     async def ask(self, question: str) -> str | None:
         """A one-line answer from the user during a turn; None on Ctrl-C/Ctrl-D."""
+
+        async def prompt() -> str | None:
+            try:
+                return await PromptSession[str]().prompt_async(question)
+            except (KeyboardInterrupt, EOFError):
+                return None
+
+        return await self.exclusive(prompt)
+
+    async def exclusive(self, work: Callable[[], Awaitable[T]]) -> T:
+        """Run ``work`` (a prompt, the question picker) with the keys to itself."""
         watching = self._turn is not None and not self._turn.done()
+        self.renderer.end_line()
         self._escape.stop()  # the prompt needs the keys
         try:
-            answer = await PromptSession[str]().prompt_async(question)
-        except (KeyboardInterrupt, EOFError):
-            answer = None
+            return await work()
         finally:
             # prompt_toolkit removes the loop's SIGINT handler when its prompt ends.
             self._arm_interrupt()
             if watching:
                 self._escape.start()
-        return answer
+
+    def _said(self, text: str) -> None:
+        self.console.print(f"[dim]{escape(printable(text))}[/dim]")
 
     # -- main loop ---------------------------------------------------------------------------------
 
@@ -343,6 +362,7 @@ class App:
                 continue_last=self.args.continue_last,
                 plan_approver=self.approve_plan,
                 environ=self.environ,
+                asker=QuestionPicker(self.exclusive, self.ask, self._said),
             )
         except ReasonixError as exc:
             raise UsageError(str(exc)) from None
@@ -481,6 +501,9 @@ class App:
                     out("\nCustom commands:", markup=False)
                     for help_line in custom:
                         out(printable(help_line), markup=False)
+            elif name == "jobs":
+                for job_line in await jobs_command(rt, arg):
+                    out(printable(job_line), markup=False)
             elif name == "skills":
                 for skill_line in rt.skills_listing():
                     out(printable(skill_line), markup=False)

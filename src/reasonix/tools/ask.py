@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Annotated, Any, Protocol
 
@@ -37,6 +37,7 @@ __all__ = [
     "QuestionAsker",
     "answer_text",
     "ask_tool",
+    "describe_questions",
     "free_answer",
     "pending_questions",
     "questions_dicts",
@@ -168,6 +169,18 @@ def pending_questions(messages: Sequence[Message]) -> list[tuple[ToolCall, list[
 def questions_dicts(questions: Sequence[Question]) -> list[dict[str, Any]]:
     """The questions as JSON objects (the headless result's ``questions``)."""
     return [asdict(q) for q in questions]
+
+
+def describe_questions(questions: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The questions (as :func:`questions_dicts` gives them) as lines of text, with their
+    numbered options, for frontends that cannot show a picker."""
+    lines = []
+    for q in questions:
+        pick = " (pick one or more)" if q.get("multiSelect") else ""
+        lines.append(f"[{q['header']}] {q['question']}{pick}")
+        for n, option in enumerate(q["options"], 1):
+            lines.append(f"  {n}. {option['label']}: {option['description']}")
+    return lines
 
 
 def _parse(arguments: str) -> list[Question]:
