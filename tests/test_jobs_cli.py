@@ -209,3 +209,19 @@ def test_the_tool_list_is_the_same_on_every_request(project: Project) -> None:
     names = {t["function"]["name"] for t in project.ex.requests[0].body["tools"]}
     assert {"bash", "bash_output", "kill_shell"} <= names
     assert "run_in_background" in json.dumps(project.ex.requests[0].body["tools"])
+
+
+def test_stream_json_shows_the_job_start_and_the_result_stays_last(project: Project) -> None:
+    project.write_user_config(USER_CONFIG)
+    token = f"job-{secrets.token_hex(6)}"
+    project.ex.push(
+        Reply.call("bash", {"command": f"sleep 600 # {token}", "run_in_background": True}),
+        Reply.text("started"),
+    )
+    proc = project.run("run", "--yes", "--no-planner", "--output-format", "stream-json", "go")
+    assert proc.returncode == 0, proc.stderr
+    *events, result = json_lines(proc.stdout)
+    (started,) = [e for e in events if e["kind"] == "job_started"]
+    assert started["job_id"] == "job-1" and token in started["command"]
+    assert result["type"] == "result" and [j["id"] for j in result["jobs"]] == ["job-1"]
+    assert still_running(token) == []

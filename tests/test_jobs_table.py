@@ -119,3 +119,23 @@ def test_a_job_ends_when_the_agent_is_killed_outright_unless_kept(
         if keep:
             os.killpg(pid, signal.SIGKILL)
             assert still_running(token) == []
+
+
+async def test_a_log_past_its_bound_is_emptied_and_the_next_read_says_so(
+    tmp_path: Path,
+) -> None:
+    import asyncio
+
+    table = JobTable(tmp_path / "jobs")
+    table.max_log_bytes = 10_000
+    job = table.start(
+        bash("seq 1 40000; sleep 30"), command="burst", cwd=tmp_path, env=dict(os.environ)
+    )
+    for _ in range(600):
+        if job.dropped:
+            break
+        await asyncio.sleep(0.05)
+    text = await table.read(job.id)
+    assert "bytes dropped unread: the log passed its bound" in text
+    assert job.log.stat().st_size <= 10_000
+    await table.close()

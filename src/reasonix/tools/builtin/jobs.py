@@ -104,6 +104,9 @@ sys.exit(code if code >= 0 else 128 - code)
 
 _WAIT_STEP = 0.1
 _WATCH_STEP = 0.25
+#: a job's log on disk is emptied when it grows past this (what was not read yet is dropped,
+#: and the next read says how much), so a chatty server cannot fill the disk
+MAX_LOG_BYTES = 64 * 1024 * 1024
 
 
 class JobError(Exception):
@@ -172,6 +175,8 @@ class Job:
     ended: float | None = None
     #: bytes of the log already returned by ``bash_output``
     offset: int = 0
+    #: bytes dropped unread since the last read (the log passed :data:`MAX_LOG_BYTES`)
+    dropped: int = 0
     watcher: asyncio.Task[None] | None = field(default=None, repr=False)
 
     @property
@@ -229,6 +234,7 @@ class JobTable:
         self.kill_grace = kill_grace
         self.sink: Sink = sink or NullSink()
         self.role = role
+        self.max_log_bytes = MAX_LOG_BYTES
         self._jobs: dict[str, Job] = {}
         self._count = 0
 
@@ -307,6 +313,12 @@ class JobTable:
         then stop what it left behind in its group."""
         while job.process.poll() is None:
             await asyncio.sleep(_WATCH_STEP)
+            size = _size(job.log)
+            if size > self.max_log_bytes:
+                # The job appends (O_APPEND), so its next write lands at the new end.
+                os.truncate(job.log, 0)
+                job.dropped += max(0, size - job.offset)
+                job.offset = 0
         await self._ended(job, "exited")
 
     async def _ended(self, job: Job, status: JobStatus) -> None:
@@ -345,6 +357,11 @@ class JobTable:
         if matcher is not None:
             kept = [line for line in text.splitlines() if matcher.search(line)]
             text = "\n".join(kept)
+        if job.dropped:
+            text = (
+                f"[... {job.dropped:,} bytes dropped unread: the log passed its bound ...]\n{text}"
+            )
+            job.dropped = 0
         return _report(job, text)
 
     def _take(self, job: Job, whole_lines: bool) -> str:
@@ -402,7 +419,10 @@ class JobTable:
         return job.info()
 
     async def close(self) -> list[JobInfo]:
-        """Stop every running job that is not kept; returns the kept ones still running."""
+        """Stop every running job that is not kept; returns the kept ones still running. No
+        events come of it: the frontend has said what was running (a headless result's last
+        line stays its last)."""
+        self.sink = NullSink()
         kept = []
         for job in list(self._jobs.values()):
             if job.status == "running" and job.kept:
