@@ -7,7 +7,8 @@ ACP session id, so ``session/load`` and ``session/list`` work over the store).
 The client's file-system and terminal capabilities are not used: our own tools read, write and
 run commands inside the workspace under our permission engine and sandbox (the protocol's next
 version drops those capabilities). Approvals are the one thing we ask the client for, through
-``session/request_permission``.
+``session/request_permission``, and, for a client that shows forms, the model's questions
+(``elicitation/create``, :mod:`reasonix.acp.questions`).
 
 This module runs past 500 lines because it is the whole protocol surface, one short method per
 ACP request plus the prompt, command and approval paths; the event translation, which is pure,
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any, cast
 from acp import RequestError, schema
 
 from reasonix._version import __version__
+from reasonix.acp.questions import FormAsker
 from reasonix.acp.updates import UpdateMapper, stop_reason_for
 from reasonix.app.approvals import ApprovalChoice, ApprovalRequested, PlanApprovalRequested
 from reasonix.errors import ReasonixError
@@ -104,6 +106,8 @@ class ReasonixAcpAgent:
         self._environ = dict(environ) if environ is not None else None
         self._conn: Client | None = None
         self._open: dict[str, _Open] = {}
+        #: the client shows forms (``elicitation/create``): the model's questions go there
+        self._forms = False
 
     # -- connection -------------------------------------------------------------------------------
 
@@ -139,6 +143,8 @@ class ReasonixAcpAgent:
         from acp import PROTOCOL_VERSION
 
         name = client_info.name if client_info is not None else "unknown"
+        elicitation = client_capabilities.elicitation if client_capabilities else None
+        self._forms = elicitation is not None and elicitation.form is not None
         log.info("client %s asks for protocol %s", name, protocol_version)
         return schema.InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
@@ -427,6 +433,8 @@ class ReasonixAcpAgent:
         if not workspace.is_absolute() or not await asyncio.to_thread(workspace.is_dir):
             raise _error(f"cwd must be an absolute path to a folder, got {cwd!r}")
         config = self._config(workspace)
+        ids: list[str] = []
+        asker = FormAsker(self.conn, lambda: ids[0]) if self._forms else None
         try:
             session = await AgentSession.open(
                 config,
@@ -436,9 +444,11 @@ class ReasonixAcpAgent:
                 resume_id=resume_id,
                 environ=self._environ,
                 extra_mcp_servers=_client_mcp_servers(mcp_servers),
+                asker=asker,
             )
         except ReasonixError as exc:
             raise _error(f"reasonix: {exc}") from None
+        ids.append(session.session_id)
         info = config.model_info(config.executor.model)
         mapper = UpdateMapper(
             workspace=session.workspace,
