@@ -121,3 +121,27 @@ def test_jobs_lists_kills_and_quitting_stops_the_rest(project: Project) -> None:
     finally:
         child.close(force=True)
     assert still_running(two) == []
+
+
+def test_a_question_left_by_a_headless_run_is_shown_and_answered_on_resume(
+    project: Project,
+) -> None:
+    project.ex.push(Reply.call("ask", {"questions": QUESTIONS[:1]}))
+    assert project.run("run", "--no-planner", "set up storage").returncode == 4
+    project.ex.push(Reply.text("SQLite then."))
+    child = spawn(project, "-c")
+    try:
+        child.expect("The model asked")
+        child.expect(r"\[Database\] Which database should the service use\?")
+        child.expect("›")
+        child.sendline("/compact")
+        child.expect("answer it first")
+        child.expect("›")
+        child.sendline("the small one")
+        child.expect("SQLite then.")
+        child.expect("›")
+        quit_app(child)
+    finally:
+        child.close(force=True)
+    result = project.ex.requests[-1].messages[-1]
+    assert result["role"] == "tool" and "the small one" in result["content"]

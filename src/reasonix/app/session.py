@@ -683,6 +683,10 @@ class AgentSession:
     async def compact(self) -> str:
         """``/compact``: summarise the executor's older history now."""
         self._check_idle("compact")
+        if self.pending_questions():
+            # The open question must be answered first: a summary request cannot carry a
+            # tool call without its result.
+            return "Not compacted: the model's question waits for your answer; answer it first."
         out = await self._controller.executor.compact()
         if out.accepted:
             return (

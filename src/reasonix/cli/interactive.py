@@ -46,6 +46,7 @@ from reasonix.safety.permissions import ApprovalAnswer, ApprovalRequest
 from reasonix.store import SessionStore, default_store_path
 from reasonix.store.private import private_dir, private_file
 from reasonix.terminal_text import printable, terminal_safe
+from reasonix.tools.ask import describe_questions
 
 T = TypeVar("T")
 
@@ -368,6 +369,9 @@ class App:
             raise UsageError(str(exc)) from None
         self.renderer.set_models(self.runtime.models())
         self._banner()
+        if questions := self.runtime.pending_questions():
+            lines = ["The model asked (type your answer):", *describe_questions(questions)]
+            self.console.print(terminal_safe("\n".join(lines)), markup=False)
         _warm_up_imports()
         try:
             while not self._quit_now:

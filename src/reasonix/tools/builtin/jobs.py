@@ -16,7 +16,8 @@ differs is only what surrounds it:
   process group and asks the kernel to tell it when the agent dies (``PR_SET_PDEATHSIG``): then
   it stops the whole group, unless the job is *kept* (a ``<log>.keep`` file, made by
   ``[jobs] keep_on_exit`` or ``/jobs keep``). So a job ends with the session that started it
-  even when the agent is killed outright, and a kept job survives it on purpose.
+  even when the agent is killed outright, and a kept job survives it on purpose. (The kernel's
+  notice is Linux's; elsewhere only a session that closes stops its jobs.)
 - :meth:`JobTable.close` (the session closing) stops every job that is not kept: SIGTERM to the
   group, then SIGKILL; a process that left the group is found by the command's marker variable
   like ``bash`` does (under bubblewrap, the sandbox's own PID namespace takes everything in it).
