@@ -71,3 +71,33 @@ def test_control_unconfined_the_same_probes_see_every_break(lab: Lab) -> None:
     every = ["read ../secret.txt", "read ~/.ssh/id_rsa", "write outside the workspace"]
     assert worked(lab, "front", out["front"]) == every
     assert worked(lab, "job", out["job"]) == every
+
+
+FORKS = (
+    "for i in $(seq 200); do /bin/sleep 31.4159 & done 2>/dev/null; "
+    "jobs -r | wc -l > forks.txt; echo counted"
+)
+
+
+def forks_in_a_job(lab: Lab) -> int:
+    lab.ex.push(
+        Reply.call("bash", {"command": FORKS, "run_in_background": True}),
+        Reply.call("bash_output", {"job_id": "job-1", "wait": 60}),
+        Reply.text("done"),
+    )
+    proc = lab.cli("run", "--yes", "--no-planner", "--output-format", "json", "fork")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # Held to the bound, even the count's own pipe may fail to start: no count is none.
+    counted = lab.root / "forks.txt"
+    return int(counted.read_text().strip() or 0) if counted.exists() else 0
+
+
+@needs_bwrap
+def test_a_job_is_held_to_the_process_bound(lab: Lab) -> None:
+    lab.write_user_config("[sandbox]\nmax_processes = 64\n")
+    assert forks_in_a_job(lab) < 200
+
+
+def test_control_unconfined_the_fork_probe_sees_every_process(lab: Lab) -> None:
+    lab.write_user_config('[sandbox]\nbash = "off"\nmax_processes = 64\n')
+    assert forks_in_a_job(lab) == 200

@@ -171,6 +171,7 @@ class Job:
     log: Path
     began: float
     cleanup: Callable[[], None]
+    over_bound: Callable[[int], bool] | None = None
     status: JobStatus = "running"
     exit_code: int | None = None
     ended: float | None = None
@@ -178,6 +179,8 @@ class Job:
     offset: int = 0
     #: bytes dropped unread since the last read (the log passed :data:`MAX_LOG_BYTES`)
     dropped: int = 0
+    #: why the host stopped it, when it did (too many processes)
+    note: str = ""
     watcher: asyncio.Task[None] | None = field(default=None, repr=False)
 
     @property
@@ -267,9 +270,12 @@ class JobTable:
         cwd: Path,
         env: Mapping[str, str],
         cleanup: Callable[[], None] = lambda: None,
+        over_bound: Callable[[int], bool] | None = None,
     ) -> Job:
         """Start ``argv`` (the confined command line) as a job. ``cleanup`` kills what escaped
-        the job's process group (``bash``'s marker search). Raises JobError over the bound."""
+        the job's process group (``bash``'s marker search) and releases its process bound;
+        ``over_bound`` (told the job's pid) says when the job started too many processes, which
+        stops it. Raises JobError over the bound of jobs."""
         if len(self.running()) >= self.max_running:
             raise JobError(
                 f"{self.max_running} background jobs are running already ([jobs] max_running); "
@@ -301,7 +307,7 @@ class JobTable:
             raise JobError(f"the job could not start: {exc}") from exc
         finally:
             os.close(fd)
-        job = Job(job_id, command, process, log, time.monotonic(), cleanup)
+        job = Job(job_id, command, process, log, time.monotonic(), cleanup, over_bound)
         self._jobs[job_id] = job
         job.watcher = asyncio.get_running_loop().create_task(
             self._watch(job), name=f"reasonix-{job_id}"
@@ -314,6 +320,10 @@ class JobTable:
         then stop what it left behind in its group."""
         while job.process.poll() is None:
             await asyncio.sleep(_WATCH_STEP)
+            if job.over_bound is not None and await asyncio.to_thread(job.over_bound, job.pid):
+                job.note = "stopped: the job started more processes than [sandbox] max_processes"
+                await self.kill(job.id)
+                return
             size = _size(job.log)
             if size > self.max_log_bytes:
                 # The job appends (O_APPEND), so its next write lands at the new end.
@@ -407,7 +417,7 @@ class JobTable:
             _signal_group(job.pid, signal.SIGKILL)
             await asyncio.to_thread(job.process.wait)
             await self._ended(job, "killed")
-        if job.watcher is not None:
+        if job.watcher is not None and job.watcher is not asyncio.current_task():
             job.watcher.cancel()
         return job.info()
 
@@ -453,6 +463,8 @@ def _report(job: Job, text: str) -> str:
     if job.exit_code is not None:
         state += f", exit code {job.exit_code}"
     body = text.rstrip("\n") if text.strip() else "(no new output)"
+    if job.note:
+        body += f"\n[{job.note}]"
     return f"[{job.id}: {state}]\n{body}"
 
 

@@ -34,7 +34,7 @@ import secrets
 import shutil
 import signal
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal
@@ -231,7 +231,7 @@ class ShellTool:
         env = command_env(opts)
         env[_MARKER_ENV] = marker
         if run_in_background and self.jobs is not None:
-            return self._start_job(self.jobs, argv, command, env, marker)
+            return self._start_job(self.jobs, argv, command, env, marker, pids)
         # Our own pipe rather than asyncio's: asyncio's wait() also waits for its pipes to close,
         # which a background process holding stdout would delay until the timeout.
         read_fd, write_fd = os.pipe()
@@ -307,19 +307,34 @@ class ShellTool:
         return PidsCgroup.create(confiner.max_processes)
 
     def _start_job(
-        self, jobs: JobTable, argv: list[str], command: str, env: dict[str, str], marker: str
+        self,
+        jobs: JobTable,
+        argv: list[str],
+        command: str,
+        env: dict[str, str],
+        marker: str,
+        pids: PidsCgroup | None,
     ) -> ToolResult:
-        """``run_in_background``: the same command line and environment as in front, as a job
-        (see :mod:`reasonix.tools.builtin.jobs`)."""
+        """``run_in_background``: the same command line (its process bound included) and
+        environment as in front, as a job (see :mod:`reasonix.tools.builtin.jobs`)."""
+
+        def cleanup() -> None:
+            _kill_marked(marker)
+            if pids is not None:
+                pids.close()
+
         try:
             job = jobs.start(
                 argv,
                 command=command,
                 cwd=self.workspace,
                 env=env,
-                cleanup=lambda: _kill_marked(marker),
+                cleanup=cleanup,
+                over_bound=self._job_watchdog(),
             )
         except JobError as exc:
+            if pids is not None:
+                pids.close()
             return ToolResult.error(str(exc))
         text = (
             f"Started background job {job.id}. Read its new output with "
@@ -328,6 +343,26 @@ class ShellTool:
         )
         effect = Effect("command", command, f"job:{job.id}", ok=True)
         return ToolResult(text, effects=(effect,))
+
+    def _job_watchdog(self) -> Callable[[int], bool] | None:
+        """The root agent's process watchdog (see :meth:`_watchdog`) for a job: told the job's
+        supervisor pid, whether the sandbox under it holds more than the bound."""
+        confiner = self.confiner
+        if not isinstance(confiner, BwrapConfiner) or confiner.max_processes <= 0:
+            return None
+        if not hasattr(os, "geteuid") or os.geteuid() != 0:
+            return None
+        bound = confiner.max_processes
+
+        def over(supervisor: int) -> bool:
+            try:
+                with open(f"/proc/{supervisor}/task/{supervisor}/children") as f:
+                    children = f.read().split()
+            except OSError:
+                return False
+            return bool(children) and sandbox_process_count(int(children[0])) > bound
+
+        return over
 
     def _watchdog(self, proc: asyncio.subprocess.Process) -> asyncio.Task[bool] | None:
         """For an agent running as root (whom ``RLIMIT_NPROC`` does not bound): a task that
