@@ -130,7 +130,7 @@ def test_a_dual_model_turn_watched_and_steered_from_the_page(
         assert "token=" not in page.url
 
         page.fill(".new-session textarea", "/plan fix add() in calc.py")
-        page.click("text=New session")
+        page.click("button:text-is('New session')")
         page.wait_for_url(re.compile(r"#/s/"), timeout=WAIT)
         sid = page.url.rsplit("/", 1)[1]
 
@@ -175,7 +175,7 @@ def test_a_dual_model_turn_watched_and_steered_from_the_page(
         page.screenshot(path=str(SHOTS / "session-approval-desktop.png"))
 
         # Approve from the page; the turn finishes; the plan ticks; the costs grow.
-        page.click("[data-approval-id] >> text=Approve")
+        page.click("[data-approval-id] button:text-is('Approve')")
         page.wait_for_selector(".note.ok-note:has-text('Turn 1 ended: done')", timeout=WAIT)
         assert page.locator("[data-approval-id]").count() == 0
         statuses = [li.get_attribute("data-status") for li in page.locator("#todo li").all()]
@@ -218,7 +218,7 @@ def test_without_the_token_the_page_shows_no_session_data(project: Project, brow
         # someone with the token makes a session
         context, page = open_logged_in(browser, served, DESKTOP)
         page.fill(".new-session textarea", "a private task")
-        page.click("text=New session")
+        page.click("button:text-is('New session')")
         page.wait_for_selector(".note:has-text('Turn 1 ended')", timeout=WAIT)
         sid = page.url.rsplit("/", 1)[1]
         context.close()
@@ -234,3 +234,37 @@ def test_without_the_token_the_page_shows_no_session_data(project: Project, brow
         assert status == 401
         page.screenshot(path=str(SHOTS / "login-phone.png"))
         stranger.close()
+
+
+def test_interrupt_from_the_page_and_a_read_only_session(project: Project, browser: Any) -> None:
+    from reasonix.store import SessionStore
+
+    (project.root / "notes.txt").write_text("old\n")
+    project.ex.push(
+        Reply.call("edit_file", {"path": "notes.txt", "old_string": "old", "new_string": "new"})
+    )
+    with serve(project) as served:
+        context, page = open_logged_in(browser, served, DESKTOP)
+        page.fill(".new-session textarea", "change the notes")
+        page.click("button:text-is('New session')")
+        page.locator("[data-approval-id]").wait_for(timeout=WAIT)
+        page.click("button:has-text('Interrupt')")
+        page.wait_for_selector(".note:has-text('Turn 1 ended: interrupted')", timeout=WAIT)
+        assert page.locator("[data-approval-id]").count() == 0
+        assert "cancelled" in page.locator("#transcript").inner_text()
+        assert (project.root / "notes.txt").read_text() == "old\n"
+        assert page.locator("#state").inner_text() == "idle"
+
+        # A session another process holds is shown read-only: no box to write in.
+        store = SessionStore(project.data / "sessions.db")
+        try:
+            held = store.create_session(project.root, "held by a terminal")
+            assert store.claim(held)
+            page.goto(f"{served.base}/#/s/{held}")
+            page.wait_for_selector("#read-only", timeout=WAIT)
+            assert "another reasonix process" in page.locator("#read-only").inner_text()
+            assert page.locator("#message").is_disabled()
+            assert page.locator("#state").inner_text() == "read-only"
+        finally:
+            store.close()
+        context.close()

@@ -71,6 +71,8 @@ def test_the_url_line_is_all_stdout_and_the_token_is_fresh(proj: Project, served
     with serve(proj) as other:
         assert other.token != served.token
         assert other.port != served.port
+    assert other.process.returncode == 0  # Ctrl+C ends it cleanly
+    assert other.stdout_lines == [other.url]  # one line, nothing else, to the end
     # the token is never written anywhere but that line
     assert served.token not in served.stderr()
 

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
+import signal
 import socket
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from reasonix.cli.commands import (
     EXIT_OK,
@@ -78,13 +81,14 @@ def run_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
-    print(f"http://{url_host}:{port}/#token={guard.token}", flush=True)
     store = open_store()
 
     def load_for(folder: Path) -> Config:
         return load(args, folder)
 
     try:
+        # The socket listens already: a browser opening the URL now waits in its backlog.
+        print(f"http://{url_host}:{port}/#token={guard.token}", flush=True)
         asyncio.run(_serve(sock, guard, store, workspace, args.all, load_for, environ))
     except KeyboardInterrupt:
         pass
@@ -130,6 +134,28 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _server_class() -> type[Any]:
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, stopping on SIGINT/SIGTERM without re-raising the signal
+        afterwards, so the sessions are closed and the command exits 0 (Ctrl+C is how a user
+        stops it)."""
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, self.handle_exit, sig, None)
+            try:
+                yield
+            finally:
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    loop.remove_signal_handler(sig)
+
+    return Server
+
+
 async def _serve(
     sock: socket.socket,
     guard: Guard,
@@ -160,7 +186,7 @@ async def _serve(
         server_header=False,
         proxy_headers=False,
     )
-    server = uvicorn.Server(config)
+    server = _server_class()(config)
     try:
         await server.serve(sockets=[sock])
     finally:

@@ -311,7 +311,8 @@
     v.input = el('textarea', {
       rows: 2,
       id: 'message',
-      placeholder: 'Next message (/plan TASK plans first, /approve runs a waiting plan). Ctrl+Enter sends.',
+      placeholder: 'Next message · /plan TASK plans first',
+      title: '/plan TASK plans first, /approve runs a waiting plan; Ctrl+Enter sends',
       'aria-label': 'Next message',
       onkeydown: (event) => {
         if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) send(v, event);
@@ -339,15 +340,16 @@
           ? el('p', { class: 'banner', id: 'read-only', text: 'Read-only: ' + (info.read_only_reason || 'this session cannot be written here.') })
           : null,
       ),
+      v.approvalCard,
       el(
         'div',
         { class: 'columns' },
-        el('section', { class: 'main-col' }, v.approvalCard, v.transcript),
+        el('section', { class: 'main-col' }, v.transcript),
         el(
           'aside',
           { class: 'side-col' },
           el('section', { class: 'card', id: 'plan' }, el('h2', { text: 'Plan' }), v.planBody, v.todoList),
-          el('section', { class: 'card' }, el('h2', { text: 'Cost and cache' }), v.costBody, v.chart),
+          el('section', { class: 'card', id: 'cost-card' }, el('h2', { text: 'Cost and cache' }), v.costBody, v.chart),
         ),
       ),
       el(
