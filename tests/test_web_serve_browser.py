@@ -268,3 +268,40 @@ def test_interrupt_from_the_page_and_a_read_only_session(project: Project, brows
         finally:
             store.close()
         context.close()
+
+
+def test_the_models_question_is_answered_from_the_page(project: Project, browser: Any) -> None:
+    project.ex.push(
+        Reply.call(
+            "ask",
+            {
+                "questions": [
+                    {
+                        "question": "Which database should the cache use?",
+                        "header": "Database",
+                        "options": [
+                            {"label": "SQLite", "description": "a file next to the data"},
+                            {"label": "Redis", "description": "a server you run"},
+                        ],
+                        "multiSelect": False,
+                    }
+                ]
+            },
+        ),
+        Reply.text("SQLite it is."),
+    )
+    with serve(project) as served:
+        context, page = open_logged_in(browser, served, DESKTOP)
+        page.fill(".new-session textarea", "add a cache")
+        page.click("button:text-is('New session')")
+        page.wait_for_selector(".note:has-text('needs_input')", timeout=WAIT)
+        assert "Which database should the cache use?" in page.locator(".questions").inner_text()
+        page.click(".option:has-text('SQLite')")
+        assert page.locator("#message").input_value() == "SQLite"
+        page.click("button:text-is('Send')")
+        page.wait_for_selector(".note:has-text('Turn 2 ended: done')", timeout=WAIT)
+        assert "SQLite it is." in page.locator("#transcript").inner_text()
+        # the answer reached the model as the ask call's result
+        tool_messages = [m for m in project.ex.last_request.messages if m["role"] == "tool"]
+        assert "SQLite" in str(tool_messages[-1]["content"])
+        context.close()

@@ -571,12 +571,51 @@
     return '';
   }
 
+  function questionsView(v, questions) {
+    // The model's `ask` questions; a chosen option goes into the message box, and the next
+    // message is delivered to the model as the answer.
+    const box = el('div', { class: 'questions' });
+    for (const q of questions) {
+      const options = el('div', { class: 'options' });
+      for (const option of Array.isArray(q.options) ? q.options : []) {
+        options.append(
+          el(
+            'button',
+            {
+              type: 'button',
+              class: 'option',
+              title: String(option.description || ''),
+              onclick: () => {
+                const label = String(option.label || '');
+                v.input.value = q.multiSelect && v.input.value ? v.input.value + ', ' + label : label;
+                v.input.focus();
+              },
+            },
+            el('strong', { text: String(option.label || '') }),
+            el('span', { class: 'muted small', text: String(option.description || '') }),
+          ),
+        );
+      }
+      box.append(
+        el(
+          'div',
+          { class: 'question' },
+          el('span', { class: 'pill', text: String(q.header || 'question') }),
+          el('p', { class: 'question-text', text: String(q.question || '') + (q.multiSelect ? ' (pick one or more)' : '') }),
+          options,
+        ),
+      );
+    }
+    return box;
+  }
+
   function toolCall(v, role, call) {
     const args = parseArgs(call.arguments);
     const status = el('span', { class: 'call-status', text: 'running' });
     const body = el('div', { class: 'call-body' });
     const preview = proposedDiff(call.name, args);
-    if (preview) body.append(preview);
+    if (call.name === 'ask' && Array.isArray(args.questions)) body.append(questionsView(v, args.questions));
+    else if (preview) body.append(preview);
     else if (call.arguments && call.arguments !== '{}') {
       body.append(el('details', {}, el('summary', { text: 'arguments' }), el('pre', { text: call.arguments })));
     }
@@ -877,6 +916,9 @@
         endBlocks(v);
         setRunning(v, false);
         note(v, 'Turn ' + e.turn + ' ended: ' + (e.interrupted ? 'interrupted' : e.stop_reason), e.stop_reason === 'done' ? 'ok-note' : 'warn-note');
+        if (e.stop_reason === 'needs_input') {
+          note(v, 'The agent asked you something (above): your next message is the answer.', 'planner-note');
+        }
         break;
       case 'output_retracted':
         for (const block of Object.values(v.blocks)) if (block) block.node.classList.add('void');
@@ -900,6 +942,12 @@
         break;
       case 'compaction':
         note(v, e.accepted ? `Compacted history: ${e.messages_before} → ${e.messages_after} messages` : 'Compaction skipped: ' + e.reason);
+        break;
+      case 'job_started':
+        note(v, 'Background job ' + e.job_id + ' started: ' + e.command);
+        break;
+      case 'job_ended':
+        note(v, 'Background job ' + e.job_id + ' ' + e.status + (e.exit_code === null || e.exit_code === undefined ? '' : ' (exit ' + e.exit_code + ')'));
         break;
       case 'plan_approval':
         note(v, e.approved ? 'Plan approved' : 'Plan declined' + (e.reason ? ': ' + e.reason : ''));
