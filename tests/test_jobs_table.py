@@ -139,3 +139,17 @@ async def test_a_log_past_its_bound_is_emptied_and_the_next_read_says_so(
     assert "bytes dropped unread: the log passed its bound" in text
     assert job.log.stat().st_size <= 10_000
     await table.close()
+
+
+async def test_the_status_line_counts_the_running_jobs(tmp_path: Path) -> None:
+    from reasonix.app.jobs import jobs_badge
+
+    table = JobTable(tmp_path / "jobs")
+    assert jobs_badge(table) == ""
+    for _ in range(2):
+        table.start(bash("sleep 30"), command="s", cwd=tmp_path, env=dict(os.environ))
+    assert jobs_badge(table) == "2 jobs"
+    await table.kill("job-1")
+    assert jobs_badge(table) == "1 job"
+    await table.close()
+    assert jobs_badge(table) == ""

@@ -17,7 +17,7 @@ from reasonix.events import Sink
 from reasonix.terminal_text import one_line
 from reasonix.tools.builtin.jobs import JobInfo, JobTable
 
-__all__ = ["describe_job", "ending_notes", "jobs_listing", "session_jobs"]
+__all__ = ["describe_job", "ending_notes", "jobs_badge", "jobs_listing", "session_jobs"]
 
 
 def session_jobs(config: Config, data_dir: Path, sink: Sink) -> JobTable:
@@ -43,6 +43,14 @@ def describe_job(job: JobInfo, width: int = 60) -> str:
     if job.kept and job.status == "running":
         status += ", kept"
     return f"{job.id:<7} {status:<16} {_runtime(job.runtime_s):>7}  {command}"
+
+
+def jobs_badge(table: JobTable) -> str:
+    """The status line's word on jobs: how many are running ("" when none)."""
+    running = len(table.running())
+    if not running:
+        return ""
+    return f"{running} job{'s' if running > 1 else ''}"
 
 
 def jobs_listing(jobs: list[JobInfo]) -> list[str]:

@@ -24,6 +24,7 @@ from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from rich.console import Console
 from rich.markup import escape
 
+from reasonix.app.jobs import jobs_badge
 from reasonix.app.session import AgentSession
 from reasonix.app.turn import Turn
 from reasonix.cli.commands import (
@@ -312,9 +313,8 @@ class App:
             return HTML("starting…")
         cost = rt.cost()
         parts = [f" {self._active_role} │ mode {rt.mode}"]
-        running = len(rt.jobs.running())
-        if running:  # early, so a narrow terminal still shows it
-            parts.append(f"{running} job{'s' if running > 1 else ''}")
+        if badge := jobs_badge(rt.jobs):  # early, so a narrow terminal still shows it
+            parts.append(badge)
         for use in rt.context_use():
             c = cost.get(use.role)
             hit = f"{c.hit_ratio * 100:.0f}%" if c and c.requests else "–"

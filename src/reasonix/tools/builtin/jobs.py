@@ -294,6 +294,8 @@ class JobTable:
         if self.keep_on_exit:
             keep.touch(mode=0o600)
         try:
+            # From the event loop's thread, which lives as long as the agent: the kernel's
+            # notice (PR_SET_PDEATHSIG) follows the thread that started the supervisor.
             process = subprocess.Popen(
                 [sys.executable, "-I", "-S", str(supervisor), str(os.getpid()), str(keep), *argv],
                 cwd=cwd,
