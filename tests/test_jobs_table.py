@@ -79,9 +79,10 @@ AGENT = textwrap.dedent(
 
     async def main():
         table = JobTable(Path(sys.argv[1]), keep_on_exit=sys.argv[2] == "keep")
-        table.start(["bash", "-c", "sleep 600 # " + sys.argv[3]], command="sleep",
-                    cwd=Path.cwd(), env=dict(os.environ))
-        while not table.snapshot() or table.snapshot()[0].status != "running":
+        started = Path(sys.argv[1]).parent / "started"
+        script = f"echo > {started}; exec sleep 600 # " + sys.argv[3]
+        table.start(["bash", "-c", script], command="sleep", cwd=Path.cwd(), env=dict(os.environ))
+        while not started.exists():  # the job itself runs, not only its supervisor
             await asyncio.sleep(0.05)
         print(table.snapshot()[0].pid, flush=True)
         sys.stdin.readline()  # until the test has seen the job running

@@ -81,8 +81,8 @@ try:
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGUSR2)
 except (OSError, AttributeError):
     pass
-if os.getppid() != agent:
-    sys.exit(0 if os.path.exists(keep) else 143)
+if os.getppid() != agent and not os.path.exists(keep):
+    sys.exit(143)  # the agent died before the notice was armed, and the job was not kept
 # SIGTERM to the group is for the job; the supervisor waits for it to end and reports that.
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
 child = os.fork()
