@@ -9,8 +9,13 @@ import httpx
 import pytest
 
 from reasonix.errors import (
+    APIStatusError,
     AuthenticationError,
+    BadRequestError,
+    InsufficientBalanceError,
+    InvalidParametersError,
     ProviderConnectionError,
+    RateLimitError,
     ServerError,
     StreamCutError,
     StreamIdleTimeout,
@@ -23,8 +28,8 @@ from reasonix.messages import (
     TextDelta,
     UserMessage,
 )
+from reasonix.providers.http_errors import http_failure, status_error
 from reasonix.providers.models import ModelInfo
-from reasonix.providers.openai_compat import http_failure
 from reasonix.providers.retry import RetryingProvider, RetryPolicy
 from reasonix.testing import Reply, ScriptedProvider
 from reasonix.testing.providers import stream_reply
@@ -138,3 +143,46 @@ def test_http_failures_map_in_one_place(
     assert says in str(error)
     assert URL in str(error)
     assert error.retryable
+
+
+@pytest.mark.parametrize(
+    ("status", "kind", "retryable", "says"),
+    [
+        (400, BadRequestError, False, "Bad request"),
+        (401, AuthenticationError, False, "Check the key in $THE_KEY"),
+        (402, InsufficientBalanceError, False, "platform.deepseek.com/top_up"),
+        (404, APIStatusError, False, "Check base_url and the model name"),
+        (422, InvalidParametersError, False, "Invalid parameters"),
+        (429, RateLimitError, True, "Rate limited"),
+        (500, ServerError, True, "Server error"),
+        (501, ServerError, False, "Server error"),
+        (503, ServerError, True, "Server error"),
+    ],
+)
+def test_error_statuses_map_in_one_place(
+    status: int, kind: type[Exception], retryable: bool, says: str
+) -> None:
+    response = httpx.Response(
+        status,
+        json={"error": {"message": "the server's words", "code": "some_code"}},
+        headers={"retry-after": "7"},
+    )
+    error = status_error(
+        response, base_url="https://api.deepseek.com", model="deepseek-flash", key_source="$THE_KEY"
+    )
+    assert type(error) is kind
+    assert error.retryable is retryable  # by exact status, not by class
+    assert error.retry_after == 7.0
+    assert error.status == status
+    assert error.code == "some_code"
+    assert says in str(error)
+    assert "the server's words" in str(error)
+
+
+def test_an_unreadable_error_body_is_shown_raw_and_a_date_hint_is_ignored() -> None:
+    response = httpx.Response(502, text="<html>bad gateway</html>", headers={"retry-after": "Wed"})
+    error = status_error(response, base_url="http://127.0.0.1:9", model="m", key_source="k")
+    assert isinstance(error, ServerError)
+    assert "<html>bad gateway</html>" in str(error)
+    assert "127.0.0.1" in str(error)
+    assert error.retry_after is None

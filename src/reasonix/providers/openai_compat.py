@@ -1,8 +1,10 @@
 """``OpenAICompatProvider``: streams chat completions from DeepSeek or any OpenAI-compatible
 endpoint over httpx, with retries that never repeat output the caller has already seen.
 
-This is the only module of the provider layer that uses httpx, and it imports httpx only when
-the first request is made (about 140 ms), so building a provider costs nothing at start-up.
+This is the only module of the provider layer that sends with httpx, and it imports httpx only
+when the first request is made (about 140 ms), so building a provider costs nothing at start-up.
+What a failure becomes is decided in :mod:`reasonix.providers.http_errors`, the retries in
+:mod:`reasonix.providers.retry`, the reading of SSE in :mod:`reasonix.providers.sse`.
 """
 
 from __future__ import annotations
@@ -14,38 +16,26 @@ import re
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import aclosing
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any
 
 from reasonix._version import __version__
 from reasonix.errors import (
-    APIStatusError,
     AuthenticationError,
-    BadRequestError,
     ConfigError,
     InsufficientBalanceError,
-    InvalidParametersError,
     MalformedChunkError,
-    ProviderConnectionError,
     ProviderError,
-    RateLimitError,
-    ServerError,
     StreamCutError,
-    StreamIdleTimeout,
     UnknownModelError,
 )
 from reasonix.messages import ModelRequest, StreamEvent
 from reasonix.providers.base import Provider
+from reasonix.providers.http_errors import RETRY_STATUSES, HttpPhase, http_failure, status_error
 from reasonix.providers.models import ModelInfo, get_model_info
 from reasonix.providers.retry import RetryPolicy, with_retries
 from reasonix.providers.sse import SSEDecoder, StreamAssembler
 
 __all__ = ["RETRY_STATUSES", "OpenAICompatProvider", "build_request_body", "encode_body"]
-
-#: HTTP statuses worth another attempt (before any output reached the caller).
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
-
-DEEPSEEK_TOP_UP_URL = "https://platform.deepseek.com/top_up"
 
 #: After ``[DONE]``, how long (at most) to wait for the end of the body. Reading it lets httpx
 #: return the connection to its pool (no new TCP/TLS handshake for the next request); a server
@@ -112,68 +102,6 @@ def build_request_body(
 def encode_body(body: Mapping[str, Any]) -> bytes:
     """Deterministic bytes for a request body (UTF-8, no spaces, key order as built)."""
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-
-
-def _server_message(response: httpx.Response) -> tuple[str, str | None]:
-    """The error message and code from an (OpenAI-shaped) error body, or the raw text."""
-    text = response.text.strip()
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return (text[:500] or response.reason_phrase or "no details"), None
-    error = data.get("error", data) if isinstance(data, Mapping) else data
-    if isinstance(error, Mapping):
-        message = error.get("message") or error.get("detail") or text[:500]
-        code = error.get("code") or error.get("type")
-        return str(message), None if code is None else str(code)
-    return str(error)[:500], None
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        return None  # an HTTP date: rare for these APIs, fall back to our own backoff
-
-
-HttpPhase = Literal["send", "error_body", "body", "stream"]
-
-
-def http_failure(
-    exc: BaseException, phase: HttpPhase, *, url: str, idle_timeout: float, detail: str = ""
-) -> ProviderError:
-    """The one place an httpx exception (or our idle watchdog's ``TimeoutError``) becomes a
-    :class:`~reasonix.errors.ProviderError`, by when it happened: sending the request and
-    waiting for the head (``send``), reading an error status's body (``error_body``, ``detail``
-    the status), reading a whole JSON completion (``body``), or reading the SSE stream
-    (``stream``, ``detail`` how far it got)."""
-    import httpx
-
-    silent = isinstance(exc, TimeoutError | httpx.ReadTimeout)
-    if phase == "send":
-        if isinstance(exc, httpx.ReadTimeout):
-            return StreamIdleTimeout(f"no response from {url} within {idle_timeout:g}s")
-        if isinstance(exc, httpx.TimeoutException):
-            return ProviderConnectionError(f"timed out connecting to {url} ({type(exc).__name__})")
-        return ProviderConnectionError(f"could not reach {url}: {type(exc).__name__}: {exc}")
-    if phase == "error_body":
-        return ProviderConnectionError(
-            f"HTTP {detail} from {url}, and the error body could not be read: {exc}"
-        )
-    if phase == "body":
-        if silent:
-            return StreamIdleTimeout(f"the response from {url} went silent for {idle_timeout:g}s")
-        return StreamCutError(f"the response from {url} broke: {exc}")
-    if silent:
-        return StreamIdleTimeout(
-            f"the stream from {url} went silent for {idle_timeout:g}s after {detail}"
-        )
-    return StreamCutError(
-        f"the stream from {url} broke after {detail}: {type(exc).__name__}: {exc}"
-    )
 
 
 class OpenAICompatProvider:
@@ -354,50 +282,9 @@ class OpenAICompatProvider:
         )
 
     def _status_error(self, response: httpx.Response) -> ProviderError:
-        status = response.status_code
-        message, code = _server_message(response)
-        body = response.text[:2000]
-        host = urlsplit(self._base_url).hostname or self._base_url
-        detail = f"HTTP {status} from {host}: {message}"
-        error: APIStatusError
-        if status == 400:
-            error = BadRequestError(f"Bad request ({detail})", status=status, body=body, code=code)
-        elif status == 401:
-            error = AuthenticationError(
-                f"The API key was refused ({detail}). Check the key in {self._key_source()}.",
-                status=status,
-                body=body,
-                code=code,
-            )
-        elif status == 402:
-            if host.endswith("deepseek.com") or self._model.startswith("deepseek"):
-                where = f"top up your balance at {DEEPSEEK_TOP_UP_URL}"
-            else:
-                where = f"top up your balance with the provider ({host})"
-            error = InsufficientBalanceError(
-                f"Insufficient balance ({detail}): {where}.", status=status, body=body, code=code
-            )
-        elif status == 422:
-            error = InvalidParametersError(
-                f"Invalid parameters ({detail})", status=status, body=body, code=code
-            )
-        elif status == 429:
-            error = RateLimitError(
-                f"Rate limited: too many concurrent requests ({detail})",
-                status=status,
-                body=body,
-                code=code,
-            )
-        elif status >= 500:
-            error = ServerError(f"Server error ({detail})", status=status, body=body, code=code)
-        else:
-            hint = " Check base_url and the model name." if status == 404 else ""
-            error = APIStatusError(
-                f"Request failed ({detail}).{hint}", status=status, body=body, code=code
-            )
-        # The class says what a status usually means; the retry decision is by exact status.
-        error.retryable = status in RETRY_STATUSES
-        return error
+        return status_error(
+            response, base_url=self._base_url, model=self._model, key_source=self._key_source()
+        )
 
     async def _attempt(
         self, client: httpx.AsyncClient, content: bytes, headers: Mapping[str, str]
@@ -418,7 +305,6 @@ class OpenAICompatProvider:
                 error = self._status_error(response)
                 if isinstance(error, InsufficientBalanceError):
                     await self._add_balance(error, headers)
-                error.retry_after = _retry_after(response)
                 raise error
             content_type = response.headers.get("content-type", "")
             if content_type.startswith("application/json"):
