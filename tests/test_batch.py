@@ -21,8 +21,9 @@ import pytest
 from reasonix.testing import FakeDeepSeekServer, Fault, Reply
 from reasonix.testing.fake_server import RecordedRequest
 from reasonix.testing.project import fake_project_toml
+from tests.support.cli import FAKE_KEY_ENV, cli_env, run_cli
 
-KEY_ENV = "REASONIX_FAKE_KEY"
+KEY_ENV = FAKE_KEY_ENV
 TASK_ID = re.compile(r"^\[([A-Za-z0-9._-]+)\]")
 
 
@@ -64,24 +65,8 @@ class Batch:
     data_dir: Path
 
     def env(self, **extra: str) -> dict[str, str]:
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("REASONIX_", "DEEPSEEK_", "RAY_")) and k != "PYTEST_CURRENT_TEST"
-        }
-        env.update(
-            {
-                KEY_ENV: "sk-test",
-                "REASONIX_CONFIG_DIR": str(self.config_dir),
-                "REASONIX_DATA_DIR": str(self.data_dir),
-                "PYTHONUNBUFFERED": "1",
-                "NO_COLOR": "1",
-                "RAY_USAGE_STATS_ENABLED": "0",
-                "RAY_AUTH_MODE": "disabled",
-            }
-        )
-        env.update(extra)
-        return env
+        ray = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
+        return cli_env(self.data_dir, self.config_dir, drop=("RAY_",), **{**ray, **extra})
 
     def repo(self, name: str, git: bool = True) -> Path:
         path = self.root / "repos" / name
@@ -103,15 +88,7 @@ class Batch:
         return path
 
     def run(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "reasonix", "batch", *args],
-            cwd=self.root,
-            env=self.env(),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
+        return run_cli(["batch", *args], cwd=self.root, env=self.env(), timeout=timeout)
 
 
 @pytest.fixture

@@ -5,9 +5,7 @@ FakeDeepSeekServers on loopback, private config/data folders, and a runner for t
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,8 +15,9 @@ import pytest
 
 from reasonix.testing import FakeDeepSeekServer
 from reasonix.testing.project import fake_project_toml
+from tests.support.cli import FAKE_KEY_ENV, cli_env, run_cli
 
-KEY_ENV = "REASONIX_FAKE_KEY"
+KEY_ENV = FAKE_KEY_ENV
 
 
 def project_toml(ex: FakeDeepSeekServer, pl: FakeDeepSeekServer, extra: str = "") -> str:
@@ -36,22 +35,7 @@ class Project:
     pl: FakeDeepSeekServer
 
     def env(self, **extra: str) -> dict[str, str]:
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("REASONIX_", "DEEPSEEK_")) and k != "PYTEST_CURRENT_TEST"
-        }
-        env.update(
-            {
-                KEY_ENV: "sk-test",
-                "REASONIX_DATA_DIR": str(self.data),
-                "REASONIX_CONFIG_DIR": str(self.config_dir),
-                "PYTHONUNBUFFERED": "1",
-                "NO_COLOR": "1",
-            }
-        )
-        env.update(extra)
-        return env
+        return cli_env(self.data, self.config_dir, **extra)
 
     def run(
         self,
@@ -60,16 +44,7 @@ class Project:
         env: Mapping[str, str] | None = None,
         timeout: float = 60,
     ) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "reasonix", *args],
-            cwd=self.root,
-            env=dict(env or self.env()),
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
+        return run_cli(args, cwd=self.root, env=env or self.env(), stdin=stdin, timeout=timeout)
 
     def write_toml(self, extra: str = "") -> None:
         """The project's reasonix.toml, in a folder the user trusts in their own config.toml

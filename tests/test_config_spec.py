@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -18,6 +15,7 @@ from reasonix.config import Config, describe_keys, load_config, render_config
 from reasonix.config.spec import ArrayOf, config_spec, section_of, sections
 from reasonix.errors import ConfigError
 from reasonix.mcp.config import configured_servers
+from tests.support.cli import cli_env, run_cli
 
 ENV = {"DEEPSEEK_API_KEY": "sk-test"}
 
@@ -124,16 +122,7 @@ def test_describe_keys_lists_types_defaults_and_who_may_set_them() -> None:
 
 
 def test_config_keys_command(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("REASONIX_", "DEEPSEEK_"))}
-    env["REASONIX_CONFIG_DIR"] = str(tmp_path)
-    proc = subprocess.run(
-        [sys.executable, "-m", "reasonix", "config", "--keys"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    env = cli_env(tmp_path / "data", tmp_path, key=None)
+    proc = run_cli(["config", "--keys"], cwd=tmp_path, env=env, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == describe_keys()

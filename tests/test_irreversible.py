@@ -3,9 +3,7 @@ user's own config allows them by an explicit rule: the matcher's table, and the 
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +12,7 @@ import pytest
 from reasonix.safety.irreversible import irreversible_reason
 from reasonix.testing import FakeDeepSeekServer, Reply
 from reasonix.testing.project import fake_project_toml
+from tests.support.cli import FAKE_KEY_ENV, cli_env, run_cli
 
 IRREVERSIBLE = [
     "git push --force origin main",
@@ -80,7 +79,7 @@ def test_not_recognised(command: str, tmp_path: Path) -> None:
     assert irreversible_reason(command, ws) is None, command
 
 
-KEY_ENV = "REASONIX_FAKE_KEY"
+KEY_ENV = FAKE_KEY_ENV
 
 
 @pytest.fixture
@@ -97,23 +96,8 @@ def cli(tmp_path: Path) -> Iterator[tuple[Path, Path, FakeDeepSeekServer]]:
 
 
 def run(root: Path, config: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("REASONIX_", "DEEPSEEK_"))}
-    env.update(
-        {
-            KEY_ENV: "sk-test",
-            "REASONIX_DATA_DIR": str(root.parent / "data"),
-            "REASONIX_CONFIG_DIR": str(config),
-        }
-    )
-    return subprocess.run(
-        [sys.executable, "-m", "reasonix", "run", "--no-planner", *args],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    env = cli_env(root.parent / "data", config)
+    return run_cli(["run", "--no-planner", *args], cwd=root, env=env)
 
 
 # The command would leave a marker if it ran (the push itself fails: there is no remote).

@@ -18,8 +18,9 @@ import pytest
 
 from reasonix.testing import FakeDeepSeekServer, Reply
 from reasonix.testing.project import fake_project_toml
+from tests.support.cli import FAKE_KEY_ENV, cli_env, run_cli
 
-KEY_ENV = "REASONIX_FAKE_KEY"
+KEY_ENV = FAKE_KEY_ENV
 GIT_ENV = {
     "GIT_CONFIG_GLOBAL": os.devnull,
     "GIT_CONFIG_NOSYSTEM": "1",
@@ -42,32 +43,10 @@ class World:
     ex: FakeDeepSeekServer
 
     def env(self) -> dict[str, str]:
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("REASONIX_", "DEEPSEEK_", "GIT_")) and k != "PYTEST_CURRENT_TEST"
-        }
-        env.update(
-            {
-                KEY_ENV: "sk-test",
-                "REASONIX_DATA_DIR": str(self.data),
-                "REASONIX_CONFIG_DIR": str(self.config),
-                "PYTHONUNBUFFERED": "1",
-                "NO_COLOR": "1",
-            }
-        )
-        return env
+        return cli_env(self.data, self.config, drop=("GIT_",))
 
     def reasonix(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "reasonix", *args],
-            cwd=self.root,
-            env=self.env(),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        return run_cli(args, cwd=self.root, env=self.env())
 
     def git(self, *args: str) -> str:
         out = subprocess.run(

@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,8 +20,9 @@ import pytest
 
 from reasonix.testing import FakeDeepSeekServer, Reply
 from reasonix.testing.project import fake_project_toml
+from tests.support.cli import FAKE_KEY_ENV, cli_env, run_cli
 
-KEY_ENV = "REASONIX_FAKE_KEY"
+KEY_ENV = FAKE_KEY_ENV
 #: The API key the agent holds; a probe that prints it has read the agent's environment.
 KEY_VALUE = "sk-agent-secret-7f3a9c"
 SECRET_NEXT_DOOR = "secret-next-to-the-workspace-41d2"
@@ -69,36 +69,14 @@ class Lab:
         (self.config_dir / "config.toml").write_text(base + "\n" + extra)
 
     def env(self, **extra: str) -> dict[str, str]:
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("REASONIX_", "DEEPSEEK_")) and k != "PYTEST_CURRENT_TEST"
-        }
-        env.update(
-            {
-                KEY_ENV: KEY_VALUE,
-                "HOME": str(self.home),
-                "REASONIX_DATA_DIR": str(self.data),
-                "REASONIX_CONFIG_DIR": str(self.config_dir),
-                "PYTHONUNBUFFERED": "1",
-                "NO_COLOR": "1",
-            }
+        return cli_env(
+            self.data, self.config_dir, key=KEY_VALUE, **{"HOME": str(self.home), **extra}
         )
-        env.update(extra)
-        return env
 
     def cli(
         self, *args: str, env: Mapping[str, str] | None = None, timeout: float = 300
     ) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "reasonix", *args],
-            cwd=self.root,
-            env=dict(env or self.env()),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
+        return run_cli(args, cwd=self.root, env=env or self.env(), timeout=timeout)
 
     def attack(
         self,

@@ -16,7 +16,6 @@ folder (or configures the URL, or allows the variable, themselves).
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -28,6 +27,7 @@ import pexpect
 import pytest
 
 from reasonix.testing import FakeDeepSeekServer, Reply
+from tests.support.cli import cli_env, run_cli
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
@@ -69,31 +69,18 @@ class Hostile:
     attacker: FakeDeepSeekServer
 
     def env(self, **extra: str) -> dict[str, str]:
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        # Nothing inherited: the secrets below are the only ones the process could leak.
+        secrets = {
             "HOME": str(self.home),
-            "LANG": "C.UTF-8",
-            "REASONIX_CONFIG_DIR": str(self.cfg),
-            "REASONIX_DATA_DIR": str(self.tmp / "data"),
-            "NO_COLOR": "1",
-            "PYTHONUNBUFFERED": "1",
             "DEEPSEEK_API_KEY": DEEPSEEK_KEY,
             "GITHUB_TOKEN": GITHUB_TOKEN,
             "AWS_SECRET_ACCESS_KEY": AWS_SECRET,
         }
-        env.update(extra)
-        return env
+        data = self.tmp / "data"
+        return cli_env(data, self.cfg, key=None, inherit=False, **{**secrets, **extra})
 
     def run(self, *args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "reasonix", *args],
-            cwd=self.repo,
-            env=self.env(),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
+        return run_cli(args, cwd=self.repo, env=self.env(), timeout=timeout)
 
     def user_config(self, extra: str = "") -> None:
         (self.cfg / "config.toml").write_text(

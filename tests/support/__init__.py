@@ -6,7 +6,9 @@
   wait;
 - :mod:`tests.support.mcp`: the raw JSON-RPC MCP fixture server as a server config;
 - :mod:`tests.support.sessions`: opening a session façade on a temp project wired to the fake
-  DeepSeek servers.
+  DeepSeek servers;
+- :mod:`tests.support.cli`: the clean environment for the real CLI as a subprocess, and running
+  it.
 
 Fixtures every module may use (``servers``, ``store``, ``make_provider``) live in
 ``tests/conftest.py``.
