@@ -12,11 +12,10 @@ from reasonix.config.loader import (
     CONFIG_DIR_ENV,
     PROJECT_FILE,
     USER_FILE,
-    check_credentials,
     load_config,
-    render_config,
     user_config_path,
 )
+from reasonix.config.report import check_credentials, render_config
 from reasonix.config.schema import (
     DEEPSEEK_KEY_ENV,
     EFFORTS,

@@ -15,6 +15,9 @@ Who may set a key is declared too (``project=``): ``"trusted"`` (the default: a 
 it once the user trusts the folder), ``"add"`` (a project may only add items, even untrusted:
 deny rules), ``"lower"`` (a project may only lower the value, even untrusted: a budget) and
 ``"never"`` (only the user's own config and flags: the trust settings themselves).
+
+It runs past 500 lines because it is the whole specification in one place, on purpose: every
+section and key with its default, bounds and help text, so that nothing else declares a key.
 """
 
 from __future__ import annotations
