@@ -7,6 +7,14 @@ a step hook asks to pause, or the run is cancelled. Both the executor and the pl
 Whatever happens, the session stays valid for the next request: nothing half-streamed is
 stored, every assistant tool call gets a tool result (an explicit "interrupted" one if needed),
 and a turn never ends on a dangling user message.
+
+It runs past 500 lines because the loop and the repairs that keep its session valid are one
+contract: each way a step can end (a cut stream and its retraction, an output-length cut, a
+content filter, a cancelled tool call, a compaction) must leave the session in a state the next
+request accepts, and keeping them beside the loop is what lets a reader check that. The parts
+that stand alone are elsewhere: compaction in :mod:`~reasonix.agent.compaction`, the progress
+ledger in :mod:`~reasonix.agent.progress`, the todo list in :mod:`~reasonix.agent.todo`, prefix
+shapes in :mod:`~reasonix.agent.prefix`.
 """
 
 from __future__ import annotations

@@ -3,6 +3,11 @@ commands, approval prompts, and Ctrl-C that interrupts a running turn without lo
 
 Behaviour lives in the session façade (:class:`~reasonix.app.session.AgentSession`); this module
 parses input and draws.
+
+It runs past 500 lines and is left whole for now: the terminal app's own issue is rewriting it
+(prompt, bindings, approvals and slash commands together), and splitting it under that change
+would only make the two collide. What it should split along once that lands: the approval
+prompt and the slash-command table, each of which reads the app's state but not its loop.
 """
 
 from __future__ import annotations

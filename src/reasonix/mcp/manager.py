@@ -2,6 +2,13 @@
 
 See the package docstring (:mod:`reasonix.mcp`) for the design; this module holds the machinery.
 The MCP SDK is imported inside functions only, when a server is actually started.
+
+It runs past 500 lines because one server's life is one state machine shared by every method
+here: start-up, the background task that owns the SDK session, the snapshot of tools taken when
+start-up settles, restarts, ``tools/list_changed`` and the routing of calls all read and write
+the same per-server record under the same rules (cancel scopes left by the task that entered
+them). The pure parts are apart: configuration in :mod:`~reasonix.mcp.config`, schema and result
+conversion in :mod:`~reasonix.mcp.convert`, the transports in :mod:`~reasonix.mcp.transport`.
 """
 
 from __future__ import annotations

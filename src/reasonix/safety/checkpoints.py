@@ -35,6 +35,13 @@ Safety of a rewind
 The step journal of each session (``sessions/<id>.jsonl``) maps steps to turns and tool calls.
 Snapshots older than ``keep_days`` are pruned, and the oldest go first while the store is larger
 than ``max_store_mb``.
+
+It runs past 500 lines because its three parts, the snapshot store (``_Store``), the restorer
+(``_Restorer``) and the manager, share the invariants that make a rewind safe: the git
+environment that makes a snapshot byte-exact and runs nothing of the workspace's, the lock
+around the store, and a rewind that snapshots first and writes only through real folders. They
+are kept in one module so those rules are read and reviewed together; the store's git plumbing
+is the seam to cut along if the module grows further.
 """
 
 from __future__ import annotations

@@ -44,6 +44,13 @@ Rules are written ``name`` or ``name(pattern)``. ``name`` is a tool's ``category
 - ``web(...)`` / ``web_fetch(...)``: the ``url`` argument (``web_fetch(https://docs.python.org/*)``).
 - any other tool: the arguments as canonical JSON, so ``name`` alone or ``name(*)`` is the usual
   form.
+
+It runs past 500 lines because the decision order above is one function of many small checks
+(deny, mode, own-config writes, ask rules, allow rules, the session's remembered rules, the
+irreversible-command question), and each check must see the same normalised subject; what is
+a language of its own lives apart (the shell lexer in :mod:`~reasonix.safety.shell_lexer`,
+command forms and allow obstacles in :mod:`~reasonix.safety.shell_rules`, path patterns in
+:mod:`~reasonix.safety.patterns`).
 """
 
 from __future__ import annotations

@@ -19,6 +19,11 @@ Sessions in use: a writer claims the session it continues (:meth:`SessionStore.c
 file lock in ``locks/`` next to the database, released by :meth:`~SessionStore.release`, by
 :meth:`~SessionStore.close` or by the process ending, even killed), so two reasonix processes
 never append to one session; :meth:`~SessionStore.latest_session` skips claimed sessions.
+
+It runs past 500 lines because the store is one class over one connection: every method takes
+the same lock and transaction, translates SQLite's errors the same way and keeps the same
+idempotence rules, and the session claims share its lifetime. Exports read through the same
+connection for the same reason.
 """
 
 from __future__ import annotations
