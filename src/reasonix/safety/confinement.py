@@ -27,6 +27,11 @@ the kernel does not apply to the root user; for an agent running as root without
 watchdog counts the processes of the sandbox's PID namespace and stops the command when they pass
 the bound, which a fast enough fork loop can briefly outrun; system folders are readable (as they
 are to any program of the user's); files inside the workspace are writable by design.
+
+It runs past 500 lines because choosing, probing and applying confinement are one decision:
+the probe that says whether bubblewrap works here, the arguments that build the sandbox and the
+process bound (a pids cgroup, or the watchdog's count) must agree on the same namespaces and
+limits. The pids cgroup is the part that could stand alone, once a second ``Confiner`` needs it.
 """
 
 from __future__ import annotations
