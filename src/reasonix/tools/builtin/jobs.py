@@ -24,6 +24,11 @@ differs is only what surrounds it:
 
 Residual risk, as for ``bash``: unconfined (``[sandbox] bash = "off"``), a process that left the
 group *and* cleared its environment can outlive the job.
+
+It runs past 500 lines because a job's life is one record shared by every part here: the
+supervisor it starts under, the log it writes, the reads that advance its offset, the kill that
+signals its group and the session's close all read and change the same ``Job`` under the same
+rules; the tools at the end are thin wrappers over that table.
 """
 
 from __future__ import annotations
