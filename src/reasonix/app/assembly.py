@@ -195,8 +195,10 @@ def make_registry(
         from reasonix.mcp.overflow import fit_mcp_tools
 
         # Never more than DeepSeek's 128 tools per request (reasonix.mcp.overflow), counting
-        # the extra tools, the plan tools and the subagent ``task`` tool the controller may add.
+        # the extra tools, the plan tools and the ``task`` tool the controller may add,
+        # and ``update_goal`` (goals).
         others = len(registry) + len(executor_plan_tools()) + 1 + executor_only
+        others += config.goals.enabled
         registry = registry.with_tools(fit_mcp_tools(others, mcp.tools(), permissions).tools)
     return registry
 
@@ -275,6 +277,7 @@ def make_controller(
             delegation=_delegation(config),
             on_subagent=on_subagent,
             executor_tools=executor_tools,
+            goal_tool=config.goals.enabled,
         )
     )
 

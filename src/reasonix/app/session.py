@@ -44,6 +44,7 @@ from reasonix.agent.session import Session
 from reasonix.app import assembly
 from reasonix.app.approvals import ApprovalChoice, PendingApprovals
 from reasonix.app.extensions import Extensions
+from reasonix.app.goal import Goal, GoalDriver, GoalRecorded, load_goal, run_goal
 from reasonix.app.hooks import (
     MAX_STOP_CONTINUATIONS,
     HookedPolicy,
@@ -146,6 +147,8 @@ class AgentSession:
         self.jobs = session_jobs(config, data_dir, events)
         self._store_error_reported = False
         self.notices: list[str] = []
+        self._goal: Goal | None = None
+        self._goal_pause = False
         self._attach(stored)
 
     # -- opening ----------------------------------------------------------------------------------
@@ -312,6 +315,7 @@ class AgentSession:
         for repaired in self._record.repairs:
             self._events.emit(repaired)
         self._resumed = len(self._controller.executor.session) > 0
+        self._goal = self._stored_goal(stored.session_id)
         if stored.marks:
             # Continue the executor's turn numbering so new checkpoints do not collide.
             self._controller.executor.turn = max(m.agent_turn for m in stored.marks) + 1
@@ -656,6 +660,124 @@ class AgentSession:
             int((time.monotonic() - began) * 1000),
             self._events.requests - requests_before,
         )
+
+    # -- goals ------------------------------------------------------------------------------------
+
+    @property
+    def goal(self) -> Goal | None:
+        """This session's goal (running, paused or ended), or None (see
+        :mod:`reasonix.app.goal`)."""
+        return self._goal
+
+    def start_goal(
+        self, objective: str, *, budget_usd: float | None = None, max_turns: int | None = None
+    ) -> Turn:
+        """``/goal <objective>``: work toward ``objective`` over several turns, until the model
+        completes it with evidence, is blocked, or the budget (USD, every role) or the turn
+        cap (default ``[goals] max_turns``) stops it. Iterate the returned turn as any other;
+        its result's text is the goal's report. Raises SessionError while another turn runs,
+        when goals are off, or when an unfinished goal exists (resume or clear it first)."""
+        self._check_idle("start a goal")
+        if not self.config.goals.enabled:
+            raise SessionError("goals are off ([goals] enabled = false)")
+        if not objective.strip():
+            raise SessionError("the goal needs an objective: /goal <objective>")
+        current = self._goal
+        if current is not None and not current.finished:
+            raise SessionError(
+                f"this session has an unfinished goal ({current.status}: {current.objective}); "
+                "/goal resume continues it, /goal clear drops it"
+            )
+        goal = Goal(
+            objective.strip(),
+            budget_usd=budget_usd,
+            max_turns=max_turns or self.config.goals.max_turns,
+        )
+        return self._goal_turn(goal)
+
+    def resume_goal(self, *, budget_usd: float | None = None, max_turns: int | None = None) -> Turn:
+        """``/goal resume``: continue this session's goal (after a pause, an interrupt, a
+        restart, or a limit, which ``budget_usd`` / ``max_turns`` may raise). Raises
+        SessionError when there is no goal to continue."""
+        self._check_idle("resume the goal")
+        goal = self._goal
+        if goal is None:
+            raise SessionError("this session has no goal; /goal <objective> starts one")
+        if goal.finished:
+            raise SessionError("the goal is complete; /goal <objective> starts a new one")
+        if budget_usd is not None:
+            goal.budget_usd = budget_usd
+        if max_turns is not None:
+            goal.max_turns = max_turns
+        return self._goal_turn(goal)
+
+    async def run_goal(
+        self, objective: str, *, budget_usd: float | None = None, max_turns: int | None = None
+    ) -> TurnOutcome:
+        """:meth:`start_goal` and wait for its outcome."""
+        return await self.start_goal(objective, budget_usd=budget_usd, max_turns=max_turns).result()
+
+    def pause_goal(self) -> str:
+        """``/goal pause``: a running goal stops after its current turn; an idle one is marked
+        paused."""
+        goal = self._goal
+        if goal is None or goal.status not in ("active", "paused"):
+            return "No goal is running."
+        if self.running:
+            self._goal_pause = True
+            return "The goal pauses when the current turn ends."
+        goal.status, goal.stop_reason = "paused", "paused"
+        self._record_goal(goal)
+        return "Goal paused; /goal resume continues it."
+
+    def clear_goal(self) -> str:
+        """``/goal clear``: forget the goal (its turns stay in the conversation)."""
+        self._check_idle("clear the goal")
+        if self._goal is None:
+            return "No goal to clear."
+        self._events.emit(GoalRecorded("controller", self._goal.to_dict(), cleared=True))
+        self._goal = None
+        return "Goal cleared."
+
+    def goal_status(self) -> str:
+        """``/goal status``."""
+        if self._goal is None:
+            return "No goal. /goal <objective> [--budget USD] [--max-turns N] starts one."
+        return self._goal.describe()
+
+    def _goal_turn(self, goal: Goal) -> Turn:
+        ctrl = self._controller
+        self._goal, self._goal_pause = goal, False
+
+        async def one_turn(text: str, plan: bool | None) -> TurnResult:
+            self._record.mark_turn(
+                len(ctrl.executor.session),
+                len(ctrl.planner.session) if ctrl.planner is not None else 0,
+                ctrl.executor.turn,
+                text,
+            )
+            return await self._hooked_turn(text, lambda p: ctrl.run_turn(p, plan=plan))
+
+        driver = GoalDriver(
+            ctrl,
+            one_turn,
+            self._record_goal,
+            self._events,
+            self.config.planner.max_replans,
+            lambda: self._goal_pause,
+        )
+        self._record_goal(goal)
+        return self._start(lambda: run_goal(goal, driver))
+
+    def _record_goal(self, goal: Goal) -> None:
+        self._events.emit(GoalRecorded("controller", goal.to_dict()))
+
+    def _stored_goal(self, session_id: str) -> Goal | None:
+        try:
+            return load_goal(self.store.load_events(session_id))
+        except ReasonixError as exc:
+            self._report_store_error(str(exc))
+            return None
 
     # -- session commands -------------------------------------------------------------------------
 

@@ -121,7 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
             'reasonix run -c "ANSWER").'
         ),
     )
-    run.add_argument("task", help='the task, or "-" to read it from stdin')
+    run.add_argument(
+        "task", nargs="?", help='the task, or "-" to read it from stdin (not with --goal)'
+    )
     run.add_argument(
         "--output-format",
         choices=("text", "json", "stream-json"),
@@ -136,6 +138,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="allow what would ask for approval (deny rules still apply) and approve plans",
     )
     run.add_argument("--plan", action="store_true", help="force the planner for this task")
+    run.add_argument(
+        "--goal",
+        metavar="OBJECTIVE",
+        help="work toward OBJECTIVE over several turns until it is complete (with evidence), "
+        "blocked, or a limit stops it",
+    )
+    run.add_argument("--goal-budget", metavar="USD", help="stop the goal once it spent this much")
+    run.add_argument("--goal-max-turns", metavar="N", help="stop the goal after N turns")
+    run.add_argument(
+        "--goal-resume",
+        action="store_true",
+        help="continue the session's goal (with -c or -r after a pause, interrupt or limit)",
+    )
     _session_flags(run, sub=True)
     _config_flags(run, sub=True)
 

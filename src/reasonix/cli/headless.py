@@ -24,11 +24,13 @@ import asyncio
 import io
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from reasonix.app.assembly import make_confinement
 from reasonix.app.jobs import ending_notes
+from reasonix.app.goal import goal_budget, goal_max_turns
 from reasonix.app.session import AgentSession
 from reasonix.app.turn import TurnOutcome
 from reasonix.cli.commands import (
@@ -139,6 +141,7 @@ def result_object(session: AgentSession, outcome: TurnOutcome) -> dict[str, Any]
         "jobs": [job.to_dict() for job in session.jobs.running()],
         # What the model asked the user (stop reason needs_input); run -c "<answer>" answers.
         "questions": session.pending_questions(),
+        **({"goal": session.goal.to_dict()} if session.goal is not None else {}),
         "is_error": outcome.is_error,
         "refused": outcome.refused,
         "permission_denials": [
@@ -153,6 +156,19 @@ def questions_text(questions: list[dict[str, Any]]) -> str:
     lines = ["The model asks:", *describe_questions(questions)]
     lines.append('Answer with: reasonix run -c "<your answer>"')
     return "\n".join(lines)
+
+
+async def _run_goal(session: AgentSession, goal: GoalRequest) -> TurnOutcome:
+    try:
+        if goal.objective is None:
+            turn = session.resume_goal(budget_usd=goal.budget_usd, max_turns=goal.max_turns)
+        else:
+            turn = session.start_goal(
+                goal.objective, budget_usd=goal.budget_usd, max_turns=goal.max_turns
+            )
+    except ReasonixError as exc:
+        raise UsageError(str(exc)) from None
+    return await turn.result()
 
 
 def read_task(task: str) -> str:
@@ -185,9 +201,47 @@ def _prepare_stdout(fmt: str) -> None:
         sys.stdout.reconfigure(encoding="utf-8", errors="backslashreplace")
 
 
+def _goal_request(args: argparse.Namespace) -> GoalRequest | None:
+    """``--goal`` / ``--goal-resume`` and their limits, checked (None for a plain task)."""
+    goal, resume = getattr(args, "goal", None), getattr(args, "goal_resume", False)
+    budget, turns = getattr(args, "goal_budget", None), getattr(args, "goal_max_turns", None)
+    if goal is None and not resume:
+        if budget is not None or turns is not None:
+            raise UsageError("--goal-budget and --goal-max-turns go with --goal or --goal-resume")
+        return None
+    if goal is not None and resume:
+        raise UsageError("--goal starts a goal and --goal-resume continues one: pass only one")
+    if args.task is not None:
+        raise UsageError("a goal run takes no task argument: the objective is --goal's value")
+    if resume and not (args.continue_last or args.resume):
+        raise UsageError("--goal-resume continues a stored session's goal: add -c or -r ID")
+    try:
+        return GoalRequest(
+            objective=goal.strip() if goal is not None else None,
+            budget_usd=goal_budget(budget) if budget is not None else None,
+            max_turns=goal_max_turns(turns) if turns is not None else None,
+        )
+    except ReasonixError as exc:
+        raise UsageError(str(exc)) from None
+
+
+@dataclass(frozen=True)
+class GoalRequest:
+    """What ``--goal`` (an objective) or ``--goal-resume`` (None) asked for."""
+
+    objective: str | None
+    budget_usd: float | None
+    max_turns: int | None
+
+
 def run_headless(args: argparse.Namespace) -> int:
     start_bwrap_probe()  # answers while the configuration loads
-    task = read_task(args.task)
+    goal = _goal_request(args)
+    if goal is not None and goal.objective == "":
+        raise UsageError("--goal needs an objective")
+    if goal is None and args.task is None:
+        raise UsageError("reasonix run needs a task (or --goal OBJECTIVE)")
+    task = read_task(args.task) if goal is None else ""
     _prepare_stdout(args.output_format)
     config = load(args)
     notice = announce(config)
@@ -195,7 +249,7 @@ def run_headless(args: argparse.Namespace) -> int:
     environ = hold_keys(config)
     store = open_store()
     try:
-        return asyncio.run(_run(args, task, config, store, environ, notice))
+        return asyncio.run(_run(args, task, config, store, environ, notice, goal))
     finally:
         store.close()
 
@@ -207,6 +261,7 @@ async def _run(
     store: Any,
     environ: dict[str, str],
     notice: str,
+    goal: GoalRequest | None = None,
 ) -> int:
     fmt = args.output_format
     out = SafeJsonStream(sys.stdout)
@@ -234,7 +289,9 @@ async def _run(
         raise UsageError(str(exc)) from None
     try:
         name, _, arguments = task.strip().partition(" ")
-        if name.startswith("/") and name[1:].lower() in session.commands:
+        if goal is not None:
+            outcome = await _run_goal(session, goal)
+        elif name.startswith("/") and name[1:].lower() in session.commands:
             # A custom command (``reasonix run "/review src/app.py"``), as in the terminal app.
             outcome = await session.run_command(name[1:].lower(), arguments.strip())
         else:

@@ -29,6 +29,7 @@ from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from rich.console import Console
 from rich.markup import escape
 
+from reasonix.app.goal import parse_goal_args
 from reasonix.app.jobs import jobs_badge
 from reasonix.app.session import AgentSession
 from reasonix.app.turn import Turn
@@ -68,6 +69,9 @@ prompt, Ctrl-D or /exit quits.
 /model                 the models of each role
 /cost                  tokens, cache hits and cost per role
 /todo                  the executor's todo list
+/goal <objective> [--budget USD] [--max-turns N]
+                       work toward an objective over several turns, on its own
+/goal status|pause|resume|clear   where the goal stands; pause, continue or drop it
 /undo [K]              undo the last step (or K steps) that changed files: files and conversation
 /rewind [TURN]         undo the last turn (or TURN and after): files and conversation
 /turns                 the turns of this session (for /rewind)
@@ -543,6 +547,8 @@ class App:
                 out(await rt.balance(), markup=False)
             elif name == "todo":
                 out(rt.todo(), markup=False)
+            elif name == "goal":
+                await self.goal(arg, out)
             elif name == "turns":
                 marks = rt.marks
                 if not marks:
@@ -592,6 +598,35 @@ class App:
         except (ReasonixError, ValueError, OSError) as exc:
             out(f"[red]{_shown(str(exc))}[/red]")
         return None
+
+    async def goal(self, arg: str, out: Callable[..., None]) -> None:
+        """``/goal``: the words are parsed by the core (:func:`parse_goal_args`)."""
+        rt = self.runtime
+        assert rt is not None
+        verb, _, rest = arg.partition(" ")
+        if verb in ("", "status"):
+            out(rt.goal_status(), markup=False)
+        elif verb == "pause":
+            out(rt.pause_goal(), markup=False)
+        elif verb == "clear":
+            out(rt.clear_goal(), markup=False)
+        else:
+            await self.run_turn(_start_goal(verb, rest, arg))
+            out(rt.goal_status(), markup=False)
+
+
+def _start_goal(verb: str, rest: str, arg: str) -> Callable[[AgentSession], Turn]:
+    resume = verb == "resume"
+    wanted = parse_goal_args(rest if resume else arg, objective=not resume)
+
+    def start(session: AgentSession) -> Turn:
+        if resume:
+            return session.resume_goal(budget_usd=wanted.budget_usd, max_turns=wanted.max_turns)
+        return session.start_goal(
+            wanted.objective, budget_usd=wanted.budget_usd, max_turns=wanted.max_turns
+        )
+
+    return start
 
 
 def _start_turn(text: str, *, plan: bool | None = None) -> Callable[[AgentSession], Turn]:

@@ -429,6 +429,17 @@ class JobsConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class GoalsConfig:
+    """Goals (``[goals]``): ``/goal`` and ``run --goal``, autonomous work over several turns,
+    each ending with the model's ``update_goal`` report. A project may only lower the cap."""
+
+    enabled: bool = setting(True, "offer the executor the update_goal tool (goals)")
+    max_turns: int = setting(
+        10, "turns a goal may take when it names no cap", minimum=1, project="lower"
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class SandboxConfig:
     """How shell commands are confined (``[sandbox]``, the user's own config and flags only: a
     project file cannot loosen it). See :mod:`reasonix.safety.confinement`."""
@@ -514,6 +525,7 @@ class Config:
     subagents: SubagentsConfig = field(default_factory=SubagentsConfig)
     serve: ServeConfig = field(default_factory=ServeConfig)
     jobs: JobsConfig = field(default_factory=JobsConfig)
+    goals: GoalsConfig = field(default_factory=GoalsConfig)
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
     trust: TrustConfig = field(default_factory=TrustConfig)
     ui: UiConfig = field(default_factory=UiConfig)

@@ -19,6 +19,7 @@ from reasonix.agent.memory import remember, tail_note
 from reasonix.agent.session import Session
 from reasonix.control.cost import CostTracker, RoleCost, format_cost_table
 from reasonix.control.delegation import ChildRun, DelegationLimits, Delegator
+from reasonix.control.goal import GOAL_KEY, GoalTracker, update_goal_tool
 from reasonix.control.orchestrator import (
     PLANNER_SYSTEM_PROMPT,
     OrchestratorOptions,
@@ -53,6 +54,9 @@ class Options:
     #: tools for the executor alone (not the planner, not children): the background-job
     #: tools, ``ask``
     executor_tools: Sequence[Tool] = ()
+    #: give the executor the ``update_goal`` tool (goals, :mod:`reasonix.control.goal`) from
+    #: the start, so a goal begun mid-session leaves the tool schemas unchanged
+    goal_tool: bool = False
 
 
 class Controller:
@@ -90,6 +94,8 @@ class Controller:
                 session_prefix=executor_session.id,
             )
             executor_tools = executor_tools.with_tools([self.delegator.tool()])
+        if options.goal_tool:
+            executor_tools = executor_tools.with_tools([update_goal_tool()])
         self.executor = Agent(
             options.executor_provider,
             executor_tools,
@@ -97,6 +103,9 @@ class Controller:
             exec_opts,
             self.sink,
         )
+        #: the host side of an active goal (the ``update_goal`` tool reads it)
+        self.goal = GoalTracker()
+        GOAL_KEY.set(self.executor.tool_state, self.goal)
         self.planner: Agent | None = None
         if options.planner_provider is not None:
             base = options.planner_options or AgentOptions(

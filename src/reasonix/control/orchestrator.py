@@ -73,10 +73,12 @@ class OrchestratorOptions:
 
 
 #: Why a turn ended: the executor's own reason, or one the orchestrator gave when it ended
-#: the turn itself (a plan kept for approval, a stall it could not break, the budget).
+#: the turn itself (a plan kept for approval, a stall it could not break, the budget); a goal
+#: (:mod:`reasonix.app.goal`) also ends ``blocked`` or at its ``max_turns``.
 TurnStopReason: TypeAlias = (
     StopReason
     | Literal["plan_only", "plan_declined", "plan_failed", "stalled", "budget", "prompt_blocked"]
+    | Literal["blocked", "max_turns"]
 )
 
 
