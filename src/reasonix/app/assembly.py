@@ -28,7 +28,7 @@ from reasonix.agent.memory import find_memory_files, load_memory, system_prompt_
 from reasonix.agent.session import Session
 from reasonix.config import Config, RoleConfig
 from reasonix.control import Controller, Options, OrchestratorOptions
-from reasonix.control.delegation import ChildRun, DelegationLimits
+from reasonix.control.delegation import ChildRun, DelegationLimits, ModelChoice, WriterSetup
 from reasonix.control.gate import GateOptions
 from reasonix.control.orchestrator import PLANNER_SYSTEM_PROMPT, PlanApprover
 from reasonix.errors import ConfigError
@@ -43,6 +43,7 @@ from reasonix.tools.limits import ToolLimits
 from reasonix.tools.registry import PermissionPolicy, Tool, ToolRegistry
 
 if TYPE_CHECKING:
+    from reasonix.extensions.agents import AgentProfile
     from reasonix.mcp import McpManager, McpServerConfig
     from reasonix.safety.sandbox import Sandbox
     from reasonix.tools.builtin.jobs import JobTable
@@ -56,6 +57,7 @@ __all__ = [
     "make_providers",
     "make_registry",
     "make_sandbox",
+    "make_subagent_provider",
     "mcp_entries",
     "mcp_server_configs",
     "project_memory",
@@ -228,10 +230,15 @@ def make_controller(
     on_subagent: Callable[[ChildRun, Session], None] | None = None,
     hooks: AgentHooks | None = None,
     executor_tools: Sequence[Tool] = (),
+    writers: WriterSetup | None = None,
+    profiles: Mapping[str, AgentProfile] | None = None,
+    subagent_provider: Callable[[str], Provider] | None = None,
 ) -> Controller:
     """The Controller over both roles, continuing ``sessions`` (empty ones for a new session).
     With ``[subagents] enabled`` the executor has the ``task`` tool; ``on_subagent`` is told of
-    each child session as it starts."""
+    each child session as it starts; ``writers`` (with ``[subagents] writers``) enables writer
+    children; ``profiles`` are their ``subagent_type`` choices, whose models
+    ``subagent_provider`` makes providers for."""
 
     def role_options(role: RoleConfig, system_prompt: str, max_steps: int) -> AgentOptions:
         thinking, effort = effort_options(role)
@@ -256,6 +263,14 @@ def make_controller(
     planner_options = None
     if "planner" in providers:
         planner_options = role_options(config.planner, PLANNER_SYSTEM_PROMPT, PLANNER_MAX_STEPS)
+
+    def model_for(model: str) -> ModelChoice:
+        if subagent_provider is None:
+            raise ConfigError("this session cannot run subagents on other models")
+        role = dataclasses.replace(config.executor, model=model)
+        options = role_options(role, DEFAULT_SYSTEM_PROMPT, config.subagents.max_steps)
+        return ModelChoice(subagent_provider(model), options)
+
     orchestration = OrchestratorOptions(
         gate=GateOptions(mode=config.planner.gate, threshold=config.planner.gate_threshold),
         max_replans=config.planner.max_replans,
@@ -278,6 +293,9 @@ def make_controller(
             on_subagent=on_subagent,
             executor_tools=executor_tools,
             goal_tool=config.goals.enabled,
+            writers=writers if config.subagents.writers else None,
+            profiles=dict(profiles or {}),
+            model_for=model_for,
         )
     )
 
@@ -287,7 +305,25 @@ def _delegation(config: Config) -> DelegationLimits | None:
     if not sub.enabled:
         return None
     return DelegationLimits(
-        max_parallel=sub.max_parallel, timeout_s=sub.timeout_s, max_steps=sub.max_steps
+        max_parallel=sub.max_parallel,
+        timeout_s=sub.timeout_s,
+        max_steps=sub.max_steps,
+        diff_chars=sub.diff_chars,
+    )
+
+
+def make_subagent_provider(
+    config: Config,
+    model: str,
+    environ: Mapping[str, str] | None,
+    factory: ProviderFactory | None = None,
+) -> Provider:
+    """A provider for a subagent profile's ``model``, on the executor's ``[[providers]]``
+    entry. Raises ConfigError (UnknownModelError) for a model reasonix has no prices for."""
+    config.model_info(model)  # an unknown model: say so before building anything
+    role = dataclasses.replace(config.executor, model=model)
+    return (
+        factory("executor", role) if factory is not None else make_provider(config, role, environ)
     )
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reasonix.app.hooks import HookedPolicy
+from reasonix.extensions.agents import AgentProfile, agent_folders, load_agent_profiles
 from reasonix.extensions.commands import (
     CustomCommand,
     command_folders,
@@ -29,7 +30,7 @@ from reasonix.tools.registry import PermissionPolicy, Tool, ToolContext, ToolReg
 BUILTIN_COMMANDS = (
     "help", "plan", "approve", "mode", "model", "cost", "todo", "rewind", "turns", "compact",
     "clear", "sessions", "resume", "config", "reasoning", "remember", "mcp", "skills", "exit",
-    "quit", "q",
+    "quit", "q", "goal",
 )  # fmt: skip
 
 
@@ -40,6 +41,8 @@ class Extensions:
     commands: dict[str, CustomCommand] = field(default_factory=dict)
     skills: dict[str, Skill] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    #: subagent profiles (``subagent_type``) by name
+    profiles: dict[str, AgentProfile] = field(default_factory=dict)
 
     @classmethod
     def load(
@@ -57,7 +60,10 @@ class Extensions:
             problems=problems,
         )
         skills = load_skills(skill_folders(workspace, user_dir, trusted=trusted), problems=problems)
-        return cls(commands, skills, problems)
+        folders, untrusted = agent_folders(workspace, user_dir, trusted=trusted)
+        problems += untrusted
+        profiles = load_agent_profiles(folders, problems=problems)
+        return cls(commands, skills, problems, profiles)
 
     def tools(self) -> list[Tool]:
         """Tools the extensions add (the ``skill`` tool when there are skills)."""

@@ -59,6 +59,7 @@ from reasonix.app.turn import SessionEvents, Turn, TurnOutcome
 from reasonix.config import Config, user_config_path
 from reasonix.control import Controller, GateDecision, Route, TurnResult
 from reasonix.control.cost import RoleCost, format_cost_table
+from reasonix.control.delegation import WriterSetup
 from reasonix.control.orchestrator import PlanApprover
 from reasonix.control.plan import Plan
 from reasonix.errors import ConfigError, ReasonixError, SessionError
@@ -78,7 +79,7 @@ from reasonix.tools.ask import (
     questions_dicts,
 )
 from reasonix.tools.builtin.jobs import job_tools
-from reasonix.tools.registry import ToolContext
+from reasonix.tools.registry import ToolContext, ToolRegistry
 
 if TYPE_CHECKING:
     from reasonix.mcp import McpManager, McpServerConfig
@@ -125,6 +126,7 @@ class AgentSession:
         hooks: SessionHooks | None = None,
         bash: BashConfinement | None = None,
         asker: QuestionAsker | None = None,
+        subagent_provider: Callable[[str], Provider] | None = None,
     ) -> None:
         self.config = config
         self._asker = asker
@@ -145,6 +147,7 @@ class AgentSession:
         #: the background jobs of this session (``bash`` with ``run_in_background``); they
         #: are stopped by :meth:`aclose` unless kept
         self.jobs = session_jobs(config, data_dir, events)
+        self._subagent_provider = subagent_provider
         self._store_error_reported = False
         self.notices: list[str] = []
         self._goal: Goal | None = None
@@ -249,6 +252,9 @@ class AgentSession:
             hooks=hooks,
             bash=bash,
             asker=asker,
+            subagent_provider=lambda model: assembly.make_subagent_provider(
+                config, model, environ, provider_factory
+            ),
         )
         await hooks.session_start("resume" if session.resumed else "startup")
         return session
@@ -272,10 +278,11 @@ class AgentSession:
         }
         hooks = self._hooks if self._hooks else None
         executor_tools = [*job_tools(self.jobs), ask_tool()]
+        policy = HookedPolicy(self._permissions, hooks) if hooks else self._permissions
         registry = assembly.make_registry(
             self.config,
             self.workspace,
-            HookedPolicy(self._permissions, hooks) if hooks else self._permissions,
+            policy,
             self._checkpoints,
             self._mcp,
             extra=self._extensions.tools(),
@@ -283,6 +290,15 @@ class AgentSession:
             jobs=self.jobs,
             executor_only=len(executor_tools),
         )
+
+        def copy_tools(root: Path) -> ToolRegistry:
+            # A writer child's tools: the built-in ones on its copy, the same rules, approver
+            # and hooks, bash confined to the copy; no MCP servers (they act on the real
+            # workspace) and no snapshots (the copy is disposable).
+            return assembly.make_registry(
+                self.config, root, policy, None, None, confiner=self.bash.confiner
+            )
+
         if self._mcp is not None:
             from reasonix.mcp.overflow import registry_overflow_notice
 
@@ -300,6 +316,9 @@ class AgentSession:
             on_subagent=lambda child, session: self._record.follow_child(child.id, session),
             hooks=hooks,
             executor_tools=executor_tools,
+            writers=WriterSetup(self._data_dir / "worktrees", self.workspace, copy_tools),
+            profiles=self._extensions.profiles,
+            subagent_provider=self._subagent_provider,
         )
         self._hooks.attach(stored.session_id, self._controller.executor)
         CHECKPOINTS_KEY.set(self._controller.executor.tool_state, self._checkpoints)

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from reasonix.app.assembly import make_confinement
-from reasonix.app.jobs import ending_notes
 from reasonix.app.goal import goal_budget, goal_max_turns
+from reasonix.app.jobs import ending_notes
 from reasonix.app.session import AgentSession
 from reasonix.app.turn import TurnOutcome
 from reasonix.cli.commands import (

@@ -415,6 +415,12 @@ class SubagentsConfig:
     max_parallel: int = setting(4, "children running at once", minimum=1, project="lower")
     timeout_s: float = setting(300.0, "seconds one child may run", minimum=1, project="lower")
     max_steps: int = setting(30, "model steps one child may take", minimum=1, project="lower")
+    writers: bool = setting(
+        True, "task(read_only=false) children edit a private copy; the parent applies the diff"
+    )
+    diff_chars: int = setting(
+        12_000, "characters of a writer child's diff the parent sees", minimum=500, project="lower"
+    )
 
 
 @dataclass(frozen=True, slots=True)

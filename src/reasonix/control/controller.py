@@ -10,15 +10,22 @@ stay byte-identical for its whole life.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reasonix.agent.agent import DEFAULT_SYSTEM_PROMPT, Agent, AgentOptions
 from reasonix.agent.memory import remember, tail_note
 from reasonix.agent.session import Session
 from reasonix.control.cost import CostTracker, RoleCost, format_cost_table
-from reasonix.control.delegation import ChildRun, DelegationLimits, Delegator
+from reasonix.control.delegation import (
+    ChildRun,
+    DelegationLimits,
+    Delegator,
+    ModelChoice,
+    WriterSetup,
+)
 from reasonix.control.goal import GOAL_KEY, GoalTracker, update_goal_tool
 from reasonix.control.orchestrator import (
     PLANNER_SYSTEM_PROMPT,
@@ -31,6 +38,9 @@ from reasonix.control.todo_tools import executor_plan_tools
 from reasonix.events import FanoutSink, NullSink, Sink, UsageSource
 from reasonix.providers.base import Provider
 from reasonix.tools.registry import Tool, ToolRegistry
+
+if TYPE_CHECKING:
+    from reasonix.extensions.agents import AgentProfile
 
 
 @dataclass
@@ -54,6 +64,12 @@ class Options:
     #: tools for the executor alone (not the planner, not children): the background-job
     #: tools, ``ask``
     executor_tools: Sequence[Tool] = ()
+    #: writer subagents (``task`` with ``read_only: false``); None: read-only children only
+    writers: WriterSetup | None = None
+    #: subagent profiles by name (``subagent_type``), fixed for the session
+    profiles: Mapping[str, AgentProfile] = field(default_factory=dict)
+    #: builds the provider and options of a profile's model
+    model_for: Callable[[str], ModelChoice] | None = None
     #: give the executor the ``update_goal`` tool (goals, :mod:`reasonix.control.goal`) from
     #: the start, so a goal begun mid-session leaves the tool schemas unchanged
     goal_tool: bool = False
@@ -92,8 +108,11 @@ class Controller:
                 sink=self.sink,
                 on_child=options.on_subagent,
                 session_prefix=executor_session.id,
+                writers=options.writers,
+                profiles=options.profiles,
+                model_for=options.model_for,
             )
-            executor_tools = executor_tools.with_tools([self.delegator.tool()])
+            executor_tools = executor_tools.with_tools(self.delegator.tools())
         if options.goal_tool:
             executor_tools = executor_tools.with_tools([update_goal_tool()])
         self.executor = Agent(
@@ -164,7 +183,9 @@ class Controller:
         return self.cost.snapshot()
 
     async def aclose(self) -> None:
-        """Release the providers' connections."""
+        """Release the providers' connections (and the subagents' leftovers)."""
+        if self.delegator is not None:
+            await self.delegator.aclose()
         seen: set[int] = set()
         for provider in (self.options.executor_provider, self.options.planner_provider):
             close = getattr(provider, "aclose", None)

@@ -1,4 +1,4 @@
-"""The ``task`` tool: delegate a bounded piece of read-only work to a child agent.
+"""The ``task`` tool: delegate a bounded piece of work to a child agent.
 
 A child is one more session, never a shared one: it starts with no inherited conversation
 (only the prompt the parent wrote), keeps its own prefix-cache chain, runs on the executor's
@@ -16,27 +16,53 @@ Isolation, so one child never costs the others or the parent anything but its ow
 - children cannot delegate further (depth 1): their tools do not include ``task``;
 - the parent receives a bounded report: the child's answer (capped) and one line of figures.
 
-Writer children (a child that edits in an isolated copy and returns its diff) are not here
-yet: ``task`` children are read-only explorers.
+Writer children (``read_only: false``) edit a private copy of the workspace
+(:mod:`reasonix.safety.worktree`: a checkout of the workspace as it is now, under our data
+folder, never inside the user's repository) with the parent's full tools rebuilt for that copy:
+the same permission policy and approver (in ``ask`` mode their edits and commands ask the user,
+or are refused when nobody can answer), and bash confined with the copy as its workspace. The
+report carries their diff (bounded); nothing reaches the workspace until the parent calls
+``task_apply`` with the child's id, which goes through the permission policy as an edit and is
+snapshotted first, so ``/undo`` takes it back.
+
+Profiles (:mod:`reasonix.extensions.agents`) select a child's system prompt, tools and model with
+``subagent_type``; the list is in the ``task`` tool's description, fixed when the session
+starts. A profile's model gets its own provider and prices, so its cost stays its own.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 from reasonix.agent.agent import Agent, AgentOptions
 from reasonix.agent.session import Session
+from reasonix.errors import ReasonixError
 from reasonix.events import Event, NullSink, Sink, UsageSource
 from reasonix.messages import AssistantMessage, Usage
 from reasonix.providers.base import Provider
-from reasonix.tools.registry import Tool, ToolRegistry, ToolResult
+from reasonix.safety.checkpoints import CHECKPOINTS_KEY
+from reasonix.safety.worktree import Worktree, WorktreeDiff, WorktreeError, make_worktree
+from reasonix.tools.registry import Effect, Tool, ToolContext, ToolRegistry, ToolResult
 
-__all__ = ["SUBAGENT_PROMPT", "ChildRun", "DelegationLimits", "Delegator"]
+if TYPE_CHECKING:
+    from reasonix.extensions.agents import AgentProfile
+
+__all__ = [
+    "SUBAGENT_PROMPT",
+    "WRITER_PROMPT",
+    "ChildRun",
+    "DelegationLimits",
+    "Delegator",
+    "ModelChoice",
+    "WriterSetup",
+]
 
 SUBAGENT_PROMPT = """\
 You are a research subagent of reasonix, a coding agent. Another agent gave you one task; you
@@ -50,6 +76,38 @@ cannot talk to the user and nobody sees your work but that agent.
   paths and line numbers where they matter, and what you could not determine. No preamble.
 """
 
+WRITER_PROMPT = """\
+You are a coding subagent of reasonix, a coding agent. Another agent gave you one task; you
+cannot talk to the user and nobody sees your work but that agent.
+
+- You work in a private copy of the project: edit files and run commands there as the task
+  needs. Your changes come back to the other agent as a diff, which it may apply or drop.
+- Keep to the task: change only what it asks, check your change (run the relevant test or
+  command), and stop when it is done.
+- Answer in your final message, self-contained: what you changed and why, how you checked it,
+  and anything left undone. No preamble.
+"""
+
+
+@dataclass(frozen=True)
+class WriterSetup:
+    """What writer children need from the host: where their copies go (``root``, a private
+    folder), the ``workspace`` they copy, and ``tools``, which builds the parent's tools for a
+    copy (same permission policy and approver, bash confined to the copy)."""
+
+    root: Path
+    workspace: Path
+    tools: Callable[[Path], ToolRegistry]
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """A profile's model: its provider and the options that price it (``model``, ``prices``,
+    ``prices_cny``, ``max_tokens``, thinking); built by the host from the configuration."""
+
+    provider: Provider
+    options: AgentOptions
+
 
 @dataclass(frozen=True)
 class DelegationLimits:
@@ -60,6 +118,8 @@ class DelegationLimits:
     timeout_s: float = 300.0
     max_steps: int = 30
     report_chars: int = 8_000
+    #: how much of a writer child's diff the parent's report shows (task_apply applies all)
+    diff_chars: int = 12_000
 
 
 @dataclass
@@ -74,9 +134,15 @@ class ChildRun:
     cost: float = 0.0
     model: str = ""
     session_id: str = ""
+    #: the profile (``subagent_type``) it ran with, "" for the default
+    profile: str = ""
+    #: a writer child (``read_only: false``): files its diff changes, and whether it was applied
+    writer: bool = False
+    files_changed: int = 0
+    applied: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "id": self.id,
             "description": self.description,
             "status": self.status,
@@ -85,7 +151,20 @@ class ChildRun:
             "cost_usd": round(self.cost, 8),
             "model": self.model,
             "session_id": self.session_id,
+            "profile": self.profile,
+            "read_only": not self.writer,
         }
+        if self.writer:
+            data["files_changed"] = self.files_changed
+            data["applied"] = self.applied
+        return data
+
+
+@dataclass
+class _WriterResult:
+    child: ChildRun
+    worktree: Worktree
+    diff: WorktreeDiff
 
 
 class _ChildSink:
@@ -103,11 +182,13 @@ class Delegator:
     """Runs ``task`` calls as child agents (see the module docstring).
 
     ``provider`` and ``options`` are the executor's (a child uses the same model, effort and
-    limits; its own prompt, steps and usage source); ``registry`` is the parent's registry, of
-    which a child gets the read-only view; ``sink`` receives every child event (set it after
-    the Controller exists: its sink counts the cost); ``on_child`` is told of each child's
-    session as it starts, so the host can store its transcript; ``session_prefix`` names the
-    children's sessions.
+    limits unless its profile names a model; its own prompt, steps and usage source);
+    ``registry`` is the parent's registry, of which a read-only child gets the read-only view;
+    ``sink`` receives every child event (set it after the Controller exists: its sink counts
+    the cost); ``on_child`` is told of each child's session as it starts, so the host can store
+    its transcript; ``session_prefix`` names the children's sessions. ``writers`` enables
+    writer children; ``profiles`` are the ``subagent_type`` choices; ``model_for`` builds a
+    profile's model (raising ReasonixError for one it does not know).
     """
 
     def __init__(
@@ -120,6 +201,9 @@ class Delegator:
         sink: Sink | None = None,
         on_child: Callable[[ChildRun, Session], None] | None = None,
         session_prefix: str = "session",
+        writers: WriterSetup | None = None,
+        profiles: Mapping[str, AgentProfile] | None = None,
+        model_for: Callable[[str], ModelChoice] | None = None,
     ) -> None:
         self.provider = provider
         self.registry = registry.read_only()
@@ -128,16 +212,51 @@ class Delegator:
         self.sink: Sink = sink or NullSink()
         self.on_child = on_child
         self.session_prefix = session_prefix
+        self.writers = writers
+        self.profiles = dict(profiles or {})
+        self.model_for = model_for
         self.children: list[ChildRun] = []
         self._ids = itertools.count(1)
         self._bound: asyncio.Semaphore | None = None
+        self._written: dict[str, _WriterResult] = {}
+        self._models: dict[str, ModelChoice] = {}
 
     def tool(self) -> Tool:
         """The ``task`` tool for the parent's registry (read-only, so calls in one step run in
-        parallel)."""
+        parallel). Its description lists the profiles: fixed for the session."""
         return Tool.from_function(
-            self.task, name="task", read_only=True, category="task", timeout=None
+            self.task,
+            name="task",
+            description=self._description(),
+            read_only=True,
+            category="task",
+            timeout=None,
         )
+
+    def tools(self) -> list[Tool]:
+        """``task``, plus ``task_apply`` when writer children are enabled."""
+        tools = [self.tool()]
+        if self.writers is not None:
+            tools.append(Tool.from_function(self.task_apply, name="task_apply", category="edit"))
+        return tools
+
+    def _description(self) -> str:
+        lines = [
+            "Delegate a self-contained task to a subagent, which reports back. By default it is "
+            "a read-only researcher (reads and searches the workspace): use it for broad surveys "
+            "that would fill this conversation with file contents; several calls in one step run "
+            "in parallel."
+        ]
+        if self.writers is not None:
+            lines.append(
+                "With read_only false it is a coder working in a private copy of the workspace: "
+                "its report includes its diff, and nothing changes here until you call "
+                "task_apply with its task id."
+            )
+        if self.profiles:
+            lines.append("subagent_type chooses a specialist:")
+            lines += [p.listing() for p in self.profiles.values()]
+        return "\n".join(lines)
 
     async def task(
         self,
@@ -147,40 +266,102 @@ class Delegator:
             "everything the subagent needs: it sees none of this conversation; say what to find "
             "and what to report",
         ],
+        subagent_type: Annotated[str, "a specialist listed above; empty for the default"] = "",
+        read_only: Annotated[
+            bool, "false: it may edit (in a private copy) and run commands"
+        ] = True,
     ) -> ToolResult:
-        """Delegate a self-contained research task to a subagent with read-only tools (it
-        reads and searches the workspace, then reports back). Use it for broad surveys that
-        would fill this conversation with file contents; several calls in one step run in
-        parallel. The subagent cannot edit files or run commands."""
+        """Run one child (see :meth:`_description` for what the model is told)."""
         if not prompt.strip():
             return ToolResult.error("task needs a prompt saying what the subagent should do")
+        profile = None
+        if subagent_type.strip():
+            profile = self.profiles.get(subagent_type.strip())
+            if profile is None:
+                known = ", ".join(self.profiles) or "none are configured"
+                return ToolResult.error(
+                    f"Unknown subagent_type {subagent_type.strip()!r}; available: {known}. "
+                    "Leave it empty for the default subagent."
+                )
+        if not read_only and self.writers is None:
+            return ToolResult.error(
+                "Writer subagents are off ([subagents] writers = false): only read_only tasks "
+                "can be delegated."
+            )
+        choice = None
+        if profile is not None and profile.model:
+            try:
+                choice = self._model(profile.model)
+            except ReasonixError as exc:
+                return ToolResult.error(
+                    f"subagent_type {profile.name!r} names model {profile.model!r}, which "
+                    f"cannot be used: {exc}"
+                )
         if self._bound is None:
             self._bound = asyncio.Semaphore(self.limits.max_parallel)
         n = next(self._ids)
         child = ChildRun(f"task-{n}", description.strip()[:80] or f"task {n}")
-        child.model = self.options.model or self.provider.model
+        child.model = (
+            choice.options.model if choice is not None else self.options.model
+        ) or self.provider.model
         child.session_id = f"{self.session_prefix}:{child.id}"
+        child.profile = profile.name if profile is not None else ""
+        child.writer = not read_only
         self.children.append(child)
         async with self._bound:
-            return await self._run(child, prompt)
+            return await self._run(child, prompt, profile, choice)
 
-    async def _run(self, child: ChildRun, prompt: str) -> ToolResult:
+    def _model(self, model: str) -> ModelChoice:
+        if model not in self._models:
+            if self.model_for is None:
+                raise ReasonixError("this host does not choose models for subagents")
+            self._models[model] = self.model_for(model)
+        return self._models[model]
+
+    async def _run(
+        self,
+        child: ChildRun,
+        prompt: str,
+        profile: AgentProfile | None = None,
+        choice: ModelChoice | None = None,
+    ) -> ToolResult:
         session = Session(child.session_id)
+        base = choice.options if choice is not None else self.options
+        provider = choice.provider if choice is not None else self.provider
+        registry = self.registry
+        worktree: Worktree | None = None
+        if child.writer:
+            assert self.writers is not None
+            try:
+                worktree = await asyncio.to_thread(
+                    make_worktree,
+                    self.writers.workspace,
+                    self.writers.root,
+                    f"{_safe_name(self.session_prefix)}-{child.id}",
+                )
+            except WorktreeError as exc:
+                child.status = "failed"
+                return ToolResult.error(
+                    f"Could not make the subagent's copy of the workspace: {exc}"
+                )
+            registry = self.writers.tools(worktree.path)
+            base = dataclasses.replace(base, workspace=worktree.path)
+        if profile is not None:
+            from reasonix.extensions.agents import profile_tool_names
+
+            allowed = profile_tool_names(profile, registry.names)
+            if allowed is not None:
+                registry = _only(registry, allowed)
+        system = profile.prompt if profile is not None else None
         options = dataclasses.replace(
-            self.options,
-            system_prompt=SUBAGENT_PROMPT,
+            base,
+            system_prompt=system or (WRITER_PROMPT if child.writer else SUBAGENT_PROMPT),
             max_steps=self.limits.max_steps,
             usage_source=UsageSource.SUBAGENT,
             role=child.id,
             compaction_threshold=None,
         )
-        agent = Agent(
-            self.provider,
-            self.registry,
-            session,
-            options,
-            _ChildSink(child.id, lambda: self.sink),
-        )
+        agent = Agent(provider, registry, session, options, _ChildSink(child.id, lambda: self.sink))
         if self.on_child is not None:
             self.on_child(child, session)
         answer = ""
@@ -200,7 +381,70 @@ class Delegator:
             child.requests = agent.requests
             child.usage = agent.usage_total
             child.cost = agent.cost_total
-        return self._report(child, answer or _last_text(session))
+        report = self._report(child, answer or _last_text(session))
+        if worktree is None:
+            return report
+        return await self._with_diff(child, worktree, report)
+
+    async def _with_diff(
+        self, child: ChildRun, worktree: Worktree, report: ToolResult
+    ) -> ToolResult:
+        try:
+            diff = await asyncio.to_thread(worktree.diff)
+        except WorktreeError as exc:
+            return ToolResult(
+                f"{report.content}\n\nIts diff could not be read: {exc}", is_error=True
+            )
+        child.files_changed = diff.files
+        if not diff.files:
+            worktree.remove()
+            return ToolResult(f"{report.content}\n\nIt changed no files.", is_error=report.is_error)
+        self._written[child.id] = _WriterResult(child, worktree, diff)
+        patch, limit = diff.patch, self.limits.diff_chars
+        if len(patch) > limit:
+            patch = patch[:limit] + f"\n[... {len(patch) - limit:,} more characters of diff cut]"
+        text = (
+            f"{report.content}\n\nIts changes, made in a private copy (the workspace is "
+            f"unchanged):\n{diff.stat}\n\n```diff\n{patch}\n```\n"
+            f'To apply them to the workspace, call task_apply with task_id "{child.id}"; to '
+            "drop them, do nothing."
+        )
+        return ToolResult(text, is_error=report.is_error)
+
+    async def task_apply(
+        self,
+        task_id: Annotated[str, "the id of a writer subagent's task (task-1, ...)"],
+        ctx: ToolContext,
+    ) -> ToolResult:
+        """Apply the changes a writer subagent (task with read_only false) made in its private
+        copy to the workspace."""
+        entry = self._written.get(task_id.strip())
+        if entry is None:
+            known = ", ".join(k for k, v in self._written.items() if not v.child.applied)
+            return ToolResult.error(
+                f"No changes of {task_id.strip()!r} wait to be applied"
+                + (f"; these do: {known}." if known else ".")
+            )
+        if entry.child.applied:
+            return ToolResult.error(f"The changes of {task_id} were applied already.")
+        checkpoints = CHECKPOINTS_KEY.get(ctx.state)
+        if checkpoints is not None:
+            checkpoints.before_step(ctx.turn, ctx.call_id, "task_apply", task_id)
+        try:
+            await asyncio.to_thread(entry.worktree.apply, entry.diff.patch)
+        except WorktreeError as exc:
+            return ToolResult.error(
+                f"The changes of {task_id} were not applied (nothing changed): {exc}. The "
+                "workspace probably changed in those places since the subagent started; make "
+                "the change directly, or delegate it again."
+            )
+        entry.child.applied = True
+        entry.worktree.remove()
+        digest = hashlib.sha256(entry.diff.patch.encode()).hexdigest()[:16]
+        return ToolResult(
+            f"Applied the changes of {task_id} to {entry.diff.files} file(s):\n{entry.diff.stat}",
+            effects=(Effect("write", f"task_apply:{task_id}", digest),),
+        )
 
     def _report(self, child: ChildRun, answer: str) -> ToolResult:
         limit = self.limits.report_chars
@@ -224,6 +468,32 @@ class Delegator:
     def figures(self) -> list[dict[str, Any]]:
         """Every child of this session so far, as plain data (``/cost``, JSON results)."""
         return [c.to_dict() for c in self.children]
+
+    async def aclose(self) -> None:
+        """Remove the copies of writer children whose changes were never applied, and release
+        the providers of profile models."""
+        for entry in self._written.values():
+            entry.worktree.remove()
+        self._written.clear()
+        for choice in self._models.values():
+            close = getattr(choice.provider, "aclose", None)
+            if close is not None and choice.provider is not self.provider:
+                await close()
+        self._models.clear()
+
+
+def _only(registry: ToolRegistry, names: list[str]) -> ToolRegistry:
+    """The view of ``registry`` with only ``names`` (same policy and limits)."""
+    return ToolRegistry(
+        (t for t in registry if t.name in names),
+        policy=registry.policy,
+        default_timeout=registry.default_timeout,
+        limits=registry.limits,
+    )
+
+
+def _safe_name(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "-" for c in text)[:80]
 
 
 def _last_text(session: Session) -> str:
