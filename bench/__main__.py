@@ -19,7 +19,17 @@ Section = Callable[[bool], dict[str, Any]]
 
 def sections() -> dict[str, Section]:
     # imported here so `--only` loads just what it runs
-    from bench import batch, cache, edits, memory, overhead, prefix, snapshots, startup
+    from bench import (
+        batch,
+        cache,
+        delegation,
+        edits,
+        memory,
+        overhead,
+        prefix,
+        snapshots,
+        startup,
+    )
 
     return {
         "cache": cache.run_cache,
@@ -31,6 +41,7 @@ def sections() -> dict[str, Section]:
         "prefix": prefix.run_prefix,
         "batch": batch.run_batch,
         "snapshots": snapshots.run_snapshots,
+        "delegation": delegation.run_delegation,
     }
 
 
