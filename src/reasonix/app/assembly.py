@@ -197,10 +197,12 @@ def make_registry(
         from reasonix.mcp.overflow import fit_mcp_tools
 
         # Never more than DeepSeek's 128 tools per request (reasonix.mcp.overflow), counting
-        # the extra tools, the plan tools and the ``task`` tool the controller may add,
-        # and ``update_goal`` (goals).
-        others = len(registry) + len(executor_plan_tools()) + 1 + executor_only
-        others += config.goals.enabled
+        # the extra tools, the plan tools and the tools the controller adds: ``task`` and
+        # ``task_apply`` (subagents, writers), ``update_goal`` (goals) and the executor-only
+        # ones (jobs, ``ask``).
+        sub = config.subagents
+        added = sub.enabled + (sub.enabled and sub.writers) + config.goals.enabled
+        others = len(registry) + len(executor_plan_tools()) + added + executor_only
         registry = registry.with_tools(fit_mcp_tools(others, mcp.tools(), permissions).tools)
     return registry
 
