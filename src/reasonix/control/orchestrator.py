@@ -89,7 +89,8 @@ class TurnResult:
     ``cancelled``, ``paused``, ``needs_input`` when a tool call waits for the user's answer)
     or the orchestrator's (``plan_only``, ``plan_declined``,
     ``plan_failed``, ``stalled``, ``budget``), or the session's ``prompt_blocked`` when a hook
-    refused the prompt before it reached the model."""
+    refused the prompt before it reached the model; a goal (:mod:`reasonix.app.goal`) also
+    ends ``blocked`` or ``max_turns``."""
 
     text: str
     route: Route
