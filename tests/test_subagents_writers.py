@@ -176,3 +176,16 @@ def test_writers_off_refuses_read_only_false(project: Project) -> None:
     ]
     assert results[0].startswith("Writer subagents are off ([subagents] writers = false)")
     assert json.loads(proc.stdout)["subagents"] == []
+
+
+def test_a_workspace_that_is_not_a_repository_works_the_same(project: Project) -> None:
+    # The copy lives in our own object store, so the workspace needs no git repository of its
+    # own (and gets none).
+    (project.root / "greet.py").write_text(OLD)
+    project.ex.handler = handler(apply=True)
+    proc = project.run("run", "--yes", "--no-planner", "--output-format", "json", "greet")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (result,) = json_lines(proc.stdout)
+    assert result["subagents"][0]["applied"] is True
+    assert (project.root / "greet.py").read_text() == NEW
+    assert not (project.root / ".git").exists()

@@ -439,9 +439,14 @@ class AgentSession:
             for c in children:
                 prompt = c["prompt_tokens"]
                 hit = c["cache_hit_tokens"] / prompt if prompt else 0.0
+                kind = [c["profile"]] if c.get("profile") else []
+                if not c.get("read_only", True):
+                    kind.append("writer, applied" if c.get("applied") else "writer")
+                tag = f" ({', '.join(kind)})" if kind else ""
                 lines.append(
                     f"  {c['id']:<8} {c['status']:<10} {c['requests']:>4} reqs "
-                    f"{prompt:>10,} in {hit:>6.1%} hit  ${c['cost_usd']:.6f}  {c['description']}"
+                    f"{prompt:>10,} in {hit:>6.1%} hit  ${c['cost_usd']:.6f}  "
+                    f"{c['description']}{tag}"
                 )
             table += "\n\nSubagents (the subagent row above, per child):\n" + "\n".join(lines)
         stored = self.store.usage_summary(self.session_id)
