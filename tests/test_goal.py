@@ -272,3 +272,15 @@ def test_goals_off_removes_the_tool_and_refuses_a_goal(project: Project) -> None
     assert "update_goal" not in tools
     proc = project.run("run", "--no-planner", "--goal", "anything")
     assert proc.returncode == 2 and "[goals] enabled = false" in proc.stderr
+
+
+def test_reporting_continue_without_work_is_no_progress(project: Project) -> None:
+    # update_goal itself is bookkeeping: a turn that only reports is a turn without work.
+    def idle(request: RecordedRequest) -> Reply:
+        script = [_goal("continue", "thinking", next_action="think more"), Reply.text("Hmm.")]
+        return script[min(_turn(request)[1], 1)]
+
+    project.ex.handler = idle
+    proc, result = run_goal(project, "--goal", "ponder")
+    assert proc.returncode == 1
+    assert result["goal"]["stop_reason"] == "stalled" and result["goal"]["turns"] == 1

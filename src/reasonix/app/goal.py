@@ -322,7 +322,9 @@ async def run_goal(goal: Goal, driver: GoalDriver) -> TurnResult:
                 orchestration.max_cost_usd = (
                     limit if session_limit is None else min(limit, session_limit)
                 )
-            before = ctrl.executor.ledger.signature()
+            # Work the host saw (writes, commands with new results, new reads), not bookkeeping
+            # such as update_goal itself.
+            before = ctrl.executor.ledger.work_seq
             replanning = bool(stalled)
             last = await driver.run_turn(text, True if replanning else None)
             orchestration.max_cost_usd = session_limit
@@ -351,7 +353,7 @@ async def run_goal(goal: Goal, driver: GoalDriver) -> TurnResult:
             if report is not None and report.status == "blocked":
                 stop("blocked", "blocked", f"Blocked: {report.summary}")
                 break
-            progressed = ctrl.executor.ledger.signature() != before
+            progressed = ctrl.executor.ledger.work_seq > before
             goal.quiet_turns = 0 if progressed else goal.quiet_turns + 1
             stalled = ""
             if not progressed:
