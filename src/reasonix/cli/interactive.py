@@ -250,7 +250,7 @@ class SlashCompleter(Completer):
         names = [line.split()[0] for line in HELP.splitlines() if line.startswith("/")]
         if rt is not None:
             names += [f"/{name}" for name in rt.commands]
-        for name in names:
+        for name in dict.fromkeys(names):  # /goal has two help lines
             if name.startswith(text):
                 yield Completion(name, start_position=-len(text))
 
