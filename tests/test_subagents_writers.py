@@ -90,7 +90,9 @@ def test_writer_child_works_in_a_copy_and_its_diff_comes_back(project: Project) 
     marker = repo(project)
     head = _git(project.root, "rev-parse", "HEAD")
     status = _git(project.root, "status", "--porcelain")
-    marker.unlink(missing_ok=True)  # our own `git status` above ran the planted fsmonitor
+    # The control: a plain git command in the repository does run the planted fsmonitor.
+    assert marker.exists()
+    marker.unlink()
     project.ex.handler = handler(apply=False)
     proc = project.run("run", "--yes", "--no-planner", "--output-format", "json", "greet the world")
     assert proc.returncode == 0, proc.stdout + proc.stderr
