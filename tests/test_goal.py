@@ -4,6 +4,7 @@ evidence, the budget and turn cap, a stall re-planned, and a goal resumed by a n
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from reasonix.testing import Reply
@@ -284,3 +285,22 @@ def test_reporting_continue_without_work_is_no_progress(project: Project) -> Non
     proc, result = run_goal(project, "--goal", "ponder")
     assert proc.returncode == 1
     assert result["goal"]["stop_reason"] == "stalled" and result["goal"]["turns"] == 1
+
+
+def test_a_question_pauses_the_goal_for_the_answer(project: Project) -> None:
+    question = {
+        "question": "Which database should the service use?",
+        "header": "Database",
+        "options": [
+            {"label": "SQLite", "description": "one file, no server"},
+            {"label": "Postgres", "description": "a server, for many writers"},
+        ],
+        "multiSelect": False,
+    }
+    project.ex.handler = lambda request: Reply.call("ask", {"questions": [question]})
+    proc, result = run_goal(project, "--goal", "set up the service")
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert result["stop_reason"] == "needs_input"
+    goal = result["goal"]
+    assert goal["status"] == "paused" and goal["stop_reason"] == "needs_input"
+    assert result["questions"] and "database" in json.dumps(result["questions"]).lower()

@@ -57,7 +57,7 @@ class Goal:
     ``status``: ``active`` (running, or cut off by a killed process), ``paused``, ``complete``,
     ``blocked`` or ``stopped``; ``stop_reason`` says why it is not running (``complete``,
     ``blocked``, ``budget``, ``max_turns``, ``stalled``, ``error``, ``refused``, ``paused``,
-    ``interrupted``)."""
+    ``interrupted``, ``needs_input``)."""
 
     objective: str
     budget_usd: float | None = None
@@ -344,6 +344,15 @@ async def run_goal(goal: Goal, driver: GoalDriver) -> TurnResult:
             if reason == "cancelled":
                 stop("paused", "interrupted", "Interrupted; /goal resume continues it.")
                 break
+            if reason == "needs_input":
+                # The model asked the user (``ask``) and nobody could answer in the turn.
+                stop(
+                    "paused",
+                    "needs_input",
+                    'Paused for your answer: answer the question (reasonix run -c "<answer>"), '
+                    "then resume the goal (--goal-resume or /goal resume).",
+                )
+                break
             if reason in _FATAL:
                 stop("stopped", _FATAL[reason], f"The goal turn ended: {last.text}")
                 break
@@ -407,6 +416,7 @@ _STOP: dict[str, TurnStopReason] = {
     "refused": "plan_declined",
     "paused": "cancelled",
     "interrupted": "cancelled",
+    "needs_input": "needs_input",
 }
 
 
