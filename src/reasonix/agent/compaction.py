@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from reasonix.agent.session import Session
-from reasonix.events import CompactionEvent, Sink, UsageSource
+from reasonix.events import CompactionEvent, NoticeEvent, Sink, UsageSource
 from reasonix.messages import (
     AssistantMessage,
     Message,
@@ -124,6 +124,10 @@ async def compact_session(
     # The agent's own request shape (same tools): the summary request reuses the cached prefix.
     request = agent.build_request(
         (*messages[:cut], UserMessage(SUMMARY_INSTRUCTION)), tool_choice="none"
+    )
+    # Said before the paid summary request, so a frontend can show what the wait is for.
+    agent.sink.emit(
+        NoticeEvent(agent.role, "compaction_started", f"Compacting history ({reason}).")
     )
     finished: StreamFinished | None = None
     async for event in agent.provider.stream(request):

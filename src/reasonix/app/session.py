@@ -324,6 +324,10 @@ class AgentSession:
         CHECKPOINTS_KEY.set(self._controller.executor.tool_state, self._checkpoints)
         if self._asker is not None:
             ASKER_KEY.set(self._controller.executor.tool_state, self._asker)
+        # The budget is the session's: what earlier runs of it spent counts too.
+        earlier = self.store.usage_summary(stored.session_id)
+        self._controller.cost.earlier = sum(t.cost for t in earlier.values())
+        self._events.last_prompt.clear()
         self._record.follow(
             "executor", self._controller.executor.session, stored.messages["executor"]
         )
@@ -393,7 +397,20 @@ class AgentSession:
         out = []
         for role, model in self.models().items():
             window = self.config.model_info(model).context_window
-            out.append(ContextUse(role, model, self._events.last_prompt.get(role, 0), window))
+            tokens = self._events.last_prompt.get(role)
+            if tokens is None:
+                # Nothing measured since the history last changed shape (new, resumed,
+                # rewound, compacted): estimate from its size rather than show a stale figure.
+                agent = (
+                    self._controller.executor if role == "executor" else self._controller.planner
+                )
+                chars = (
+                    sum(len(str(getattr(m, "content", ""))) for m in agent.session.snapshot())
+                    if agent
+                    else 0
+                )
+                tokens = chars // 4
+            out.append(ContextUse(role, model, tokens, window))
         return out
 
     @property
@@ -427,6 +444,47 @@ class AgentSession:
         """Every subagent (``task``) of this run: its description, status, tokens and cost."""
         delegator = self._controller.delegator
         return delegator.figures() if delegator is not None else []
+
+    def session_cost(self) -> float:
+        """USD the whole session has spent, earlier runs included (what the budget counts)."""
+        return self._controller.cost.session_cost
+
+    def switch_model(self, role: str, model: str) -> str:
+        """``/model``: run ``role`` on ``model`` from the next turn on. The role's history is
+        kept, but no cache holds it for the new model: the switch is a planned break of that
+        role's prefix (a new chain, as after compaction), and the answer says what it costs.
+        Raises ConfigError/UnknownModelError for a model without known prices."""
+        import dataclasses
+
+        self._check_idle("switch models")
+        agent = self._controller.executor if role == "executor" else self._controller.planner
+        if role not in ROLES or agent is None:
+            raise SessionError(f"no {role!r} role to switch (roles: {', '.join(self.models())})")
+        info = self.config.model_info(model)
+        old = self.model_of(role)
+        if old == model:
+            return f"The {role} already runs on {model}."
+        agent.options.model = model
+        agent.options.prices = info.prices
+        agent.options.context_window = info.context_window
+        section = dataclasses.replace(getattr(self.config, role), model=model)
+        self.config = dataclasses.replace(self.config, **{role: section})
+        agent.session.rewrite(agent.session.snapshot(), reason="model_switch")
+        tokens = (
+            self._events.last_prompt.get(role)
+            or sum(len(str(getattr(m, "content", ""))) for m in agent.session.snapshot()) // 4
+        )
+        cold = tokens * info.prices.miss / 1e6
+        warm = tokens * info.prices.hit / 1e6
+        text = (
+            f"The {role} now runs on {model} (was {old}). Its history is kept, but no cache "
+            f"holds it for the new model: the next {role} request sends about {tokens} prompt "
+            f"tokens uncached (about ${cold:.4f} instead of ${warm:.4f} cached); later "
+            f"requests are cached again. Prices per 1M tokens: hit ${info.prices.hit:g}, "
+            f"miss ${info.prices.miss:g}, output ${info.prices.output:g}."
+        )
+        self._events.last_prompt.pop(role, None)
+        return text
 
     def cost_table(self) -> str:
         """Per-role table for this run; plus the stored totals when resuming added earlier
@@ -817,7 +875,9 @@ class AgentSession:
         """Undo user turn ``turn`` and everything after it (default: the last turn): restore
         the files the tools changed and cut both conversations back to where it started."""
         self._check_idle("rewind")
-        return rewind_turn(self._controller, self._checkpoints, self._record, turn)
+        text = rewind_turn(self._controller, self._checkpoints, self._record, turn)
+        self._events.last_prompt.clear()  # the context shrank: no stale figure in a status line
+        return text
 
     def undo(self, steps: int = 1) -> str:
         """Undo the last ``steps`` steps that may have changed files (``/undo``): the files go
@@ -835,6 +895,7 @@ class AgentSession:
             return "Not compacted: the model's question waits for your answer; answer it first."
         out = await self._controller.executor.compact()
         if out.accepted:
+            self._events.last_prompt.pop("executor", None)
             return (
                 f"Compacted the executor's history: {out.messages_before} -> "
                 f"{out.messages_after} messages."

@@ -16,21 +16,26 @@ import argparse
 import asyncio
 import contextlib
 import signal
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar, cast
 
 from prompt_toolkit import PromptSession
-from prompt_toolkit.completion import Completer, Completion
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 from prompt_toolkit.formatted_text import HTML, FormattedText
 from prompt_toolkit.history import FileHistory, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
+from rich.text import Text
 
 from reasonix.app.goal import parse_goal_args
 from reasonix.app.jobs import jobs_badge
+from reasonix.app.mentions import attach_mentions
+from reasonix.app.recap import recap
 from reasonix.app.session import AgentSession
 from reasonix.app.turn import Turn
 from reasonix.cli.commands import (
@@ -45,6 +50,7 @@ from reasonix.cli.commands import (
 from reasonix.cli.picker import QuestionPicker, jobs_command
 from reasonix.cli.render import TerminalRenderer
 from reasonix.cli.sessions import session_line
+from reasonix.cli.status import LiveStatus, StatusFile, fit
 from reasonix.config import Config
 from reasonix.control.plan import Plan
 from reasonix.errors import ReasonixError
@@ -57,35 +63,75 @@ from reasonix.tools.ask import describe_questions
 
 T = TypeVar("T")
 
-HELP = """\
+HELP_INTRO = """\
 Type a task and press Enter. New line: Esc then Enter, or end the line with a backslash (\\).
-Esc or Ctrl-C interrupts a running turn (the session is kept); Ctrl-C twice at an empty
-prompt, Ctrl-D or /exit quits.
+Tab completes commands and paths; @path attaches a file (or a folder listing) to the message.
+Esc or Ctrl-C interrupts a running turn (the session is kept); what you type meanwhile is kept
+(Enter queues it as the next message). Ctrl-O shows the last tool result in full. Ctrl-C twice
+at an empty prompt, Ctrl-D or /exit quits."""
 
-/help                  this help
-/plan <task>           plan first (the planner model), then execute
-/approve               carry out the plan that is waiting (declined or plan-only)
-/mode [MODE]           show or set the permission mode: ask | auto-edit | plan | yolo
-/model                 the models of each role
-/cost                  tokens, cache hits and cost per role
-/todo                  the executor's todo list
-/goal <objective> [--budget USD] [--max-turns N]
-                       work toward an objective over several turns, on its own
-/goal status|pause|resume|clear   where the goal stands; pause, continue or drop it
-/undo [K]              undo the last step (or K steps) that changed files: files and conversation
-/rewind [TURN]         undo the last turn (or TURN and after): files and conversation
-/turns                 the turns of this session (for /rewind)
-/compact               summarise the executor's history to free context
-/clear                 start a new session (the old one stays stored)
-/sessions              sessions of this folder
-/resume <ID>           switch to a stored session
-/config                the effective configuration and where each value came from
-/reasoning             the last reasoning in full
-/remember <note>       save a note to REASONIX.md for this project
-/mcp [restart NAME]    MCP server status, or restart one
-/skills                the skills the model can load
-/jobs [kill|keep ID]   background jobs: list, stop one, or keep one after you quit
-/exit                  quit"""
+
+@dataclass(frozen=True, slots=True)
+class SlashCommand:
+    """One slash command as /help lists it and Tab completes it. ``paths``: its argument is a
+    path (completed as one)."""
+
+    name: str
+    args: str
+    help: str
+    paths: bool = False
+
+
+#: Every slash command, in /help order. Extensions add theirs with :func:`add_command`.
+SLASH_COMMANDS: list[SlashCommand] = [
+    SlashCommand("help", "", "this help"),
+    SlashCommand("plan", "<task>", "plan first (the planner model), then execute"),
+    SlashCommand("approve", "", "carry out the plan that is waiting (declined or plan-only)"),
+    SlashCommand(
+        "mode", "[MODE]", "show or set the permission mode: ask | auto-edit | plan | yolo"
+    ),
+    SlashCommand("model", "[ROLE MODEL]", "the models of each role, or switch ROLE to MODEL"),
+    SlashCommand("cost", "", "tokens, cache hits and cost per role"),
+    SlashCommand("todo", "", "the executor's todo list"),
+    SlashCommand(
+        "goal",
+        "<objective> [--budget USD] [--max-turns N] | status|pause|resume|clear",
+        "work toward an objective over several turns, on its own; where it stands; pause, "
+        "continue or drop it",
+    ),
+    SlashCommand("expand", "[N]", "the last tool result in full, or result N (Ctrl-O)"),
+    SlashCommand("undo", "[K]", "undo the last step (or K steps) that changed files"),
+    SlashCommand("rewind", "[TURN]", "undo the last turn (or TURN and after): files and talk"),
+    SlashCommand("turns", "", "the turns of this session (for /rewind)"),
+    SlashCommand("compact", "", "summarise the executor's history to free context"),
+    SlashCommand("clear", "", "start a new session (the old one stays stored)"),
+    SlashCommand("sessions", "", "sessions of this folder"),
+    SlashCommand("resume", "<ID>", "switch to a stored session"),
+    SlashCommand("config", "", "the effective configuration and where each value came from"),
+    SlashCommand("reasoning", "", "the last reasoning in full"),
+    SlashCommand("remember", "<note>", "save a note to REASONIX.md for this project"),
+    SlashCommand("mcp", "[restart NAME]", "MCP server status, or restart one"),
+    SlashCommand("skills", "", "the skills the model can load"),
+    SlashCommand(
+        "jobs", "[kill|keep ID]", "background jobs: list, stop one, or keep one after you quit"
+    ),
+    SlashCommand("exit", "", "quit"),
+]
+
+
+def add_command(command: SlashCommand) -> None:
+    """Make ``command`` known to /help and to completion (custom commands, skills)."""
+    SLASH_COMMANDS[:] = [c for c in SLASH_COMMANDS if c.name != command.name]
+    SLASH_COMMANDS.insert(len(SLASH_COMMANDS) - 1, command)
+
+
+def help_text() -> str:
+    rows = [f"/{c.name} {c.args}".rstrip() for c in SLASH_COMMANDS]
+    width = max(len(r) for r in rows) + 2
+    table = "\n".join(
+        f"{row:<{width}}{c.help}" for row, c in zip(rows, SLASH_COMMANDS, strict=True)
+    )
+    return f"{HELP_INTRO}\n\n{table}"
 
 
 def run_interactive(args: argparse.Namespace) -> int:
@@ -139,13 +185,21 @@ def _warm_up_imports() -> None:
     threading.Thread(target=load, name="reasonix-warm-up", daemon=True).start()
 
 
-class EscapeWatcher:
+class KeyWatcher:
     """While a turn runs no prompt owns the terminal: read it in cbreak mode so a lone Esc
-    interrupts the turn (even while the model is still reasoning). Key sequences that merely
-    start with Esc (arrows, function keys) are ignored; Ctrl-C still arrives as SIGINT."""
+    interrupts the turn (even while the model is still reasoning), and keep what the user types
+    meanwhile: the line being typed (``typed``) and the lines ended with Enter (``queued``),
+    sent as the next messages. Key sequences that start with Esc (arrows, function keys) are
+    ignored; Ctrl-C still arrives as SIGINT."""
 
-    def __init__(self, on_escape: Callable[[], None]) -> None:
+    def __init__(self, on_escape: Callable[[], None], on_change: Callable[[], None]) -> None:
+        import codecs
+
         self.on_escape = on_escape
+        self.on_change = on_change
+        self.typed = ""
+        self.queued: list[str] = []
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._saved: list[Any] | None = None
         self._fd = -1
 
@@ -169,11 +223,48 @@ class EscapeWatcher:
         import os
 
         try:
-            data = os.read(self._fd, 64)
+            data = os.read(self._fd, 1024)
         except OSError:
             return
-        if data == b"\x1b":
-            self.on_escape()
+        self.feed(data)
+
+    def feed(self, data: bytes) -> None:
+        """Interpret bytes read from the terminal (public for the key-handling tests)."""
+        i = 0
+        while i < len(data):
+            byte = data[i : i + 1]
+            if byte == b"\x1b":
+                if i + 1 == len(data):
+                    self.on_escape()
+                    return
+                nxt = data[i + 1 : i + 2]
+                if nxt in (b"[", b"O"):
+                    # CSI / SS3 sequence: skip to its final byte (a letter or ~).
+                    j = i + 2
+                    while j < len(data) and not (0x40 <= data[j] <= 0x7E and data[j] != 0x5B):
+                        j += 1
+                    i = j + 1
+                else:
+                    i += 2  # Alt+key: not text
+                continue
+            if byte in (b"\r", b"\n"):
+                if self.typed.strip():
+                    self.queued.append(self.typed.strip())
+                self.typed = ""
+            elif byte in (b"\x7f", b"\x08"):
+                self.typed = self.typed[:-1]
+            elif byte == b"\x15":  # Ctrl-U: clear the line
+                self.typed = ""
+            elif data[i] >= 0x20 or byte == b"\t":
+                self.typed += self._decoder.decode(byte)
+            i += 1
+        self.on_change()
+
+    def take(self) -> tuple[list[str], str]:
+        """What was typed ahead (queued lines, the unfinished line), cleared."""
+        queued, typed = self.queued, self.typed
+        self.queued, self.typed = [], ""
+        return queued, typed
 
     def stop(self) -> None:
         if self._saved is None:
@@ -237,22 +328,51 @@ class PromptApprover:
 
 
 class SlashCompleter(Completer):
-    """Completes ``/`` commands: the built-in ones and the custom ones of the session."""
+    """Tab completion: slash command names (from :data:`SLASH_COMMANDS`, so commands added
+    later complete too) and paths, for ``@mentions`` and words that look like paths."""
 
-    def __init__(self, app: App) -> None:
-        self.app = app
+    def __init__(self, app: App | Path) -> None:
+        # An App also offers the session's custom commands; a bare folder only the built-ins.
+        self.app = app if isinstance(app, App) else None
+        self.workspace = app if isinstance(app, Path) else Path.cwd()
 
-    def get_completions(self, document: Document, complete_event: Any) -> Any:
+    def get_completions(
+        self, document: Document, complete_event: CompleteEvent
+    ) -> Iterable[Completion]:
         text = document.text_before_cursor
-        if not text.startswith("/") or " " in text:
+        if text.startswith("/") and " " not in text:
+            names = [(c.name, c.help) for c in SLASH_COMMANDS]
+            rt = self.app.runtime if self.app is not None else None
+            if rt is not None:
+                names += [(name, "custom command") for name in rt.commands]
+            for name, meta in names:
+                if name.startswith(text[1:].lower()):
+                    yield Completion("/" + name, start_position=-len(text), display_meta=meta)
             return
-        rt = self.app.runtime
-        names = [line.split()[0] for line in HELP.splitlines() if line.startswith("/")]
-        if rt is not None:
-            names += [f"/{name}" for name in rt.commands]
-        for name in dict.fromkeys(names):  # /goal has two help lines
-            if name.startswith(text):
-                yield Completion(name, start_position=-len(text))
+        word = text.split(" ")[-1] if text else ""
+        mention = word.startswith("@")
+        path = word[1:] if mention else word
+        if not (mention or "/" in path or path.startswith(".") or text.startswith("/")):
+            return
+        yield from self._paths(path, mention)
+
+    def _paths(self, typed: str, mention: bool) -> Iterable[Completion]:
+        folder, _, stem = typed.rpartition("/")
+        base = (self.workspace / folder) if folder else self.workspace
+        try:
+            entries = sorted(base.iterdir(), key=lambda p: p.name)
+        except OSError:
+            return
+        for entry in entries:
+            name = entry.name
+            if not name.startswith(stem) or (name.startswith(".") and not stem.startswith(".")):
+                continue
+            done = (folder + "/" if folder else "") + name + ("/" if entry.is_dir() else "")
+            yield Completion(
+                ("@" if mention else "") + done,
+                start_position=-(len(typed) + (1 if mention else 0)),
+                display=name + ("/" if entry.is_dir() else ""),
+            )
 
 
 class App:
@@ -265,18 +385,26 @@ class App:
         args: argparse.Namespace,
         environ: Mapping[str, str] | None = None,
     ) -> None:
+        import sys
+
         self.config = config
         self.store = store
         self.args = args
         self.environ = environ
-        self.console = Console(highlight=False)
+        self._status_file: StatusFile | None = None
+        if sys.stdout.isatty():
+            self._status_file = StatusFile(sys.stdout)
+            self.console = Console(highlight=False, file=cast(IO[str], self._status_file))
+        else:
+            self.console = Console(highlight=False)
         self.renderer = TerminalRenderer(self.console)
         self.runtime: AgentSession | None = None
         self._turn: Turn | None = None
-        self._active_role = "idle"
         self._quit_armed = False
         self._quit_now = False
-        self._escape = EscapeWatcher(self.interrupt_turn)
+        self._keys = KeyWatcher(self.interrupt_turn, self._typed_changed)
+        self._queued: list[str] = []
+        self._draft = ""
         self.session: PromptSession[str] = PromptSession(
             history=_history(),
             key_bindings=self._bindings(),
@@ -286,6 +414,10 @@ class App:
             completer=SlashCompleter(self),
             complete_while_typing=False,
         )
+
+    @property
+    def status(self) -> LiveStatus | None:
+        return self._status_file.status if self._status_file is not None else None
 
     # -- prompt ------------------------------------------------------------------------------------
 
@@ -299,6 +431,9 @@ class App:
         @kb.add("enter")
         def _submit(event: KeyPressEvent) -> None:
             buf = event.current_buffer
+            if buf.complete_state is not None and buf.complete_state.current_completion:
+                buf.apply_completion(buf.complete_state.current_completion)
+                return
             if buf.text.endswith("\\") and buf.cursor_position == len(buf.text):
                 buf.delete_before_cursor(1)
                 buf.insert_text("\n")
@@ -313,23 +448,25 @@ class App:
                 return
             event.app.exit(exception=KeyboardInterrupt())
 
+        @kb.add("c-o")
+        def _expand(event: KeyPressEvent) -> None:
+            from prompt_toolkit.application import run_in_terminal
+
+            run_in_terminal(lambda: self.renderer.expand(None))
+
         return kb
 
     def toolbar(self) -> FormattedText | HTML:
-        """The status line: active role, then per role model, context use, cache hits, cost."""
+        """The idle status line, fitted to the terminal: mode, then per role its model, context
+        use, cache hits and cost this run, then the session's total."""
         rt = self.runtime
         if rt is None:
             return HTML("starting…")
-        cost = rt.cost()
-        parts = [f" {self._active_role} │ mode {rt.mode}"]
-        if badge := jobs_badge(rt.jobs):  # early, so a narrow terminal still shows it
-            parts.append(badge)
-        for use in rt.context_use():
-            c = cost.get(use.role)
-            hit = f"{c.hit_ratio * 100:.0f}%" if c and c.requests else "–"
-            spent = f"${c.cost:.4f}" if c else "$0"
-            parts.append(f"{use.role} {use.model} ctx {use.fraction * 100:.1f}% hit {hit} {spent}")
-        return FormattedText([("", printable(" │ ".join(parts)) + " ")])
+        from prompt_toolkit.application import get_app_or_none
+
+        app = get_app_or_none()
+        width = app.output.get_size().columns if app is not None else 80
+        return FormattedText([("", " " + toolbar_text(rt, width - 2) + " ")])
 
     async def ask(self, question: str) -> str | None:
         """A one-line answer from the user during a turn; None on Ctrl-C/Ctrl-D."""
@@ -346,17 +483,28 @@ class App:
         """Run ``work`` (a prompt, the question picker) with the keys to itself."""
         watching = self._turn is not None and not self._turn.done()
         self.renderer.end_line()
-        self._escape.stop()  # the prompt needs the keys
+        self._keys.stop()  # the prompt needs the keys
+        status = self.status
+        if status is not None:
+            status.pause()
         try:
             return await work()
         finally:
             # prompt_toolkit removes the loop's SIGINT handler when its prompt ends.
             self._arm_interrupt()
             if watching:
-                self._escape.start()
+                self._keys.start()
+                if status is not None:
+                    status.resume()
 
     def _said(self, text: str) -> None:
         self.console.print(f"[dim]{escape(printable(text))}[/dim]")
+
+    def _typed_changed(self) -> None:
+        status = self.status
+        if status is not None:
+            status.typed, status.queued = self._keys.typed, list(self._keys.queued)
+            status.redraw()
 
     # -- main loop ---------------------------------------------------------------------------------
 
@@ -385,16 +533,21 @@ class App:
         try:
             while not self._quit_now:
                 self._arm_interrupt()
-                try:
-                    text = await self.session.prompt_async("› ")
-                except KeyboardInterrupt:
-                    if self._quit_armed:
+                if self._queued:
+                    text = self._queued.pop(0)
+                    self.console.print(f"› {text}", style="bold", markup=False, highlight=False)
+                else:
+                    draft, self._draft = self._draft, ""
+                    try:
+                        text = await self.session.prompt_async("› ", default=draft)
+                    except KeyboardInterrupt:
+                        if self._quit_armed:
+                            break
+                        self._quit_armed = True
+                        self.console.print("[dim](Ctrl-C again or /exit to quit)[/dim]")
+                        continue
+                    except EOFError:
                         break
-                    self._quit_armed = True
-                    self.console.print("[dim](Ctrl-C again or /exit to quit)[/dim]")
-                    continue
-                except EOFError:
-                    break
                 self._quit_armed = False
                 text = text.strip()
                 if not text:
@@ -403,13 +556,22 @@ class App:
                     if await self.command(text) == "exit":
                         break
                     continue
-                await self.run_turn(_start_turn(text))
+                await self.run_turn(_start_turn(self._attach(text)))
         finally:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
             await self.runtime.aclose()
             self.console.print(f"[dim]Session {self.runtime.session_id} saved.[/dim]")
         return EXIT_OK
+
+    def _attach(self, text: str) -> str:
+        """``@path`` mentions: attach the files at the tail of the message, and say so."""
+        attached = attach_mentions(text, Path.cwd())
+        for path in attached.paths:
+            self.console.print(f"[dim]attached @{escape(path)}[/dim]")
+        for note in attached.notes:
+            self.console.print(f"[yellow]{escape(note)}[/yellow]")
+        return attached.text
 
     def _banner(self) -> None:
         rt = self.runtime
@@ -423,13 +585,33 @@ class App:
         )
         if rt.bash.notice:
             self.console.print(f"[bold yellow]warning:[/bold yellow] {escape(rt.bash.notice)}")
+        if rt.resumed:
+            self._recap()
+
+    def _recap(self) -> None:
+        """A short recap of the last turns of a resumed session."""
+        rt = self.runtime
+        assert rt is not None
+        turns = recap(rt.marks, rt.controller.executor.session.snapshot(), turns=3)
+        if not turns:
+            return
+        self.console.print(f"[dim]── recap: the last {len(turns)} turn(s)[/dim]")
+        width = max(self.console.width - 4, 20)
+        for user, answer in turns:
+            self.console.print(
+                Text("› " + fit(user, width), style="bold"), markup=False, highlight=False
+            )
+            if answer:
+                self.console.print(
+                    Text("  " + fit(answer, width), style="dim"), markup=False, highlight=False
+                )
 
     # -- turns -------------------------------------------------------------------------------------
 
     def emit(self, event: Any) -> None:
-        role = getattr(event, "role", "")
-        if role in ("executor", "planner"):
-            self._active_role = role
+        status = self.status
+        if status is not None and status.active:
+            status.observe(event)
         self.renderer.emit(event)
 
     def _arm_interrupt(self) -> None:
@@ -461,7 +643,10 @@ class App:
         assert rt is not None
         self._turn = start(rt)
         self._arm_interrupt()
-        self._escape.start()
+        status = self.status
+        if status is not None:
+            status.start()
+        self._keys.start()
         try:
             outcome = await self._turn.result()
         except ReasonixError as exc:
@@ -469,9 +654,14 @@ class App:
             self.console.print(f"[red]{_shown(str(exc))}[/red]")
             return
         finally:
-            self._escape.stop()
+            self._keys.stop()
+            if status is not None:
+                status.stop()
+                status.typed, status.queued = "", []
+            queued, typed = self._keys.take()
+            self._queued.extend(queued)
+            self._draft += typed
             self._turn = None
-            self._active_role = "idle"
             self._arm_interrupt()
         self.renderer.finish()
         if outcome.interrupted:
@@ -508,7 +698,7 @@ class App:
             if name in ("exit", "quit", "q"):
                 return "exit"
             if name == "help":
-                out(HELP, markup=False)
+                out(help_text(), markup=False)
                 custom = [c.help_line() for c in rt.commands.values()]
                 if custom:
                     out("\nCustom commands:", markup=False)
@@ -526,7 +716,7 @@ class App:
                 if not arg:
                     out("Usage: /plan <task>")
                 else:
-                    await self.run_turn(_start_turn(arg, plan=True))
+                    await self.run_turn(_start_turn(self._attach(arg), plan=True))
             elif name == "approve":
                 if rt.pending_plan is None:
                     out("No plan is waiting; /plan <task> makes one.")
@@ -535,13 +725,7 @@ class App:
             elif name == "mode":
                 out(rt.set_mode(arg or None), markup=False)
             elif name == "model":
-                for role in ("executor", "planner"):
-                    model = rt.model_of(role)
-                    out(f"{role}: {model or 'disabled'}", markup=False)
-                out(
-                    "[dim]Models stay fixed within a session (switching would void the prompt "
-                    "cache); start with --model / --planner-model to change them.[/dim]"
-                )
+                self._model(arg)
             elif name == "cost":
                 out(rt.cost_table(), markup=False)
                 out(await rt.balance(), markup=False)
@@ -549,6 +733,11 @@ class App:
                 out(rt.todo(), markup=False)
             elif name == "goal":
                 await self.goal(arg, out)
+            elif name == "expand":
+                if arg and not arg.isdigit():
+                    out(f"Usage: /expand [N] (N is a tool result number, not {arg!r})")
+                else:
+                    self.renderer.expand(int(arg) if arg else None)
             elif name == "turns":
                 marks = rt.marks
                 if not marks:
@@ -556,10 +745,18 @@ class App:
                 for m in marks:
                     out(f"{m.turn:>3}  {m.text[:70]}", markup=False)
             elif name == "rewind":
-                turn = int(arg) if arg else None
-                out(rt.rewind(turn), markup=False)
+                if arg and not arg.isdigit():
+                    out(
+                        f"Usage: /rewind [TURN] (TURN is a number from /turns, not {arg!r})",
+                        markup=False,
+                    )
+                else:
+                    out(rt.rewind(int(arg) if arg else None), markup=False)
             elif name == "undo":
-                out(rt.undo(int(arg) if arg else 1), markup=False)
+                if arg and not arg.isdigit():
+                    out(f"Usage: /undo [K] (K is a number of steps, not {arg!r})", markup=False)
+                else:
+                    out(rt.undo(int(arg) if arg else 1), markup=False)
             elif name == "compact":
                 out(await rt.compact(), markup=False)
             elif name == "clear":
@@ -574,6 +771,7 @@ class App:
                     out("Usage: /resume <ID> (see /sessions)")
                 else:
                     out(await rt.resume(arg), markup=False)
+                    self._recap()
             elif name == "config":
                 from reasonix.config import render_config
 
@@ -596,7 +794,7 @@ class App:
             else:
                 out(f"Unknown command /{name}; /help lists them.", markup=False)
         except (ReasonixError, ValueError, OSError) as exc:
-            out(f"[red]{_shown(str(exc))}[/red]")
+            self.renderer.line(str(exc), "red")
         return None
 
     async def goal(self, arg: str, out: Callable[..., None]) -> None:
@@ -614,6 +812,24 @@ class App:
             await self.run_turn(_start_goal(verb, rest, arg))
             out(rt.goal_status(), markup=False)
 
+    def _model(self, arg: str) -> None:
+        rt = self.runtime
+        assert rt is not None
+        out = self.console.print
+        words = arg.split()
+        if not words:
+            for role in ("executor", "planner"):
+                model = rt.model_of(role)
+                out(f"{role}: {model or 'disabled'}", markup=False)
+            out("[dim]/model ROLE MODEL switches a role's model for the next turns.[/dim]")
+            return
+        if len(words) == 1:
+            words = ["executor", words[0]]
+        if len(words) != 2 or words[0] not in ("executor", "planner"):
+            out("Usage: /model [executor|planner] MODEL", markup=False)
+            return
+        out(rt.switch_model(words[0], words[1]), markup=False)
+
 
 def _start_goal(verb: str, rest: str, arg: str) -> Callable[[AgentSession], Turn]:
     resume = verb == "resume"
@@ -627,6 +843,36 @@ def _start_goal(verb: str, rest: str, arg: str) -> Callable[[AgentSession], Turn
         )
 
     return start
+
+
+def toolbar_text(rt: AgentSession, width: int) -> str:
+    """The idle toolbar's text for ``rt``, at most ``width`` cells: the essentials first, and
+    each role's detail shortened before anything is cut."""
+    cost = rt.cost()
+    total = rt.session_cost()
+    roles = []
+    for use in rt.context_use():
+        c = cost.get(use.role)
+        hit = f"{c.hit_ratio * 100:.0f}%" if c and c.requests else "–"
+        spent = f"${c.cost:.4f}" if c else "$0"
+        ctx = f"{use.fraction * 100:.0f}%"
+        roles.append((use.role, use.model, ctx, hit, spent))
+    head = f"{rt.mode}"
+    running = len(rt.jobs.running())
+    if running:  # beside the mode, so a narrow terminal still shows it
+        head += f" │ {running} job{'s' if running > 1 else ''}"
+    tail = f"session ${total:.4f}"
+    for detail in range(3, -1, -1):
+        parts = [head]
+        for role, model, ctx, hit, spent in roles:
+            bits = [role, model, f"ctx {ctx}", f"hit {hit}", spent]
+            keep = {3: bits, 2: [role, f"ctx {ctx}", f"hit {hit}", spent], 1: [role, spent]}
+            parts.append(" ".join(keep.get(detail, [role])))
+        parts.append(tail)
+        line = " │ ".join(parts)
+        if cell_len(line) <= width:
+            return line
+    return fit(line, width)
 
 
 def _start_turn(text: str, *, plan: bool | None = None) -> Callable[[AgentSession], Turn]:

@@ -42,6 +42,7 @@ from reasonix.tools.limits import ArgumentsRejected, parse_arguments
 #: argument shown in a tool call's one-line summary, by preference
 _KEY_ARGS = ("path", "command", "pattern", "query", "url", "step", "objective")
 _DIFF_LINES = 40
+_ERROR_LINES = 6
 
 
 def summarize_call(name: str, arguments: str, width: int = 80) -> str:
@@ -70,26 +71,69 @@ def _is_diff(lines: list[str]) -> bool:
     )
 
 
+def markdown(text: str) -> Any:
+    """A Rich ``Markdown`` of ``text`` with every heading left-aligned (Rich centres H1s,
+    which puts a title 60 columns into a wide terminal). Rich's markdown loads on first use."""
+    return _markdown_class()(text)
+
+
+_MARKDOWN_CLASS: Any = None
+
+
+def _markdown_class() -> Any:
+    global _MARKDOWN_CLASS
+    if _MARKDOWN_CLASS is None:
+        from typing import ClassVar
+
+        from rich.markdown import Heading, Markdown
+
+        class LeftHeading(Heading):
+            LEVEL_ALIGN: ClassVar[dict[str, Any]] = {f"h{n}": "left" for n in range(1, 7)}
+
+        class LeftMarkdown(Markdown):
+            elements: ClassVar[dict[str, Any]] = {**Markdown.elements, "heading_open": LeftHeading}
+
+        _MARKDOWN_CLASS = LeftMarkdown
+    return _MARKDOWN_CLASS
+
+
+def _trim_blank_rows(rendered: str) -> str:
+    """Rendered markdown without the blank rows Rich pads blocks with."""
+    rows = rendered.split("\n")
+    while rows and not rows[0].strip():
+        rows.pop(0)
+    while rows and not rows[-1].strip():
+        rows.pop()
+    return "\n".join(rows)
+
+
+def _is_table_row(line: str) -> bool:
+    stripped = line.strip()
+    return stripped.startswith("|") and stripped.count("|") >= 2
+
+
 class MarkdownLines:
     """Incremental markdown for a streamed answer, one completed line at a time.
 
     The partial line is shown raw as it streams; when its newline arrives, the raw rows are
     erased and the line is printed rendered (headings, lists, emphasis, inline code; fenced code
     blocks are tracked across lines and shown highlighted as code). Only the current line is
-    ever rewritten. Constructs that span lines (tables) stay as their raw text.
+    ever rewritten. A table is held while its rows arrive (each row shows raw only while it
+    streams) and drawn as a table once its last row is complete.
     """
 
     def __init__(self, console: Console) -> None:
         self.console = console
         self.partial = ""
         self.fence: str | None = None  # the language of the open ``` block, "" if none given
+        self.table: list[str] = []
 
     def feed(self, text: str) -> None:
         *complete, rest = (self.partial + text).split("\n")
         shown = self.partial
         for line in complete:
             self._erase(shown)
-            self._render(line)
+            self._line(line)
             shown = ""
         self.partial = rest
         tail = rest[len(shown) :] if rest.startswith(shown) else rest
@@ -101,9 +145,30 @@ class MarkdownLines:
         """Render what is left of the last line (the answer ended without a newline)."""
         if self.partial:
             self._erase(self.partial)
-            self._render(self.partial)
+            self._line(self.partial)
             self.partial = ""
+        self._end_table()
         self.fence = None
+
+    def _line(self, line: str) -> None:
+        if self.fence is None and _is_table_row(line):
+            self.table.append(line)
+            return
+        self._end_table()
+        self._render(line)
+
+    def _end_table(self) -> None:
+        if not self.table:
+            return
+        rows, self.table = self.table, []
+        if len(rows) < 2 or "-" not in rows[1]:
+            for row in rows:  # not a table after all: the rows as they were written
+                self._render(row)
+            return
+        with self.console.capture() as captured:
+            self.console.print(markdown("\n".join(rows)))
+        self.console.file.write(_trim_blank_rows(captured.get()) + "\n")
+        self.console.file.flush()
 
     def _erase(self, raw: str) -> None:
         if not raw:
@@ -125,14 +190,11 @@ class MarkdownLines:
         elif not stripped:
             self.console.print()
         else:
-            from rich.markdown import Markdown
-
             # Rich sets lists and headings apart with blank lines; one line of an answer
             # should stay one line, so render aside and drop the padding.
             with self.console.capture() as captured:
-                self.console.print(Markdown(line))
-            rendered = captured.get().strip("\n")
-            self.console.file.write(rendered + "\n")
+                self.console.print(markdown(line))
+            self.console.file.write(_trim_blank_rows(captured.get()) + "\n")
         self.console.file.flush()
 
 
@@ -149,6 +211,9 @@ class TerminalRenderer:
         self._at_line_start = True
         self._role = ""
         self._models: dict[str, str] = {}
+        #: every tool result shown, numbered from 1: (call summary, content, is_error)
+        self.results: list[tuple[str, str, bool]] = []
+        self._calls: dict[str, str] = {}
         # Markdown needs cursor control: only on a terminal; pipes and logs get the raw text.
         self._md = MarkdownLines(self.console) if self.console.is_terminal else None
 
@@ -181,7 +246,7 @@ class TerminalRenderer:
             text = printable(text, keep_layout=True)
         self._end_reasoning()
         self._newline()
-        self.console.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
+        self.console.print(text, style=style, markup=False, highlight=False, overflow="fold")
         self._at_line_start = True
 
     # -- reasoning ---------------------------------------------------------------------------------
@@ -269,14 +334,26 @@ class TerminalRenderer:
         assert isinstance(event, ToolCallEvent)
         self._role_header(event.role)
         text = Text("● ", style="yellow")
-        text.append(summarize_call(event.call.name, event.call.arguments), style="bold")
+        summary = summarize_call(event.call.name, event.call.arguments)
+        self._calls[event.call.id] = summary
+        text.append(summary, style="bold")
         self.line(text)
 
     def _on_tool_result(self, event: Any) -> None:
         assert isinstance(event, ToolResultEvent)
+        call = self._calls.pop(event.call_id, event.name)
+        self.results.append((call, event.content, event.is_error))
+        number = len(self.results)
         lines = printable(event.content, keep_layout=True).splitlines() or [""]
+        tag = f"  [#{number}, ctrl-o or /expand {number}]" if len(lines) > 1 else ""
         if event.is_error:
-            self.line(Text(f"  ⎿ {lines[0][:200]}", style="red"))
+            # An error is shown whole (wrapped at words), up to a few lines.
+            shown = [line for line in lines if line.strip()][:_ERROR_LINES] or [""]
+            more = len(lines) - len(shown)
+            error = Text("  ⎿ " + "\n    ".join(shown), style="red")
+            if more > 0:
+                error.append(f"\n    … {more} more lines{tag}", style="dim")
+            self.line(error)
             return
         if _is_diff(lines):
             self._diff(lines)
@@ -284,8 +361,27 @@ class TerminalRenderer:
         text = [line.strip() for line in lines if line.strip()] or ["(no output)"]
         # A command's outcome is its last line ("[exit code 0]"); anything else leads with it.
         head = text[-1] if event.name == "bash" else text[0]
-        more = f" ({len(lines)} lines)" if len(lines) > 1 else ""
-        self.line(Text(f"  ⎿ {head[:160]}{more}", style="dim"))
+        width = max(self.console.width - 40, 30)
+        if len(head) > width:
+            head = head[: width - 1] + "…"
+        extra = f" ({len(lines)} lines){tag}" if len(lines) > 1 else ""
+        self.line(Text(f"  ⎿ {head}{extra}", style="dim"))
+
+    def expand(self, number: int | None = None) -> None:
+        """Print tool result ``number`` (1-based, as shown after ``⎿``; default: the last)
+        in full."""
+        if not self.results:
+            self.line("No tool results yet.", "dim")
+            return
+        index = len(self.results) if number is None else number
+        if not 1 <= index <= len(self.results):
+            self.line(f"There is no tool result #{index} (1 to {len(self.results)}).", "yellow")
+            return
+        call, content, is_error = self.results[index - 1]
+        header = Text(f"── #{index} {call}" + (" (error)" if is_error else ""), style="bold")
+        self.line(header)
+        body = printable(content, keep_layout=True).rstrip("\n") or "(no output)"
+        self.line(Text(body, style="red" if is_error else ""))
 
     def _diff(self, lines: list[str]) -> None:
         shown = lines[:_DIFF_LINES]
@@ -307,15 +403,14 @@ class TerminalRenderer:
     def _on_plan_produced(self, event: Any) -> None:
         assert isinstance(event, PlanProduced)
         # Loaded on first plan: markdown parsing costs ~50 ms of start-up otherwise.
-        from rich.markdown import Markdown
         from rich.panel import Panel
 
         title = "plan" if event.round == 1 else f"revised plan (round {event.round})"
         self._newline()
         # Plan markdown puts its bold headings on single lines; give them paragraphs.
         # The plan is the model's text: shown, never obeyed.
-        markdown = terminal_safe(event.markdown).replace("\n**", "\n\n**")
-        self.console.print(Panel(Markdown(markdown), title=title, border_style="cyan"))
+        text = terminal_safe(event.markdown).replace("\n**", "\n\n**")
+        self.console.print(Panel(markdown(text), title=title, border_style="cyan"))
         self._at_line_start = True
 
     def _on_plan_failed(self, event: Any) -> None:

@@ -50,9 +50,11 @@ class RoleCost:
 class CostTracker:
     """A sink that sums usage events per source (``executor``, ``planner``, ``compaction``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, earlier: float = 0.0) -> None:
         self.by_source: dict[str, RoleCost] = {}
         self.models: dict[str, str] = {}
+        #: USD the session spent in earlier runs (a resumed session): budgets count it too
+        self.earlier = earlier
 
     def emit(self, event: Event) -> None:
         if isinstance(event, UsageEvent):
@@ -72,6 +74,11 @@ class CostTracker:
             if diff.requests:
                 out[key] = diff
         return out
+
+    @property
+    def session_cost(self) -> float:
+        """USD the whole session has spent: earlier runs plus this one (what budgets see)."""
+        return self.earlier + self.total.cost
 
     @property
     def total(self) -> RoleCost:

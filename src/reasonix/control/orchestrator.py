@@ -146,10 +146,10 @@ class _StallWatch:
 
     def on_step(self, info: StepInfo) -> StepDecision:
         limit = self.options.max_cost_usd
-        if limit is not None and self.cost.total.cost >= limit:
+        if limit is not None and self.cost.session_cost >= limit:
             self.over_budget = True
             self.reason = (
-                f"the session has spent ${self.cost.total.cost:.4f} of its ${limit:g} budget"
+                f"the session has spent ${self.cost.session_cost:.4f} of its ${limit:g} budget"
             )
             return "pause"
         self.quiet_steps = 0 if info.made_progress else self.quiet_steps + 1
@@ -347,7 +347,7 @@ class TurnOrchestrator:
 
     def _over_budget(self) -> float | None:
         """What the session has spent, if that reached the budget; None otherwise."""
-        limit, spent = self.options.max_cost_usd, self.cost.total.cost
+        limit, spent = self.options.max_cost_usd, self.cost.session_cost
         return spent if limit is not None and spent >= limit else None
 
     def _budget_stop(self, what: str, spent: float) -> str:
