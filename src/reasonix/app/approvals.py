@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from reasonix.control.plan import Plan
 from reasonix.errors import SessionError
 from reasonix.events import Event, Sink
-from reasonix.safety.permissions import ApprovalAnswer, ApprovalRequest
+from reasonix.safety.patterns import escape_command_pattern
+from reasonix.safety.permissions import ApprovalAnswer, ApprovalRequest, scan_command
 
 __all__ = [
     "ApprovalAnswered",
@@ -28,12 +30,89 @@ __all__ = [
     "ApprovalRequested",
     "PendingApprovals",
     "PlanApprovalRequested",
+    "proposed_session_rules",
 ]
 
 #: How a frontend answers: allow this call, allow calls like it for the rest of the session
 #: (the request's ``session_rules``), or deny (the reason goes back to the model).
 ApprovalChoice = Literal["allow_once", "allow_session", "deny"]
 CHOICES: tuple[ApprovalChoice, ...] = ("allow_once", "allow_session", "deny")
+
+
+#: programs whose every use is approved on its own: a rule by program and subcommand would
+#: allow too much (deleting, fetching and running code, changing owners, elevating)
+_EXACT_ONLY = frozenset(
+    [
+        "rm",
+        "rmdir",
+        "sudo",
+        "su",
+        "doas",
+        "dd",
+        "mkfs",
+        "chmod",
+        "chown",
+        "chgrp",
+        "curl",
+        "wget",
+        "sh",
+        "bash",
+        "zsh",
+        "dash",
+        "fish",
+        "eval",
+        "exec",
+        "env",
+        "xargs",
+        "find",
+        "kill",
+        "pkill",
+        "killall",
+        "python",
+        "python3",
+        "node",
+        "perl",
+        "ruby",
+        "php",
+        "ssh",
+        "scp",
+        "rsync",
+        "mv",
+        "cp",
+        "ln",
+        "tee",
+        "truncate",
+        "shred",
+    ]
+)
+_SUBCOMMAND = re.compile(r"[A-Za-z][\w:.-]*\Z")
+
+
+def proposed_session_rules(request: ApprovalRequest) -> tuple[str, ...]:
+    """The rules to propose for "allow for this session": for a command, its program and
+    subcommand (``bash(git status*)``, ``bash(pytest*)``) for each part, so the next similar
+    command does not ask again; the exact command for programs in :data:`_EXACT_ONLY`, and the
+    request's own (exact) rules for everything else. A frontend shows them for the user to
+    accept or edit."""
+    command = request.arguments.get("command")
+    if request.category != "bash" or not isinstance(command, str):
+        return request.session_rules
+    scan = scan_command(command)
+    if scan.opaque or scan.redirects or not scan.parts:
+        return request.session_rules
+    rules: list[str] = []
+    for part in scan.parts:
+        words = part.split()
+        program = words[0] if words else ""
+        if not program or "/" in program or "=" in program or program in _EXACT_ONLY:
+            rule = f"{request.category}({escape_command_pattern(part)})"
+        elif len(words) > 1 and _SUBCOMMAND.match(words[1]):
+            rule = f"{request.category}({escape_command_pattern(program + ' ' + words[1])}*)"
+        else:
+            rule = f"{request.category}({escape_command_pattern(program)}*)"
+        if rule not in rules:
+            rules.append(rule)
+    return tuple(rules)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +127,8 @@ class ApprovalRequested(Event):
     reason: str
     session_rules: tuple[str, ...] = ()
     arguments: dict[str, Any] = field(default_factory=dict)
+    #: what the call will do: an edit's diff, a new file's head and size ("" when none)
+    preview: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +178,7 @@ class PendingApprovals:
             request.reason,
             request.session_rules,
             dict(request.arguments),
+            request.preview,
         )
         choice, reason = await self._ask(qid, event)
         if choice == "allow_once":

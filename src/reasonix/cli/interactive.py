@@ -33,6 +33,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from reasonix.app.goal import parse_goal_args
+from reasonix.app.approvals import proposed_session_rules
 from reasonix.app.jobs import jobs_badge
 from reasonix.app.mentions import attach_mentions
 from reasonix.app.recap import recap
@@ -55,7 +56,7 @@ from reasonix.config import Config
 from reasonix.control.plan import Plan
 from reasonix.errors import ReasonixError
 from reasonix.safety.confinement import start_bwrap_probe
-from reasonix.safety.permissions import ApprovalAnswer, ApprovalRequest
+from reasonix.safety.permissions import ApprovalAnswer, ApprovalRequest, Rule
 from reasonix.store import SessionStore, default_store_path
 from reasonix.store.private import private_dir, private_file
 from reasonix.terminal_text import printable, terminal_safe
@@ -293,8 +294,10 @@ def _whole_subject(subject: str, limit: int = 2000) -> str:
 
 
 class PromptApprover:
-    """Asks the user about a tool call: allow once, allow for the session, or deny (a reason
-    typed after ``n`` goes back to the model)."""
+    """Asks the user about a tool call, showing what will happen (the command exactly as it
+    will run, an edit's diff, a new file's head): allow once, allow for the session under a
+    proposed rule the user can accept or edit (``a bash(git *)``), or deny (a reason typed
+    after ``n`` goes back to the model)."""
 
     def __init__(self, app: App) -> None:
         self.app = app
@@ -303,13 +306,19 @@ class PromptApprover:
         app = self.app
         app.renderer.end_line()
         app.console.print(
-            f"[bold yellow]approval needed[/bold yellow] {_shown(request.reason)}\n"
-            f"  {_shown(request.tool)}: {_shown(_whole_subject(request.subject))}"
+            f"[bold yellow]approval needed[/bold yellow] {_shown(request.reason)}",
+            highlight=False,
         )
-        rules = printable(", ".join(request.session_rules))
+        head = Text(f"  {request.tool}: ", style="bold")
+        head.append(_whole_subject(request.subject))
+        app.console.print(head, highlight=False)
+        if request.preview:
+            app.renderer.preview(request.preview)
+        proposed = proposed_session_rules(request)
+        rules = printable(", ".join(proposed))
         question = (
-            f"Allow? [y] once  [a] for this session ({rules})  [n] deny (n <reason> tells the "
-            "model why): "
+            f"Allow? [y] once  [a] for this session: {rules} (a <rule> to change it)  "
+            "[n] deny (n <reason> tells the model why): "
         )
         while True:
             answer = await app.ask(question)
@@ -317,14 +326,21 @@ class PromptApprover:
                 app.interrupt_turn()
                 return ApprovalAnswer.deny("the user interrupted the turn")
             word, _, rest = answer.strip().partition(" ")
-            word = word.lower()
+            word, rest = word.lower(), rest.strip()
             if word in ("y", "yes", "once"):
                 return ApprovalAnswer.allow_once()
             if word in ("a", "s", "always", "session"):
-                return ApprovalAnswer.allow_session()
+                if not rest:
+                    return ApprovalAnswer.allow_session(*proposed)
+                try:
+                    Rule(rest, "allow")
+                except ReasonixError as exc:
+                    app.console.print(str(exc), markup=False)
+                    continue
+                return ApprovalAnswer.allow_session(rest)
             if word in ("n", "no", "deny"):
-                return ApprovalAnswer.deny(rest.strip())
-            app.console.print("Answer y, a or n.")
+                return ApprovalAnswer.deny(rest)
+            app.console.print("Answer y, a (or a <rule>) or n.")
 
 
 class SlashCompleter(Completer):

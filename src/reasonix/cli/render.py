@@ -383,8 +383,20 @@ class TerminalRenderer:
         body = printable(content, keep_layout=True).rstrip("\n") or "(no output)"
         self.line(Text(body, style="red" if is_error else ""))
 
-    def _diff(self, lines: list[str]) -> None:
-        shown = lines[:_DIFF_LINES]
+    def preview(self, text: str) -> None:
+        """What a call will do, before it is approved: a diff coloured, other text dimmed."""
+        lines = printable(text, keep_layout=True).splitlines()
+        if _is_diff(lines):
+            self._diff(lines, limit=80)
+            return
+        body = Text()
+        for raw in lines:
+            body.append("    " + raw + "\n", style="dim")
+        body.rstrip()
+        self.line(body)
+
+    def _diff(self, lines: list[str], limit: int = _DIFF_LINES) -> None:
+        shown = lines[:limit]
         out = Text()
         for raw in shown:
             style = ""
@@ -395,8 +407,8 @@ class TerminalRenderer:
             elif raw.startswith("@@"):
                 style = "cyan"
             out.append("    " + raw + "\n", style=style or "dim")
-        if len(lines) > _DIFF_LINES:
-            out.append(f"    … {len(lines) - _DIFF_LINES} more lines\n", style="dim")
+        if len(lines) > limit:
+            out.append(f"    … {len(lines) - limit} more lines\n", style="dim")
         out.rstrip()
         self.line(out)
 

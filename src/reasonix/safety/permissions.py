@@ -281,6 +281,8 @@ class ApprovalRequest:
     mode: Mode
     #: why no snapshot could undo this call (empty for ordinary calls); always asked
     irreversible: str = ""
+    #: what the call will do, from the tool's preview (an edit's diff, a new file's head)
+    preview: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -424,11 +426,17 @@ class PermissionEngine:
             again = self._match_allow(self.session_allow, tool, subject)
             if again is not None:
                 return self._emit(tool, subject, True, "session", again.text)
+            shown = subject.describe()
+            if subject.kind == "command" and isinstance(arguments.get("command"), str):
+                # The command exactly as it will run: its parts joined would show a pipe or
+                # an && as something else.
+                shown = printable(arguments["command"], keep_layout=True)
             request = ApprovalRequest(
                 tool=tool.name,
                 category=tool.category,
                 arguments=dict(arguments),
-                subject=subject.describe(),
+                subject=shown,
+                preview=ctx.preview,
                 reason=reason,
                 session_rules=suggested,
                 mode=self._mode,

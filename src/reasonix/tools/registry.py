@@ -95,6 +95,8 @@ class ToolContext:
     turn: int = 0
     call_id: str = ""
     state: dict[str, Any] = field(default_factory=dict)
+    #: what the call will do (the tool's preview), for the permission layer to show
+    preview: str = ""
 
 
 class Permission(enum.StrEnum):
@@ -140,6 +142,10 @@ class Tool:
     context_param: str | None = None
     #: a free-form group name used by permission rules, e.g. ``edit`` for write_file/edit_file.
     category: str = ""
+    #: ``preview(arguments, ctx)``: what the call will do (a diff, the command) for the one
+    #: approving it, without doing it; an error result means the call would fail, and it is
+    #: refused with that error before anyone is asked.
+    preview: Callable[[Mapping[str, Any], ToolContext], ToolResult] | None = None
 
     def __post_init__(self) -> None:
         if not TOOL_NAME_RE.match(self.name):
@@ -596,6 +602,12 @@ class ToolRegistry:
                 f"Invalid arguments for {name}: " + "; ".join(problems[:8]) + ". Fix and retry."
             )
         if self.policy is not None:
+            if t.preview is not None:
+                # Validate before anyone is asked: an edit that cannot apply is not asked about.
+                shown = await asyncio.to_thread(t.preview, args, ctx)
+                if shown.is_error:
+                    return shown
+                ctx = dataclasses.replace(ctx, preview=shown.content)
             decision = await self.policy.check(t, args, ctx)
             if not decision.allowed:
                 why = decision.reason or "refused by the permission rules"

@@ -8,13 +8,14 @@ file renamed over the target, keeping its permission bits).
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import hashlib
 import inspect
 import os
 import tempfile
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ParamSpec
@@ -303,6 +304,13 @@ class FileTools:
     ) -> ToolResult:
         """Create or overwrite a file (parent folders are created). Prefer edit_file for
         changes to an existing file."""
+        return self._write_file(ctx, path, content)
+
+    def _write_file(
+        self, ctx: ToolContext, path: str, content: str, *, dry_run: bool = False
+    ) -> ToolResult:
+        """``write_file``; with ``dry_run``, what it would do (a diff, or the new file's head
+        and size) without writing."""
         if (refusal := self._too_large("write_file", content)) is not None:
             return refusal
         real = self.sandbox.resolve(path, write=True)
@@ -321,8 +329,10 @@ class FileTools:
         effect = Effect("write", shown, digest(data))
         if before == data:
             return ToolResult(f"{shown} already has this content; nothing changed.")
-        self._write(ctx, real, data)
         lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
+        if dry_run:
+            return _write_preview(shown, content, lines, len(data), before, style)
+        self._write(ctx, real, data)
         if before is None:
             return ToolResult(
                 f"Created {shown} ({lines} lines, {len(data):,} bytes).", effects=(effect,)
@@ -339,7 +349,11 @@ class FileTools:
             f"Updated {shown} (+{added} -{removed} lines).\n{diff}".rstrip(), effects=(effect,)
         )
 
-    def _edit(self, ctx: ToolContext, path: str, edits: list[EditSpec]) -> ToolResult:
+    def _edit(
+        self, ctx: ToolContext, path: str, edits: list[EditSpec], *, dry_run: bool = False
+    ) -> ToolResult:
+        """Apply ``edits``; with ``dry_run``, check them and return the diff they would make
+        (or the error they would fail with) without writing."""
         name = "edit_file" if len(edits) == 1 else "multi_edit"
         if (refusal := self._too_large(name, "".join(e.new_string for e in edits))) is not None:
             return refusal
@@ -349,7 +363,7 @@ class FileTools:
             return ToolResult.error(f"{shown} is a folder; give a file path.")
         if not real.exists():
             if len(edits) == 1 and edits[0].old_string == "":
-                return self.write_file(ctx, path, edits[0].new_string)
+                return self._write_file(ctx, path, edits[0].new_string, dry_run=dry_run)
             return self._missing(real, shown)
         if (special := self._not_regular(real, shown)) is not None:
             return special
@@ -376,6 +390,8 @@ class FileTools:
         data = text.encode(current)
         if data == before:
             return ToolResult.error(f"The edit leaves {shown} unchanged.")
+        if dry_run:
+            return ToolResult(unified_diff(text.text, current, shown, max_lines=80))
         self._write(ctx, real, data)
         summary = "; ".join(notes) if len(notes) <= 3 else f"{len(notes)} edits"
         diff = unified_diff(text.text, current, shown)
@@ -425,15 +441,49 @@ class FileTools:
         real.unlink()
         return ToolResult(f"Deleted {shown}.", effects=(Effect("write", shown, "deleted"),))
 
+    # -- previews: what an edit will do, for the one approving it ----------------------------------
+
+    def _preview_write(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+        return self._write_file(ctx, str(args["path"]), str(args["content"]), dry_run=True)
+
+    def _preview_edit(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+        spec = EditSpec(
+            str(args["old_string"]), str(args["new_string"]), bool(args.get("replace_all"))
+        )
+        return self._edit(ctx, str(args["path"]), [spec], dry_run=True)
+
+    def _preview_multi(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+        raw = args.get("edits") or []
+        if not raw:
+            return ToolResult.error("edits is empty; give at least one replacement.")
+        specs = [
+            EditSpec(str(e["old_string"]), str(e["new_string"]), bool(e.get("replace_all")))
+            for e in raw
+        ]
+        return self._edit(ctx, str(args["path"]), specs, dry_run=True)
+
     def tools(self) -> list[Tool]:
         """The five file tools as registry tools."""
+
+        def previewed(tool: Tool, preview: Callable[..., ToolResult]) -> Tool:
+            return dataclasses.replace(tool, preview=tool_errors(preview))
+
         return [
             builtin_tool(
                 tool_errors(self.read_file), name="read_file", read_only=True, category="read"
             ),
-            builtin_tool(tool_errors(self.write_file), name="write_file", category="edit"),
-            builtin_tool(tool_errors(self.edit_file), name="edit_file", category="edit"),
-            builtin_tool(tool_errors(self.multi_edit), name="multi_edit", category="edit"),
+            previewed(
+                builtin_tool(tool_errors(self.write_file), name="write_file", category="edit"),
+                self._preview_write,
+            ),
+            previewed(
+                builtin_tool(tool_errors(self.edit_file), name="edit_file", category="edit"),
+                self._preview_edit,
+            ),
+            previewed(
+                builtin_tool(tool_errors(self.multi_edit), name="multi_edit", category="edit"),
+                self._preview_multi,
+            ),
             builtin_tool(
                 tool_errors(self.delete_file),
                 name="delete_file",
@@ -441,6 +491,30 @@ class FileTools:
                 destructive=True,
             ),
         ]
+
+
+#: lines of a new file's head shown before it is written
+PREVIEW_HEAD_LINES = 20
+
+
+def _write_preview(
+    shown: str,
+    content: str,
+    lines: int,
+    size: int,
+    before: bytes | None,
+    style: TextFile | None,
+) -> ToolResult:
+    """What ``write_file`` would do: the diff against a text file it replaces, otherwise the
+    new content's head and size."""
+    if before is not None and style is not None:
+        diff = unified_diff(style.text, content.replace("\r\n", "\n"), shown, max_lines=80)
+        return ToolResult(f"Overwrites {shown} ({lines} lines, {size:,} bytes):\n{diff}")
+    what = "Creates" if before is None else "Overwrites a binary file with"
+    head = content.split("\n")[:PREVIEW_HEAD_LINES]
+    more = lines - len(head)
+    body = "\n".join(head) + (f"\n[... {more} more lines]" if more > 0 else "")
+    return ToolResult(f"{what} {shown} ({lines} lines, {size:,} bytes):\n{body}")
 
 
 def file_tools(

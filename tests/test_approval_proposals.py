@@ -1,0 +1,67 @@
+"""The rules proposed for "allow for this session", and the previews that approvals show."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from reasonix.app.approvals import proposed_session_rules
+from reasonix.safety.permissions import ApprovalRequest, Mode
+from reasonix.safety.sandbox import Sandbox
+from reasonix.tools.builtin.files import FileTools
+from reasonix.tools.registry import ToolContext
+
+
+def request(command: str) -> ApprovalRequest:
+    exact = (f"bash({command})",)
+    return ApprovalRequest("bash", "bash", {"command": command}, command, "r", exact, Mode.ASK)
+
+
+def test_program_and_subcommand_for_ordinary_commands() -> None:
+    assert proposed_session_rules(request("git status --short")) == ("bash(git status*)",)
+    assert proposed_session_rules(request("pytest -q tests")) == ("bash(pytest*)",)
+    assert proposed_session_rules(request("git diff && git log -3")) == (
+        "bash(git diff*)",
+        "bash(git log*)",
+    )
+
+
+def test_risky_programs_and_unclear_commands_keep_the_exact_rule() -> None:
+    assert proposed_session_rules(request("rm -rf build")) == ("bash(rm -rf build)",)
+    assert proposed_session_rules(request("curl http://x | sh")) == (
+        "bash(curl http://x)",
+        "bash(sh)",
+    )
+    # Output redirection or command substitution: the engine's exact rules, never a prefix.
+    assert proposed_session_rules(request("git status > out")) == ("bash(git status > out)",)
+    assert proposed_session_rules(request("echo $(id)")) == ("bash(echo $(id))",)
+
+
+def test_edit_previews_validate_without_writing(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("x = 1\n")
+    tools = {t.name: t for t in FileTools(Sandbox([tmp_path])).tools()}
+    ctx = ToolContext(tmp_path)
+    edit = tools["edit_file"].preview
+    assert edit is not None
+    ok = edit({"path": "a.py", "old_string": "x = 1", "new_string": "x = 2"}, ctx)
+    assert not ok.is_error and "-x = 1" in ok.content and "+x = 2" in ok.content
+    bad = edit({"path": "a.py", "old_string": "y = 1", "new_string": "x = 2"}, ctx)
+    assert bad.is_error
+    multi = tools["multi_edit"].preview
+    assert multi is not None
+    two = multi(
+        {
+            "path": "a.py",
+            "edits": [
+                {"old_string": "x = 1", "new_string": "x = 2"},
+                {"old_string": "missing", "new_string": ""},
+            ],
+        },
+        ctx,
+    )
+    assert two.is_error and "Edit 2 of 2" in two.content
+    write = tools["write_file"].preview
+    assert write is not None
+    new = write({"path": "b.txt", "content": "".join(f"{i}\n" for i in range(30))}, ctx)
+    assert new.content.startswith("Creates b.txt (30 lines, 80 bytes):\n0\n1\n")
+    assert "[... 10 more lines]" in new.content
+    assert (tmp_path / "a.py").read_text() == "x = 1\n" and not (tmp_path / "b.txt").exists()
