@@ -31,6 +31,7 @@ from typing import Any, Literal, Protocol
 from reasonix.agent.compaction import PLAN_STATE_KEY, compact_session
 from reasonix.agent.prefix import PrefixShape, PrefixTracker
 from reasonix.agent.progress import LEDGER_KEY, ProgressLedger
+from reasonix.agent.prompts import EXECUTOR_SYSTEM_PROMPT
 from reasonix.agent.session import Session
 from reasonix.agent.todo import TODO_KEY, TodoItem, TodoState
 from reasonix.errors import ProviderError, StreamCutError
@@ -76,17 +77,13 @@ from reasonix.tools.ask import ASK_TOOL_NAME, free_answer
 from reasonix.tools.limits import StepBudget, bound_response, check_request_size
 from reasonix.tools.registry import ToolContext, ToolRegistry, ToolResult, cap_output
 
-DEFAULT_SYSTEM_PROMPT = """\
-You are reasonix, a coding agent working in the user's repository through tools.
-- Inspect before you change: read the files you will edit; search instead of guessing paths.
-- Make small, exact edits; keep the code's style. Run the relevant tests or commands to verify.
-- When a todo list is active, work through it in order and sign steps off with complete_step,
-  naming the evidence (e.g. the verification command you ran).
-- If something fails twice the same way, change approach instead of repeating it.
-- Answer concisely; say what you changed and how you verified it."""
+#: the executor's system prompt (see :mod:`reasonix.agent.prompts`)
+DEFAULT_SYSTEM_PROMPT = EXECUTOR_SYSTEM_PROMPT
 
 INTERRUPTED_CALL = "interrupted: the run was cancelled before this tool call finished."
 INTERRUPTED_TURN = "[interrupted before the assistant answered]"
+#: ends a partial answer kept after an interruption, so the model knows it was cut
+INTERRUPTED_MARK = "[interrupted by the user]"
 
 
 #: ``needs_input``: a tool call waits for the user's answer and no one could be asked (``ask``
@@ -217,6 +214,9 @@ class Agent:
         self._tail_notes: list[str] = []
         #: what the calls left open in the last step wait for (see ``needs_input``)
         self._waiting: list[str] = []
+        # What the current request has streamed so far (kept if the user interrupts it).
+        self._partial_text: list[str] = []
+        self._partial_reasoning: list[str] = []
 
     # -- host state -----------------------------------------------------------------------------
 
@@ -382,6 +382,7 @@ class Agent:
                         reason = "paused"
                         break
         except asyncio.CancelledError:
+            self._keep_partial_answer()
             self._close_dangling_turn(INTERRUPTED_TURN)
             self.sink.emit(TurnEnded(self.role, self.turn, "cancelled"))
             raise
@@ -409,6 +410,19 @@ class Agent:
     def _ensure_system_prompt(self) -> None:
         if len(self.session) == 0 and self.options.system_prompt:
             self.session.add(SystemMessage(self.options.system_prompt))
+
+    def _keep_partial_answer(self) -> None:
+        """An answer the user watched stream and then interrupted stays in the conversation,
+        marked as cut, so the model knows what it said (with its reasoning, which DeepSeek
+        requires on every earlier assistant message)."""
+        text, reasoning = "".join(self._partial_text), "".join(self._partial_reasoning)
+        self._partial_text, self._partial_reasoning = [], []
+        if not (text.strip() or reasoning.strip()):
+            return
+        if not isinstance(self.session.last, UserMessage | ToolMessage):
+            return
+        content = f"{text.rstrip()}\n\n{INTERRUPTED_MARK}" if text.strip() else INTERRUPTED_MARK
+        self.session.add(AssistantMessage(content=content, reasoning_content=reasoning))
 
     def _close_dangling_turn(self, note: str) -> None:
         """Keep user/assistant alternation valid when a turn ends without an answer."""
@@ -449,12 +463,17 @@ class Agent:
         check_request_size(request.messages, self.tools.limits)
         shape = self._tracker.shape(request.messages, self.tools.schema_bytes(), self.session.epoch)
         finished: StreamFinished | None = None
+        self._partial_text, self._partial_reasoning = [], []
         async for event in self.provider.stream(request):
             if isinstance(event, TextDelta):
+                self._partial_text.append(event.text)
                 self.sink.emit(TextDeltaEvent(self.role, event.text))
             elif isinstance(event, ReasoningDelta):
+                self._partial_reasoning.append(event.text)
                 self.sink.emit(ReasoningDeltaEvent(self.role, event.text))
             elif isinstance(event, StreamRetry):
+                # A retried request streams its answer again from the start.
+                self._partial_text, self._partial_reasoning = [], []
                 if event.retract:
                     self.sink.emit(
                         OutputRetracted(
@@ -471,6 +490,7 @@ class Agent:
                 self.sink.emit(RetryEvent(self.role, event.attempt, event.delay, event.reason))
             elif isinstance(event, StreamFinished):
                 finished = event
+        self._partial_text, self._partial_reasoning = [], []
         if finished is None:
             raise StreamCutError("The provider's stream ended without a finished message.")
         self.requests += 1

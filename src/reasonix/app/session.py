@@ -339,6 +339,7 @@ class AgentSession:
             self._events.emit(repaired)
         self._resumed = len(self._controller.executor.session) > 0
         self._goal = self._stored_goal(stored.session_id)
+        self._environment_told = False
         if stored.marks:
             # Continue the executor's turn numbering so new checkpoints do not collide.
             self._controller.executor.turn = max(m.agent_turn for m in stored.marks) + 1
@@ -548,10 +549,14 @@ class AgentSession:
     def start_turn(self, text: str, *, plan: bool | None = None, plan_only: bool = False) -> Turn:
         """Start one user turn; iterate the returned :class:`Turn` for its events and await
         ``turn.result()``. ``plan=True`` forces the planner (``/plan``), ``False`` forbids it;
-        ``plan_only`` plans and stops (the plan waits for :meth:`approve_plan`).
-        Raises SessionError while another turn runs."""
+        ``plan_only`` plans and stops (the plan waits for :meth:`approve_plan`); so does a plan
+        request in plan mode, where nothing may change (the read-only executor could only
+        stall on it). Raises SessionError while another turn runs."""
         self._check_idle("start a turn")
+        if plan and self.mode == "plan":
+            plan_only = True
         ctrl = self._controller
+        self._tell_environment()
         self._record.mark_turn(
             len(ctrl.executor.session),
             len(ctrl.planner.session) if ctrl.planner is not None else 0,
@@ -649,6 +654,20 @@ class AgentSession:
             sandbox=assembly.make_sandbox(self.config, self.workspace),
             ctx=ctx,
         )
+
+    def _tell_environment(self) -> None:
+        """Facts about the machine ride at the tail of each role's first user message (never
+        in the system prompt, whose bytes must not change)."""
+        from reasonix.app.environment import environment_facts
+
+        agents = [self._controller.executor, self._controller.planner]
+        fresh = [a for a in agents if a is not None and len(a.session) == 0]
+        if not fresh or self._environment_told:
+            return
+        self._environment_told = True
+        facts = environment_facts(self.workspace)
+        for agent in fresh:
+            agent.add_tail_note(facts)
 
     def approve_plan(self) -> Turn:
         """``/approve``: run the plan that is waiting. Raises SessionError when none is."""

@@ -137,7 +137,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="allow what would ask for approval (deny rules still apply) and approve plans",
     )
-    run.add_argument("--plan", action="store_true", help="force the planner for this task")
+    plan = run.add_mutually_exclusive_group()
+    plan.add_argument("--plan", action="store_true", help="force the planner for this task")
+    plan.add_argument(
+        "--plan-only",
+        action="store_true",
+        help="only plan: print the plan and stop (run it later: reasonix -c, then /approve)",
+    )
     run.add_argument(
         "--goal",
         metavar="OBJECTIVE",

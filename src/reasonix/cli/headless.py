@@ -289,13 +289,16 @@ async def _run(
         raise UsageError(str(exc)) from None
     try:
         name, _, arguments = task.strip().partition(" ")
+        plan_only = getattr(args, "plan_only", False)
         if goal is not None:
             outcome = await _run_goal(session, goal)
         elif name.startswith("/") and name[1:].lower() in session.commands:
             # A custom command (``reasonix run "/review src/app.py"``), as in the terminal app.
             outcome = await session.run_command(name[1:].lower(), arguments.strip())
         else:
-            outcome = await session.run_turn(task, plan=True if args.plan else None)
+            outcome = await session.run_turn(
+                task, plan=True if args.plan or plan_only else None, plan_only=plan_only
+            )
         code = exit_code(outcome)
         if fmt == "text":
             if outcome.is_error:

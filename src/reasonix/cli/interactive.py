@@ -421,6 +421,7 @@ class App:
         self._keys = KeyWatcher(self.interrupt_turn, self._typed_changed)
         self._queued: list[str] = []
         self._draft = ""
+        self._revision = ""  # what to change in a declined plan
         self.session: PromptSession[str] = PromptSession(
             history=_history(),
             key_bindings=self._bindings(),
@@ -691,11 +692,33 @@ class App:
         if result.route != "executor_only":
             tail = f"{result.route} · " + tail
         self.console.print(f"[dim]── {tail}[/dim]")
+        if result.stop_reason == "refused":
+            self.renderer.line(result.text, "yellow")
+        revision, self._revision = self._revision, ""
+        if result.stop_reason == "plan_declined" and revision:
+            self.console.print("[dim]Asking the planner for a revised plan…[/dim]")
+            task = rt.marks[-1].text if rt.marks else ""
+            request = f"{task}\n\nRevise the plan you made for this. What to change: {revision}"
+            await self.run_turn(_start_turn(request, plan=True, plan_only=True))
+        elif result.stop_reason in ("plan_declined", "plan_only") and rt.pending_plan:
+            self.console.print(
+                "[dim]The plan is kept: /approve runs it; /plan <what to change> revises it.[/dim]"
+            )
 
     async def approve_plan(self, plan: Plan) -> bool:
         self.renderer.end_line()
-        answer = await self.ask("Run this plan? [y/n]: ")
-        return answer is not None and answer.strip().lower() in ("y", "yes")
+        answer = await self.ask(
+            "Run this plan? [y] yes  [n] no, keep it for /approve  "
+            "(n <what to change> asks for a revised plan): "
+        )
+        if answer is None:
+            return False
+        word, _, rest = answer.strip().partition(" ")
+        if word.lower() in ("y", "yes"):
+            return True
+        if rest.strip():
+            self._revision = rest.strip()
+        return False
 
     # -- slash commands ----------------------------------------------------------------------------
 
@@ -891,9 +914,11 @@ def toolbar_text(rt: AgentSession, width: int) -> str:
     return fit(line, width)
 
 
-def _start_turn(text: str, *, plan: bool | None = None) -> Callable[[AgentSession], Turn]:
+def _start_turn(
+    text: str, *, plan: bool | None = None, plan_only: bool = False
+) -> Callable[[AgentSession], Turn]:
     def start(session: AgentSession) -> Turn:
-        return session.start_turn(text, plan=plan)
+        return session.start_turn(text, plan=plan, plan_only=plan_only)
 
     return start
 

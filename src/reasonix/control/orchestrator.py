@@ -16,6 +16,7 @@ from typing import Any, Literal, TypeAlias
 
 from reasonix.agent.agent import Agent, AgentResult, StepDecision, StepInfo, StopReason
 from reasonix.agent.compaction import PLAN_STATE_KEY
+from reasonix.agent.prompts import PLANNER_SYSTEM_PROMPT as PLANNER_SYSTEM_PROMPT
 from reasonix.control.brief import executor_brief
 from reasonix.control.cost import CostTracker, RoleCost
 from reasonix.control.gate import GateDecision, GateOptions, Route, decide
@@ -32,18 +33,7 @@ from reasonix.events import (
     StepCompleted,
 )
 from reasonix.messages import AssistantMessage, Message, ToolMessage
-
-PLANNER_SYSTEM_PROMPT = """\
-You are the planner of reasonix, a coding agent. A separate executor model will carry out your
-plan with file, search and shell tools; you only investigate and plan.
-- Use the read-only tools to check the repository: verify the files a step touches exist.
-- Deliver the plan by calling submit_plan exactly once: an objective, ordered steps (each with
-  the files you verified, acceptance criteria and a shell command that verifies it), risks, and
-  requires_approval=true only for destructive or sweeping changes.
-- Steps should be small enough for a fast model to do one at a time. At most 20 steps.
-- When asked to re-plan, read the brief of what failed and change the approach; do not repeat
-  a step that already failed the same way.
-- Do not answer in plain text: the plan is only received through submit_plan."""
+from reasonix.tools.registry import PERMISSION_DENIED
 
 PLAN_CLOSING = "Plan submitted to the executor."
 CORRECTIVE = (
@@ -54,6 +44,27 @@ CORRECTIVE = (
 PlanApprover = Callable[[Plan], "bool | Awaitable[bool]"]
 
 BUDGET_HINT = "Raise [budget] max_session_usd (or --max-cost) to continue."
+#: executor steps in a row whose every call was refused before the turn ends as refused
+REFUSED_STEPS = 2
+REFUSAL_HINT = (
+    "To allow such calls: answer 'a' (for this session) when asked, add a rule to "
+    "[permissions] allow in reasonix.toml, or change the permission mode (/mode auto-edit or "
+    "yolo; --mode or --yes for `reasonix run`)."
+)
+
+
+def refusal_note(refusals: list[str], shown: int = 3) -> str:
+    """The closing note of a turn the permission layer blocked: what was refused (as the
+    model was told) and how to allow it."""
+    lines = [f"- {r.removeprefix(PERMISSION_DENIED).strip()}" for r in refusals[:shown]]
+    if len(refusals) > shown:
+        lines.append(f"- ... and {len(refusals) - shown} more")
+    return (
+        "Stopped: the executor was refused what it needed:\n"
+        + "\n".join(lines)
+        + "\n"
+        + (REFUSAL_HINT)
+    )
 
 
 @dataclass
@@ -77,7 +88,15 @@ class OrchestratorOptions:
 #: (:mod:`reasonix.app.goal`) also ends ``blocked`` or at its ``max_turns``.
 TurnStopReason: TypeAlias = (
     StopReason
-    | Literal["plan_only", "plan_declined", "plan_failed", "stalled", "budget", "prompt_blocked"]
+    | Literal[
+        "plan_only",
+        "plan_declined",
+        "plan_failed",
+        "stalled",
+        "budget",
+        "prompt_blocked",
+        "refused",
+    ]
     | Literal["blocked", "max_turns"]
 )
 
@@ -143,6 +162,10 @@ class _StallWatch:
         self.quiet_steps = 0
         self.reason = ""
         self.over_budget = False
+        self.refused_steps = 0
+        self.refused = False
+        #: the refusals seen, as the model was told them
+        self.refusals: list[str] = []
 
     def on_step(self, info: StepInfo) -> StepDecision:
         limit = self.options.max_cost_usd
@@ -152,6 +175,19 @@ class _StallWatch:
                 f"the session has spent ${self.cost.session_cost:.4f} of its ${limit:g} budget"
             )
             return "pause"
+        denied = [r.content for r in info.results if r.content.startswith(PERMISSION_DENIED)]
+        if denied and len(denied) == len(info.results) and not info.made_progress:
+            # Refused calls are not a stall: a new plan cannot make them allowed. Give the
+            # model one more step to take another way; then end the turn saying what was
+            # refused and how to allow it, without paying the planner.
+            self.refusals.extend(d for d in denied if d not in self.refusals)
+            self.refused_steps += 1
+            if self.refused_steps >= REFUSED_STEPS:
+                self.refused = True
+                self.reason = "the calls the executor needs were refused"
+                return "pause"
+            return "continue"
+        self.refused_steps = 0
         self.quiet_steps = 0 if info.made_progress else self.quiet_steps + 1
         repeated = self.agent.ledger.repeated_failure(self.options.repeat_failures)
         if repeated:
@@ -249,7 +285,10 @@ class TurnOrchestrator:
             self.sink.emit(PlanApproval("controller", approved, why))
             if not approved:
                 self.pending_plan, self.pending_task = new_plan, text
-                msg = f"The plan was not approved ({why}); nothing was executed."
+                msg = (
+                    f"The plan was not approved ({why}); nothing was executed. It is kept: "
+                    "/approve runs it, or say what to change for a revised plan."
+                )
                 msg += "\n\n" + new_plan.to_markdown()
                 return result(msg, "plan_declined", new_plan)
 
@@ -309,6 +348,10 @@ class TurnOrchestrator:
                 note = f"Stopped: {watch.reason}. {BUDGET_HINT}"
                 self.sink.emit(NoticeEvent("controller", "budget", note))
                 return _Execution(outcome, replans, note, "budget")
+            if watch.refused:
+                note = refusal_note(watch.refusals)
+                self.sink.emit(NoticeEvent("controller", "refused", note))
+                return _Execution(outcome, replans, note, "refused")
             tried.append(watch.reason)
             if self.planner is None or replans >= self.options.max_replans:
                 attempts = [f"plan {p.objective!r}" for p in plans] or ["the executor alone"]

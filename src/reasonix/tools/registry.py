@@ -82,6 +82,10 @@ class ToolResult:
         return cls(message, is_error=True)
 
 
+#: how a refused call's result begins (the orchestrator tells refusals from failures by it)
+PERMISSION_DENIED = "Permission denied for"
+
+
 @dataclass
 class ToolContext:
     """What the host passes to a tool that asks for it (a parameter annotated ``ToolContext``).
@@ -611,7 +615,7 @@ class ToolRegistry:
             decision = await self.policy.check(t, args, ctx)
             if not decision.allowed:
                 why = decision.reason or "refused by the permission rules"
-                return ToolResult.error(f"Permission denied for {name}: {why}")
+                return ToolResult.error(f"{PERMISSION_DENIED} {name}: {why}")
         return await self._run(t, args, ctx)
 
     async def _run(self, t: Tool, args: dict[str, Any], ctx: ToolContext) -> ToolResult:

@@ -1,0 +1,82 @@
+"""Facts about where the agent runs, for the tail of a session's first user turn.
+
+The model works better knowing the OS, the shell, the folder, the git branch and what is
+uncommitted, and today's date. They change over time, so they never go into the system prompt
+(whose bytes must stay the same for the cache); the session façade appends them to the first
+user message of each role's conversation, where they are part of history from then on.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+from reasonix.safety.environment import git_environment
+
+__all__ = ["environment_facts"]
+
+#: git's answer is a nicety: never let a slow or broken repository hold up the first turn
+_GIT_TIMEOUT = 3.0
+
+
+def environment_facts(
+    workspace: Path,
+    *,
+    now: _dt.datetime | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> str:
+    """A short block of facts about ``workspace`` and this machine, for the model."""
+    env = os.environ if environ is None else environ
+    when = now or _dt.datetime.now().astimezone()
+    shell = Path(env.get("SHELL", "") or "/bin/sh").name
+    system = platform.system() or "unknown OS"
+    release = platform.release()
+    lines = [
+        "Environment (at the start of this session):",
+        f"- OS: {system} {release}".rstrip(),
+        f"- shell: {shell} (the bash tool runs commands with bash)",
+        f"- folder: {workspace}",
+        f"- date: {when:%Y-%m-%d %A}",
+        f"- git: {_git_summary(workspace)}",
+    ]
+    return "\n".join(lines)
+
+
+def _git_summary(workspace: Path) -> str:
+    def git(*args: str) -> str | None:
+        try:
+            proc = subprocess.run(
+                ["git", *args],
+                cwd=workspace,
+                env=git_environment(),
+                capture_output=True,
+                text=True,
+                timeout=_GIT_TIMEOUT,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return proc.stdout if proc.returncode == 0 else None
+
+    if git("rev-parse", "--is-inside-work-tree") is None:
+        return "not a git repository"
+    branch = (git("branch", "--show-current") or "").strip() or "(detached HEAD)"
+    status = git("status", "--porcelain")
+    if status is None:
+        return f"branch {branch}"
+    entries = [line for line in status.splitlines() if line.strip()]
+    untracked = sum(1 for e in entries if e.startswith("??"))
+    changed = len(entries) - untracked
+    if not entries:
+        return f"branch {branch}, clean"
+    parts = []
+    if changed:
+        parts.append(f"{changed} changed")
+    if untracked:
+        parts.append(f"{untracked} untracked")
+    shown = ", ".join(e[3:] for e in entries[:8]) + (", …" if len(entries) > 8 else "")
+    return f"branch {branch}, {' and '.join(parts)} file(s): {shown}"
