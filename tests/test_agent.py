@@ -218,7 +218,7 @@ class BlockingOnceProvider:
             yield event
 
 
-async def test_cancel_mid_stream_stores_nothing_half_streamed_and_next_run_works() -> None:
+async def test_cancel_mid_stream_keeps_the_partial_answer_marked_and_next_run_works() -> None:
     provider = BlockingOnceProvider([Reply.text("fresh answer")])
     sink = CollectingSink()
     agent = Agent(provider, make_tools([]), sink=sink)
@@ -229,7 +229,9 @@ async def test_cancel_mid_stream_stores_nothing_half_streamed_and_next_run_works
         await task
     msgs = agent.session.snapshot()
     assert [m.role for m in msgs] == ["system", "user", "assistant"]
-    assert "partial answ" not in msgs[-1].content  # nothing half-streamed was stored
+    # What the user saw stream is kept, marked as cut, so the model knows what it said.
+    assert "partial answ" in msgs[-1].content
+    assert msgs[-1].content.endswith("[interrupted by the user]")
     assert sink.of_type(TurnEnded)[-1].reason == "cancelled"
     result = await agent.run("question two")
     assert result.text == "fresh answer"

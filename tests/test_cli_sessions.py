@@ -147,7 +147,7 @@ def test_sessions_list_show_export(project: Project) -> None:
     assert "Answer one." in out.read_text()
 
     proc = project.run("sessions", "show", "nope")
-    assert proc.returncode == 1
+    assert proc.returncode == 2  # a usage error, as the README says
     assert "no session 'nope'" in proc.stderr
 
     proc = project.run("run", "--resume", "nope", "hello")

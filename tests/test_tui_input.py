@@ -24,8 +24,12 @@ def yolo(project: Project) -> None:
 
 
 def user_texts(project: Project) -> list[str]:
+    """What the user sent in each request (without the environment facts of the first)."""
     return [
-        m["content"] for r in project.ex.requests for m in r.messages[-1:] if m["role"] == "user"
+        m["content"].split("\n\nEnvironment (at the start")[0]
+        for r in project.ex.requests
+        for m in r.messages[-1:]
+        if m["role"] == "user"
     ]
 
 

@@ -965,6 +965,17 @@ class AgentSession:
             return ["No MCP servers are configured ([[mcp.servers]] in reasonix.toml)."]
         return [s.line() for s in self._mcp.status()]
 
+    def mcp_problems(self) -> list[str]:
+        """One line per configured MCP server that is not running because it failed to start
+        or exited, saying why (empty when all are well): frontends show these at start-up."""
+        if self._mcp is None:
+            return []
+        return [
+            f"MCP server {s.line()}"
+            for s in self._mcp.status()
+            if str(s.state) in ("failed", "exited")
+        ]
+
     async def mcp_restart(self, name: str) -> str:
         """Restart MCP server ``name``; the answer says how it came back (or why not)."""
         if self._mcp is None:

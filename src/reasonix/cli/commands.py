@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -416,6 +417,15 @@ def dispatch(argv: Sequence[str]) -> int:
         return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_USAGE
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`reasonix sessions list | head -1`): not a failure of ours.
+        # Point stdout at /dev/null so the interpreter's last flush does not raise again.
+        import os
+
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
 
 
 def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:

@@ -148,6 +148,7 @@ def result_object(session: AgentSession, outcome: TurnOutcome) -> dict[str, Any]
             {"tool": d.tool, "subject": d.subject, "reason": d.reason} for d in outcome.denials
         ],
         "exit_code": exit_code(outcome),
+        "mcp_problems": session.mcp_problems(),
     }
 
 
@@ -288,6 +289,9 @@ async def _run(
     except ReasonixError as exc:
         raise UsageError(str(exc)) from None
     try:
+        if fmt == "text":
+            for problem in session.mcp_problems():
+                print(f"reasonix: {problem}", file=sys.stderr)
         name, _, arguments = task.strip().partition(" ")
         plan_only = getattr(args, "plan_only", False)
         if goal is not None:

@@ -602,6 +602,8 @@ class App:
         )
         if rt.bash.notice:
             self.console.print(f"[bold yellow]warning:[/bold yellow] {escape(rt.bash.notice)}")
+        for problem in rt.mcp_problems():
+            self.renderer.line(problem, "yellow")
         if rt.resumed:
             self._recap()
 

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from reasonix.cli.commands import EXIT_FAILURE, EXIT_OK, open_store
+from reasonix.cli.commands import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, open_store
 from reasonix.errors import SessionStoreError
 from reasonix.redaction import redact
 from reasonix.store import SessionInfo, SessionStore
@@ -60,7 +60,7 @@ def _run(args: argparse.Namespace, store: SessionStore) -> int:
             "`reasonix sessions list --all`",
             file=sys.stderr,
         )
-        return EXIT_FAILURE
+        return EXIT_USAGE  # a wrong id is a usage error, as for `--resume`
     if args.action == "show":
         _print(session_line(info))
         _print(f"workspace: {info.workspace}")

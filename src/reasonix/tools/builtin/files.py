@@ -243,10 +243,7 @@ class FileTools:
             return special
         size = real.stat().st_size
         if size > READ_MAX_BYTES:
-            return ToolResult.error(
-                f"{shown} is {size:,} bytes, too large to read whole; use grep, or bash with "
-                "head/sed to read a part."
-            )
+            return self._read_large(real, shown, size, offset, limit)
         data = real.read_bytes()
         # The window is part of what was read: reading the next part of a long file is new
         # progress, reading the same part of an unchanged file again is not.
@@ -295,6 +292,50 @@ class FileTools:
             notes.append(f"[file encoding: {text.encoding}{' with BOM' if text.bom else ''}]")
         body = "\n".join(out + notes)
         return ToolResult(body, effects=(effect,))
+
+    def _read_large(self, real: Path, shown: str, size: int, offset: int, limit: int) -> ToolResult:
+        """A window of a file too large to load whole, read line by line: the lines before
+        ``offset`` are skipped, never kept, and a very long line is cut as it is read."""
+        start = max(offset, 1)
+        limit = max(1, min(limit, READ_LINE_LIMIT))
+        out: list[str] = []
+        used = number = 0
+        more = False
+        seen = hashlib.sha256()
+        with real.open("rb") as f:
+            if b"\0" in f.read(8192):
+                return ToolResult(f"{shown}: binary file ({size:,} bytes); contents not shown.")
+            f.seek(0)
+            while raw := f.readline(READ_LINE_CHARS * 4):
+                cut = not raw.endswith(b"\n")
+                while cut and (rest := f.readline(1 << 16)):
+                    if rest.endswith(b"\n"):
+                        break
+                number += 1
+                if number < start:
+                    continue
+                if len(out) >= limit:
+                    more = True
+                    break
+                seen.update(raw)
+                line = raw.decode("utf-8", "replace").rstrip("\n").removesuffix("\r")
+                if len(line) > READ_LINE_CHARS or cut:
+                    line = line[:READ_LINE_CHARS] + " [... line cut]"
+                entry = f"{number:>6}\t{line}"
+                if out and used + len(entry) + 1 > READ_TOTAL_CHARS:
+                    more = True
+                    break
+                out.append(entry)
+                used += len(entry) + 1
+        if not out:
+            return ToolResult.error(f"{shown} has {number} lines; offset {offset} is past the end.")
+        last = start + len(out) - 1
+        tail = (
+            f"call read_file with offset={last + 1} to continue" if more else "the end of the file"
+        )
+        note = f"[{shown} is {size:,} bytes, read in part: lines {start}-{last}; {tail}]"
+        effect = Effect("read", f"{shown}:{offset}+{limit}", seen.hexdigest()[:16])
+        return ToolResult("\n".join([*out, note]), effects=(effect,))
 
     def write_file(
         self,
