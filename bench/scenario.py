@@ -173,7 +173,7 @@ async def run_session(workdir: Path, *, steps_per_plan: int = 3) -> SessionRun:
                     workspace=workdir,
                     max_steps=80,
                     # small enough that one compaction fires in turn 3 of the session
-                    context_window=12_000,
+                    context_window=14_000,
                     compaction_threshold=0.5,
                     compaction_keep_turns=1,
                 ),

@@ -896,7 +896,8 @@ def toolbar_text(rt: AgentSession, width: int) -> str:
         c = cost.get(use.role)
         hit = f"{c.hit_ratio * 100:.0f}%" if c and c.requests else "–"
         spent = f"${c.cost:.4f}" if c else "$0"
-        ctx = f"{use.fraction * 100:.0f}%"
+        percent = use.fraction * 100
+        ctx = f"{percent:.1f}%" if 0 < percent < 10 else f"{percent:.0f}%"
         roles.append((use.role, use.model, ctx, hit, spent))
     head = f"{rt.mode}"
     running = len(rt.jobs.running())

@@ -10,6 +10,7 @@ short result line; diffs in tool results are coloured; plans are rendered as mar
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -100,11 +101,19 @@ def _markdown_class() -> Any:
 def _trim_blank_rows(rendered: str) -> str:
     """Rendered markdown without the blank rows Rich pads blocks with."""
     rows = rendered.split("\n")
-    while rows and not rows[0].strip():
+    while rows and not _visible(rows[0]):
         rows.pop(0)
-    while rows and not rows[-1].strip():
+    while rows and not _visible(rows[-1]):
         rows.pop()
     return "\n".join(rows)
+
+
+_SGR = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _visible(row: str) -> bool:
+    """Whether a rendered row shows anything (colour codes and spaces do not count)."""
+    return bool(_SGR.sub("", row).strip())
 
 
 def _is_table_row(line: str) -> bool:

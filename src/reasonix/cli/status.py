@@ -34,7 +34,7 @@ from reasonix.events import (
     TurnStarted,
     UsageEvent,
 )
-from reasonix.safety.permissions import printable
+from reasonix.terminal_text import printable
 
 __all__ = ["LiveStatus", "StatusFile", "fit", "format_tokens"]
 

@@ -1,0 +1,76 @@
+"""Slash commands in the interactive app, read off an emulated screen: /model switches a role's
+model for the next turns after saying what it costs, /rewind with a bad argument says what to
+type, and the idle toolbar is reset by /clear."""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import pytest
+
+from reasonix.testing import Reply
+from tests.test_cli_support import Project, project
+from tests.tui_support import Terminal
+
+__all__ = ["project"]
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")
+
+
+def toolbar(screen: str) -> str:
+    return next(r for r in screen.splitlines() if "session $" in r)
+
+
+def test_model_switch_says_what_it_costs_and_applies_next_turn(project: Project) -> None:
+    project.ex.push(Reply.text("On flash."), Reply.text("On pro now."))
+    term = Terminal(project)
+    try:
+        term.wait("/help for commands")
+        term.sendline("first")
+        term.wait("On flash.")
+        term.sendline("/model executor deepseek-v4-pro")
+        screen = term.wait("later requests are cached again")
+        assert "now runs on deepseek-v4-pro (was deepseek-v4-flash)" in screen
+        assert re.search(r"about \d+ prompt tokens uncached \(about \$\d", screen)
+        term.sendline("second")
+        screen = term.wait("On pro now.")
+        assert "cache miss" not in screen  # a planned break, not a surprise
+        term.sendline("/model")
+        term.wait("executor: deepseek-v4-pro")
+        term.sendline("/model executor no-such-model")
+        term.wait("Unknown model 'no-such-model'")
+    finally:
+        term.close()
+    first, second = project.ex.requests
+    assert first.body["model"] == "deepseek-v4-flash"
+    assert second.body["model"] == "deepseek-v4-pro"
+    assert second.messages[: len(first.messages)] == first.messages  # the history is kept
+
+
+def test_rewind_with_a_word_says_what_to_type(project: Project) -> None:
+    term = Terminal(project)
+    try:
+        term.wait("/help for commands")
+        term.sendline("/rewind abc")
+        screen = term.wait(r"Usage: /rewind \[TURN\]")
+        assert "invalid literal" not in screen
+    finally:
+        term.close()
+
+
+def test_the_toolbar_is_current_after_clear(project: Project) -> None:
+    project.ex.push(Reply.text("Some answer that costs a little."))
+    term = Terminal(project)
+    try:
+        term.wait("/help for commands")
+        term.sendline("spend")
+        term.wait("costs a little")
+        screen = term.wait(r"session \$0\.0*[1-9]")
+        assert re.search(r"executor \S+ ctx [1-9]", toolbar(screen)) or "ctx 0%" in toolbar(screen)
+        term.sendline("/clear")
+        term.wait("New session")
+        screen = term.wait(lambda s: "session $0.0000" in s)
+        assert "ctx 0%" in toolbar(screen) and "hit –" in toolbar(screen)
+    finally:
+        term.close()
