@@ -114,7 +114,8 @@ def main() -> int:
             fake_project_toml(ex.base_url, pl.base_url, key_env="REASONIX_FAKE_KEY")
         )
         (cfg / "config.toml").write_text(
-            f'[trust]\nfolders = [{json.dumps(str(proj))}]\n\n[permissions]\nallow = ["bash(python -m pytest*)"]\n'
+            f"[trust]\nfolders = [{json.dumps(str(proj))}]\n\n"
+            '[permissions]\nallow = ["bash(python -m pytest*)"]\n'
         )
         ex.push(
             Reply.calls(
