@@ -10,6 +10,7 @@ import pytest
 
 from reasonix.agent.compaction import SUMMARY_INSTRUCTION
 from reasonix.app import AgentSession
+from reasonix.app.environment import without_environment
 from reasonix.config import load_config
 from reasonix.messages import UserMessage
 from reasonix.store import SessionStore
@@ -164,7 +165,7 @@ async def test_two_processes_never_share_a_session(
     try:
         assert b.session_id == a_id
         stored = store_b.load_messages(a_id, "executor")
-        assert [m.content for m in stored if isinstance(m, UserMessage)] == [
+        assert [without_environment(m.content) for m in stored if isinstance(m, UserMessage)] == [
             "question in A",
             "more in A",
         ]

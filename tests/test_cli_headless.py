@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from reasonix.app.environment import without_environment
 from reasonix.store import SessionStore
 from reasonix.testing import Fault, Reply
 from tests.test_cli_support import KEY_ENV, Project, json_lines, project
@@ -63,7 +64,8 @@ def test_stream_json_events_then_result_and_task_from_stdin(project: Project) ->
     assert all("role" in e for e in events)
     assert result["type"] == "result"
     assert result["result"] == "streamed answer"
-    assert project.ex.requests[0].messages[-1]["content"] == "what is 2+2?\n"
+    sent = project.ex.requests[0].messages[-1]["content"]
+    assert without_environment(sent) == "what is 2+2?\n"
 
 
 def test_text_output_prints_the_answer(project: Project) -> None:
@@ -267,7 +269,8 @@ def test_task_that_is_not_utf8(project: Project, how: str) -> None:
     )
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")
     (result,) = json_lines(proc.stdout.decode())
-    assert project.ex.requests[0].messages[-1]["content"] == "fix the caf\ufffd bug"
+    sent = project.ex.requests[0].messages[-1]["content"]
+    assert without_environment(sent) == "fix the caf\ufffd bug"
     with SessionStore(project.data / "sessions.db") as store:
         info = store.get_session(result["session_id"])
     assert info is not None and info.title == "fix the caf\ufffd bug"

@@ -17,7 +17,10 @@ from pathlib import Path
 
 from reasonix.safety.environment import git_environment
 
-__all__ = ["environment_facts"]
+__all__ = ["FACTS_HEADING", "environment_facts", "without_environment"]
+
+#: the first line of the facts block
+FACTS_HEADING = "Environment (at the start of this session):"
 
 #: git's answer is a nicety: never let a slow or broken repository hold up the first turn
 _GIT_TIMEOUT = 3.0
@@ -36,7 +39,7 @@ def environment_facts(
     system = platform.system() or "unknown OS"
     release = platform.release()
     lines = [
-        "Environment (at the start of this session):",
+        FACTS_HEADING,
         f"- OS: {system} {release}".rstrip(),
         f"- shell: {shell} (the bash tool runs commands with bash)",
         f"- folder: {workspace}",
@@ -44,6 +47,11 @@ def environment_facts(
         f"- git: {_git_summary(workspace)}",
     ]
     return "\n".join(lines)
+
+
+def without_environment(text: str) -> str:
+    """A first user message as the user wrote it: the facts block appended to it cut off."""
+    return text.split(f"\n\n{FACTS_HEADING}", 1)[0]
 
 
 def _git_summary(workspace: Path) -> str:
