@@ -552,7 +552,7 @@ class App:
                 self._arm_interrupt()
                 if self._queued:
                     text = self._queued.pop(0)
-                    self.console.print(f"› {text}", style="bold", markup=False, highlight=False)
+                    self.renderer.line(f"› {text}", "bold")
                 else:
                     draft, self._draft = self._draft, ""
                     try:
@@ -585,9 +585,9 @@ class App:
         """``@path`` mentions: attach the files at the tail of the message, and say so."""
         attached = attach_mentions(text, Path.cwd())
         for path in attached.paths:
-            self.console.print(f"[dim]attached @{escape(path)}[/dim]")
+            self.renderer.line(f"attached @{path}", "dim")
         for note in attached.notes:
-            self.console.print(f"[yellow]{escape(note)}[/yellow]")
+            self.renderer.line(note, "yellow")
         return attached.text
 
     def _banner(self) -> None:
@@ -617,13 +617,10 @@ class App:
         self.console.print(f"[dim]── recap: the last {len(turns)} turn(s)[/dim]")
         width = max(self.console.width - 4, 20)
         for user, answer in turns:
-            self.console.print(
-                Text("› " + fit(user, width), style="bold"), markup=False, highlight=False
-            )
+            # Stored text came from the user and the model: shown, never obeyed.
+            self.console.print(Text("› " + fit(printable(user), width), style="bold"))
             if answer:
-                self.console.print(
-                    Text("  " + fit(answer, width), style="dim"), markup=False, highlight=False
-                )
+                self.console.print(Text("  " + fit(printable(answer), width), style="dim"))
 
     # -- turns -------------------------------------------------------------------------------------
 

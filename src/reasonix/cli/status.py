@@ -135,7 +135,9 @@ class LiveStatus:
             line = " · ".join(parts)
         rows = [fit(f"{line} · {hint}", width - 1)]
         if self.queued:
-            rows.append(fit(f"queued ({len(self.queued)}): {self.queued[-1]}", width - 1))
+            rows.append(
+                fit(f"queued ({len(self.queued)}): {printable(self.queued[-1])}", width - 1)
+            )
         if self.typed or self.queued:
             rows.append(fit(f"› {printable(self.typed)}▏", width - 1))
         return rows
