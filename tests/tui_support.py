@@ -70,7 +70,7 @@ class Terminal:
     def rows(self) -> list[str]:
         return [row.rstrip() for row in self.screen.display]
 
-    def wait(self, what: str | Callable[[str], bool], timeout: float = 30) -> str:
+    def wait(self, what: str | Callable[[str], bool], timeout: float = 60) -> str:
         """Wait until the screen shows ``what`` (a regex, or a predicate over the screen text);
         returns the screen text then."""
         check: Callable[[str], bool]
