@@ -426,11 +426,7 @@ class PermissionEngine:
             again = self._match_allow(self.session_allow, tool, subject)
             if again is not None:
                 return self._emit(tool, subject, True, "session", again.text)
-            shown = subject.describe()
-            if subject.kind == "command" and isinstance(arguments.get("command"), str):
-                # The command exactly as it will run: its parts joined would show a pipe or
-                # an && as something else.
-                shown = printable(arguments["command"], keep_layout=True)
+            shown = _shown_subject(subject, arguments)
             request = ApprovalRequest(
                 tool=tool.name,
                 category=tool.category,
@@ -475,7 +471,7 @@ class PermissionEngine:
                 tool=tool.name,
                 category=tool.category,
                 arguments=dict(arguments),
-                subject=subject.describe(),
+                subject=_shown_subject(subject, arguments),
                 reason=reason,
                 session_rules=(),
                 mode=self._mode,
@@ -617,6 +613,14 @@ class PermissionEngine:
             self.on_decision(record)
         permission = Permission.ALLOW if allowed else Permission.DENY
         return PermissionDecision(permission, reason)
+
+
+def _shown_subject(subject: Subject, arguments: Mapping[str, Any]) -> str:
+    """What an approval shows: a command exactly as it will run (its parts joined would show a
+    pipe or an && as something else), other subjects as the rules see them."""
+    if subject.kind == "command" and isinstance(arguments.get("command"), str):
+        return printable(arguments["command"], keep_layout=True)
+    return subject.describe()
 
 
 def session_rules_for(tool: Tool, subject: Subject) -> tuple[str, ...]:
