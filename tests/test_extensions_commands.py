@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from reasonix.app.environment import without_environment
 from reasonix.app.extensions import Extensions
 from reasonix.extensions.commands import (
     bash_rule,
@@ -159,7 +160,8 @@ def test_custom_command_through_reasonix_run(project: Project) -> None:
     project.ex.push(Reply.text("ok"))
     proc = project.run("run", "/nonexistent thing")
     assert proc.returncode == 0, proc.stderr
-    assert project.ex.requests[1].messages[-1]["content"] == "/nonexistent thing"
+    sent = project.ex.requests[1].messages[-1]["content"]
+    assert without_environment(sent) == "/nonexistent thing"
 
 
 def test_adding_a_command_or_skill_changes_the_trust_fingerprint(tmp_path: Path) -> None:

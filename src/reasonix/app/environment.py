@@ -51,7 +51,9 @@ def environment_facts(
 
 def without_environment(text: str) -> str:
     """A first user message as the user wrote it: the facts block appended to it cut off."""
-    return text.split(f"\n\n{FACTS_HEADING}", 1)[0]
+    head, found, _ = text.partition(f"\n{FACTS_HEADING}")
+    # The facts follow the text after a blank line, or another tail note after a newline.
+    return head.removesuffix("\n") if found else text
 
 
 def _git_summary(workspace: Path) -> str:
