@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from reasonix.app.approvals import proposed_session_rules
 from reasonix.safety.permissions import ApprovalRequest, Mode
 from reasonix.safety.sandbox import Sandbox
@@ -17,11 +19,21 @@ def request(command: str) -> ApprovalRequest:
 
 
 def test_program_and_subcommand_for_ordinary_commands() -> None:
-    assert proposed_session_rules(request("git status --short")) == ("bash(git status*)",)
-    assert proposed_session_rules(request("pytest -q tests")) == ("bash(pytest*)",)
+    assert proposed_session_rules(request("git status --short")) == (
+        "bash(git status)",
+        "bash(git status *)",
+    )
+    assert proposed_session_rules(request("pytest -q tests")) == ("bash(pytest)", "bash(pytest *)")
     assert proposed_session_rules(request("git diff && git log -3")) == (
-        "bash(git diff*)",
-        "bash(git log*)",
+        "bash(git diff)",
+        "bash(git diff *)",
+        "bash(git log)",
+        "bash(git log *)",
+    )
+    # Quotes are read as the shell reads them: the program is git, the subcommand log.
+    assert proposed_session_rules(request("'git' log --format='%h %s'")) == (
+        "bash(git log)",
+        "bash(git log *)",
     )
 
 
@@ -34,6 +46,24 @@ def test_risky_programs_and_unclear_commands_keep_the_exact_rule() -> None:
     # Output redirection or command substitution: the engine's exact rules, never a prefix.
     assert proposed_session_rules(request("git status > out")) == ("bash(git status > out)",)
     assert proposed_session_rules(request("echo $(id)")) == ("bash(echo $(id))",)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "nice -n 5 make test",  # a wrapper: `bash(nice *)` would cover `nice rm -rf ~`
+        "timeout 60 pytest",
+        "git -C ../other status",  # no subcommand in second place: `git *` would be everything
+        "make",
+        "FOO=1 make test",
+        "make $TARGET",
+        "/usr/bin/git status",
+        "cat <<EOF\nunfinished",
+    ],
+)
+def test_commands_a_broader_rule_would_overreach_keep_the_exact_rule(command: str) -> None:
+    proposed = proposed_session_rules(request(command))
+    assert len(proposed) == 1 and "*" not in proposed[0], proposed
 
 
 def test_edit_previews_validate_without_writing(tmp_path: Path) -> None:

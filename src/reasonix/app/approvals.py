@@ -23,6 +23,9 @@ from reasonix.errors import SessionError
 from reasonix.events import Event, Sink
 from reasonix.safety.patterns import escape_command_pattern
 from reasonix.safety.permissions import ApprovalAnswer, ApprovalRequest, scan_command
+from reasonix.safety.shell_lexer import Command
+from reasonix.safety.shell_lexer import parse as parse_shell
+from reasonix.safety.shell_rules import command_forms as shell_command_forms
 
 __all__ = [
     "ApprovalAnswered",
@@ -42,77 +45,77 @@ CHOICES: tuple[ApprovalChoice, ...] = ("allow_once", "allow_session", "deny")
 #: programs whose every use is approved on its own: a rule by program and subcommand would
 #: allow too much (deleting, fetching and running code, changing owners, elevating)
 _EXACT_ONLY = frozenset(
-    [
-        "rm",
-        "rmdir",
-        "sudo",
-        "su",
-        "doas",
-        "dd",
-        "mkfs",
-        "chmod",
-        "chown",
-        "chgrp",
-        "curl",
-        "wget",
-        "sh",
-        "bash",
-        "zsh",
-        "dash",
-        "fish",
-        "eval",
-        "exec",
-        "env",
-        "xargs",
-        "find",
-        "kill",
-        "pkill",
-        "killall",
-        "python",
-        "python3",
-        "node",
-        "perl",
-        "ruby",
-        "php",
-        "ssh",
-        "scp",
-        "rsync",
-        "mv",
-        "cp",
-        "ln",
-        "tee",
-        "truncate",
-        "shred",
-    ]
-)
+    {"rm", "rmdir", "sudo", "su", "doas", "dd", "mkfs", "chmod", "chown", "chgrp", "curl",
+     "wget", "sh", "bash", "zsh", "dash", "fish", "ksh", "eval", "exec", "source", ".", "env",
+     "xargs", "find", "kill", "pkill", "killall", "python", "python3", "node", "perl", "ruby",
+     "php", "ssh", "scp", "rsync", "mv", "cp", "ln", "tee", "truncate", "shred", "install",
+     "nc", "ncat", "socat", "crontab", "systemctl", "docker", "podman"}
+)  # fmt: skip
+#: programs whose second word names what they do (``git status``, ``npm test``, ``make lint``):
+#: their rule keeps that word; any other program's rule is by program alone
+_WITH_SUBCOMMANDS = frozenset(
+    {"git", "npm", "pnpm", "yarn", "bun", "deno", "cargo", "go", "pip", "pip3", "uv", "poetry",
+     "pipenv", "pdm", "hatch", "tox", "nox", "conda", "make", "just", "gh", "kubectl", "helm",
+     "terraform", "dotnet", "mvn", "gradle", "rustup", "brew", "apt", "apt-get", "dnf",
+     "pacman", "bundle", "rake", "mix", "composer", "cmake", "ctest"}
+)  # fmt: skip
+_PROGRAM = re.compile(r"[A-Za-z0-9_][\w.+-]*\Z")
 _SUBCOMMAND = re.compile(r"[A-Za-z][\w:.-]*\Z")
 
 
 def proposed_session_rules(request: ApprovalRequest) -> tuple[str, ...]:
-    """The rules to propose for "allow for this session": for a command, its program and
-    subcommand (``bash(git status*)``, ``bash(pytest*)``) for each part, so the next similar
-    command does not ask again; the exact command for programs in :data:`_EXACT_ONLY`, and the
-    request's own (exact) rules for everything else. A frontend shows them for the user to
-    accept or edit."""
+    """The rules to propose for "allow for this session". A command is read by the shell lexer
+    (:mod:`reasonix.safety.shell_lexer`, what the rules engine reads too); each simple command in
+    it gets its program and subcommand, ``bash(git status)`` and ``bash(git status *)``, or its
+    program alone for a program without subcommands (``bash(pytest)``, ``bash(pytest *)``), so
+    the next similar command does not ask again, while ``git statusx`` (or ``lsof`` after
+    ``ls``) is not covered. A command keeps its exact rule when a broader one would allow too
+    much or is unclear: a program in :data:`_EXACT_ONLY`, a wrapper that runs another command
+    (``nice``, ``timeout``: the rule would cover whatever it wraps), a path or an unusual name
+    as the program, a word known only at run time, environment assignments, or a line the
+    lexer cannot fully analyse, with a substitution or a redirection into a file. Other tools
+    get the request's own (exact) rules. A frontend shows them for the user to accept or edit.
+
+    The rules engine still decides every later call: an allow rule never covers a side effect
+    the command's text does not show (``git diff --output=x``, ``find -exec``), so a broad
+    proposal cannot let one through (see :func:`reasonix.safety.shell_rules.allow_obstacle`)."""
     command = request.arguments.get("command")
     if request.category != "bash" or not isinstance(command, str):
         return request.session_rules
+    script = parse_shell(command)
     scan = scan_command(command)
-    if scan.opaque or scan.redirects or not scan.parts:
+    if not script.sure or script.substitutions or scan.redirects or not scan.parts:
+        return request.session_rules
+    commands = [c for c in script.commands if c.words and c.text]
+    if len(commands) != len(scan.parts):
         return request.session_rules
     rules: list[str] = []
-    for part in scan.parts:
-        words = part.split()
-        program = words[0] if words else ""
-        if not program or "/" in program or "=" in program or program in _EXACT_ONLY:
-            rule = f"{request.category}({escape_command_pattern(part)})"
-        elif len(words) > 1 and _SUBCOMMAND.match(words[1]):
-            rule = f"{request.category}({escape_command_pattern(program + ' ' + words[1])}*)"
-        else:
-            rule = f"{request.category}({escape_command_pattern(program)}*)"
-        if rule not in rules:
-            rules.append(rule)
+    for cmd, part in zip(commands, scan.parts, strict=True):
+        for rule in _command_rules(request.category, cmd, part):
+            if rule not in rules:
+                rules.append(rule)
     return tuple(rules)
+
+
+def _command_rules(category: str, cmd: Command, part: str) -> tuple[str, ...]:
+    exact = (f"{category}({escape_command_pattern(part)})",)
+    argv = cmd.argv
+    program = argv[0]
+    if (
+        cmd.assignments
+        or not all(w.literal for w in cmd.words)
+        or not _PROGRAM.match(program)
+        or program in _EXACT_ONLY
+        or len(shell_command_forms(part)) > 1  # a wrapper: the rule would cover what it runs
+    ):
+        return exact
+    words = [program]
+    if program in _WITH_SUBCOMMANDS:
+        if len(argv) < 2 or not _SUBCOMMAND.match(argv[1]):
+            return exact  # ``git -C dir status``, a bare ``make``: no subcommand to name
+        words.append(argv[1])
+    stem = escape_command_pattern(" ".join(words))
+    return (f"{category}({stem})", f"{category}({stem} *)")
 
 
 @dataclass(frozen=True, slots=True)
