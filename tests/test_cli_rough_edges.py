@@ -3,6 +3,7 @@ a wrong session id, a file too large to load whole, an MCP server that fails to 
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 
@@ -69,3 +70,21 @@ def test_mcp_start_failures_are_reported_in_text_and_json(project: Project) -> N
     (result,) = json_lines(js.stdout)
     (problem,) = result["mcp_problems"]
     assert problem.startswith("MCP server broken") and "failed" in problem
+
+
+def test_many_searches_leave_no_unknown_child_warning(project: Project) -> None:
+    # Each grep runs rg; finishing one used to reap it behind asyncio's back now and then (one
+    # search in ten to a hundred here), which printed "Unknown child process pid ..." on stderr.
+    # 200 searches show it in most runs without the fix.
+    assert shutil.which("rg"), "this test needs ripgrep (rg) on PATH"
+    for i in range(20):
+        (project.root / f"f{i}.txt").write_text(f"hello {i}\n")
+    # distinct patterns: a repeated identical call is not run again
+    batches = [[("grep", {"pattern": f"hello|x{b}{k}"}) for k in range(20)] for b in range(10)]
+    project.ex.push(*[Reply.calls(*batch) for batch in batches], Reply.text("Searched."))
+    proc = project.run("run", "--yes", "search a lot")
+    assert proc.returncode == 0, proc.stderr
+    assert "Searched." in proc.stdout
+    assert len(project.ex.requests) == 11
+    assert "hello 19" in str(project.ex.requests[-1].messages[-1])
+    assert "Unknown child" not in proc.stderr, proc.stderr

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shutil
+import signal
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -398,6 +399,7 @@ class _GrepRun:
         current: str | None = None
         hits: list[tuple[int, str, bool]] = []
         allowed = True
+        read_all = False
         try:
             async for raw in proc.stdout:
                 if self.truncated:
@@ -416,10 +418,15 @@ class _GrepRun:
                     if allowed and hits:
                         self.add_file(self._label(current), hits)
                     current = None
+            read_all = not self.truncated
         finally:
-            if proc.returncode is None:
+            if not read_all and proc.returncode is None:
+                # Signalled by pid: Process.kill() first polls the child, which reaps it when it
+                # has just exited, behind the back of asyncio's watcher (which then logs
+                # "Unknown child process pid ..." on stderr). rg that wrote all its output is
+                # left to exit on its own.
                 with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
+                    os.kill(proc.pid, signal.SIGKILL)
             await proc.wait()
 
     def _allowed(self, found: Path) -> bool:
