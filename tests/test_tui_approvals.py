@@ -1,5 +1,6 @@
 """Approvals that show what will happen, read off an emulated screen: an edit's diff, a new
-file's head, the command exactly as it will run; a failing edit is not asked about; "for this
+file's head, the command exactly as it will run (and an approved diff is not printed again as
+the result); a failing edit is not asked about; "for this
 session" proposes a program-and-subcommand rule that the next similar command then uses."""
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ def test_edit_approval_shows_the_diff_and_a_failing_edit_is_not_asked(project: P
         assert (project.root / "calc.py").read_text().endswith("a - b\n")  # not yet written
         term.sendline("y")
         screen = term.wait(r"Creates notes\.md \(2 lines")
+        # The approved diff is not printed a second time as the edit's result.
+        assert "(the diff shown above)" in screen, screen
+        assert sum(r.strip() == "-    return a - b" for r in screen.splitlines()) == 1, screen
         assert "# Notes" in screen and "line two" in screen
         term.sendline("y")
         term.wait("Fixed and noted.")

@@ -223,6 +223,8 @@ class TerminalRenderer:
         #: every tool result shown, numbered from 1: (call summary, content, is_error)
         self.results: list[tuple[str, str, bool]] = []
         self._calls: dict[str, str] = {}
+        #: the diff an approval just showed, so the edit's result does not show it again
+        self._previewed: list[str] = []
         # Markdown needs cursor control: only on a terminal; pipes and logs get the raw text.
         self._md = MarkdownLines(self.console) if self.console.is_terminal else None
 
@@ -364,7 +366,14 @@ class TerminalRenderer:
                 error.append(f"\n    … {more} more lines{tag}", style="dim")
             self.line(error)
             return
+        previewed, self._previewed = self._previewed, []
         if _is_diff(lines):
+            at = next(i for i, line in enumerate(lines) if line.startswith(("---", "@@")))
+            if previewed and lines[at:] == previewed[-len(lines[at:]) :]:
+                # The person approved this very diff a moment ago: say it was applied.
+                head = " ".join(line.strip() for line in lines[:at]) or "applied"
+                self.line(Text(f"  ⎿ {head} (the diff shown above){tag}", style="dim"))
+                return
             self._diff(lines)
             return
         text = [line.strip() for line in lines if line.strip()] or ["(no output)"]
@@ -396,6 +405,7 @@ class TerminalRenderer:
         """What a call will do, before it is approved: a diff coloured, other text dimmed."""
         lines = printable(text, keep_layout=True).splitlines()
         if _is_diff(lines):
+            self._previewed = lines
             self._diff(lines, limit=80)
             return
         body = Text()
