@@ -27,6 +27,16 @@ def test_denied_calls_end_the_turn_without_replanning(project: Project) -> None:
     assert len(project.ex.requests) == 2  # one more chance to take another way, then stop
 
 
+def test_refused_steps_sets_how_many_refused_steps_end_the_turn(project: Project) -> None:
+    toml = project.root / "reasonix.toml"
+    toml.write_text(toml.read_text().replace("[executor]\n", "[executor]\nrefused_steps = 4\n", 1))
+    project.ex.push(*[Reply.call("bash", {"command": f"rm -rf build{i}"}) for i in range(6)])
+    proc = project.run("run", "--output-format", "json", "clean the build")
+    (result,) = json_lines(proc.stdout)
+    assert result["stop_reason"] == "refused", proc.stderr
+    assert len(project.ex.requests) == 4 and project.pl.requests == []
+
+
 def test_a_refusal_followed_by_another_way_is_not_cut_short(project: Project) -> None:
     project.ex.push(
         Reply.call("bash", {"command": "rm -rf build"}),

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from reasonix.app.environment import without_environment
 from reasonix.testing import FakeDeepSeekServer, Reply
 from reasonix.testing.project import fake_project_toml
 from tests.support.cli import FAKE_KEY_ENV, cli_env, run_cli
@@ -203,7 +204,8 @@ def test_rewind_cuts_the_conversation_so_the_session_continues_from_there(world:
     assert (world.root / "a.txt").read_bytes() == b"alpha\n"
     world.ex.push(Reply.text("fresh"))
     assert world.reasonix("run", "-c", "--yes", "--no-planner", "again").returncode == 0
-    sent = [m.get("content") for m in world.ex.last_request.messages]
+    # (the first user message carries the environment facts after the user's words)
+    sent = [without_environment(str(m.get("content"))) for m in world.ex.last_request.messages]
     assert "again" in sent
     assert "clean up the workspace" not in sent and "second task" not in sent
 

@@ -63,8 +63,8 @@ class Lab:
     def write_user_config(self, extra: str = "") -> None:
         """The user's own config: providers on loopback, then ``extra`` tables."""
         base = fake_project_toml(self.ex.base_url, self.pl.base_url, key_env=KEY_ENV)
-        base = base.replace("[executor]\n", "[executor]\nmax_steps = 80\n", 1)
-        # A run of refused probes is not a stall to end the turn on.
+        # A run of refused probes ends neither as refused nor as a stall: every probe is tried.
+        base = base.replace("[executor]\n", "[executor]\nmax_steps = 80\nrefused_steps = 200\n", 1)
         base = base.replace("[planner]\n", "[planner]\nstall_rounds = 200\n", 1)
         (self.config_dir / "config.toml").write_text(base + "\n" + extra)
 

@@ -277,6 +277,7 @@ def make_controller(
         gate=GateOptions(mode=config.planner.gate, threshold=config.planner.gate_threshold),
         max_replans=config.planner.max_replans,
         stall_rounds=config.planner.stall_rounds,
+        refused_steps=config.executor.refused_steps,
         approver=plan_approver,
         max_cost_usd=config.budget.max_session_usd or None,
     )

@@ -56,11 +56,22 @@ def without_environment(text: str) -> str:
     return head.removesuffix("\n") if found else text
 
 
+#: Settings that keep a planted repository from running anything while the facts are read:
+#: these commands run before any approval and outside the sandbox, in a folder that may not be
+#: the user's (a ``core.fsmonitor`` program, hooks, submodules).
+_SAFE_GIT = (
+    "-c", "core.fsmonitor=false",
+    "-c", "core.hooksPath=/dev/null",
+    "-c", "core.untrackedCache=false",
+    "--no-optional-locks",  # status does not rewrite the index (no post-index-change hook)
+)  # fmt: skip
+
+
 def _git_summary(workspace: Path) -> str:
-    def git(*args: str) -> str | None:
+    def git(*args: str, flags: tuple[str, ...] = ()) -> str | None:
         try:
             proc = subprocess.run(
-                ["git", *args],
+                ["git", *_SAFE_GIT, *flags, *args],
                 cwd=workspace,
                 env=git_environment(),
                 capture_output=True,
@@ -75,7 +86,17 @@ def _git_summary(workspace: Path) -> str:
     if git("rev-parse", "--is-inside-work-tree") is None:
         return "not a git repository"
     branch = (git("branch", "--show-current") or "").strip() or "(detached HEAD)"
-    status = git("status", "--porcelain")
+    # `git status` runs a filter driver's clean command on changed files (to compare their
+    # content): every driver the configuration defines is switched off for this call.
+    drivers = git("config", "--get-regexp", r"^filter\.") or ""
+    names = {key.rsplit(".", 1)[0] for key, *_ in (line.split() for line in drivers.splitlines())}
+    off = tuple(
+        arg
+        for name in sorted(names)
+        for what in ("clean", "smudge", "process")
+        for arg in ("-c", f"{name}.{what}=")
+    )
+    status = git("status", "--porcelain", "--ignore-submodules=all", flags=off)
     if status is None:
         return f"branch {branch}"
     entries = [line for line in status.splitlines() if line.strip()]

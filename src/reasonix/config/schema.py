@@ -170,9 +170,14 @@ class RoleConfig:
 
 @dataclass(frozen=True, slots=True)
 class ExecutorConfig(RoleConfig):
-    """The executor role (``[executor]``); ``max_steps`` bounds model ↔ tool rounds per turn."""
+    """The executor role (``[executor]``); ``max_steps`` bounds model ↔ tool rounds per turn;
+    ``refused_steps``: steps in a row whose every call was refused before the turn ends as
+    ``refused`` (a new plan cannot make a refused call allowed, so the planner is not paid)."""
 
     max_steps: int = setting(50, "model <-> tool rounds per turn", minimum=1)
+    refused_steps: int = setting(
+        2, "steps in a row with every call refused before the turn ends", minimum=1
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,8 +44,6 @@ CORRECTIVE = (
 PlanApprover = Callable[[Plan], "bool | Awaitable[bool]"]
 
 BUDGET_HINT = "Raise [budget] max_session_usd (or --max-cost) to continue."
-#: executor steps in a row whose every call was refused before the turn ends as refused
-REFUSED_STEPS = 2
 REFUSAL_HINT = (
     "To allow such calls: answer 'a' (for this session) when asked, add a rule to "
     "[permissions] allow in reasonix.toml, or change the permission mode (/mode auto-edit or "
@@ -70,8 +68,10 @@ def refusal_note(refusals: list[str], shown: int = 3) -> str:
 @dataclass
 class OrchestratorOptions:
     """Gate settings, the stall rule (``stall_rounds`` executor steps without host-observed
-    progress, or the same failing call ``repeat_failures`` times in a row), the re-plan bound,
-    the planner's step budget and the approval callback (None = headless: stop and report)."""
+    progress, or the same failing call ``repeat_failures`` times in a row), the refusal rule
+    (``refused_steps`` steps in a row whose every call was refused end the turn as ``refused``),
+    the re-plan bound, the planner's step budget and the approval callback (None = headless:
+    stop and report)."""
 
     gate: GateOptions = field(default_factory=GateOptions)
     #: stop once the session has spent this much (USD, all roles); None for no limit
@@ -79,6 +79,7 @@ class OrchestratorOptions:
     max_replans: int = 2
     stall_rounds: int = 4
     repeat_failures: int = 3
+    refused_steps: int = 2
     brief_chars: int = 4000
     approver: PlanApprover | None = None
 
@@ -106,10 +107,10 @@ class TurnResult:
     """What one ``run_turn`` produced. ``stop_reason`` (:data:`TurnStopReason`): the
     executor's (``done``, ``step_limit``, ``error``, ``length``, ``content_filter``,
     ``cancelled``, ``paused``, ``needs_input`` when a tool call waits for the user's answer)
-    or the orchestrator's (``plan_only``, ``plan_declined``,
-    ``plan_failed``, ``stalled``, ``budget``), or the session's ``prompt_blocked`` when a hook
-    refused the prompt before it reached the model; a goal (:mod:`reasonix.app.goal`) also
-    ends ``blocked`` or ``max_turns``."""
+    or the orchestrator's (``plan_only``, ``plan_declined``, ``plan_failed``, ``stalled``,
+    ``budget``, ``refused``), or the session's ``prompt_blocked`` when a hook refused the prompt
+    before it reached the model; a goal (:mod:`reasonix.app.goal`) also ends ``blocked`` or
+    ``max_turns``."""
 
     text: str
     route: Route
@@ -182,7 +183,7 @@ class _StallWatch:
             # refused and how to allow it, without paying the planner.
             self.refusals.extend(d for d in denied if d not in self.refusals)
             self.refused_steps += 1
-            if self.refused_steps >= REFUSED_STEPS:
+            if self.refused_steps >= self.options.refused_steps:
                 self.refused = True
                 self.reason = "the calls the executor needs were refused"
                 return "pause"
