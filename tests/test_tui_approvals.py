@@ -19,7 +19,9 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX p
 
 
 def test_edit_approval_shows_the_diff_and_a_failing_edit_is_not_asked(project: Project) -> None:
-    (project.root / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    # blank lines after the change: its diff ends in blank context lines
+    calc = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
+    (project.root / "calc.py").write_text(calc)
     project.ex.push(
         Reply.call("edit_file", {"path": "calc.py", "old_string": "nope", "new_string": "x"}),
         Reply.call(
@@ -40,7 +42,7 @@ def test_edit_approval_shows_the_diff_and_a_failing_edit_is_not_asked(project: P
         rows = screen.splitlines()
         assert any(r.strip() == "-    return a - b" for r in rows), screen
         assert any(r.strip() == "+    return a + b" for r in rows), screen
-        assert (project.root / "calc.py").read_text().endswith("a - b\n")  # not yet written
+        assert (project.root / "calc.py").read_text() == calc  # not yet written
         term.sendline("y")
         screen = term.wait(r"Creates notes\.md \(2 lines")
         # The approved diff is not printed a second time as the edit's result.
@@ -49,7 +51,7 @@ def test_edit_approval_shows_the_diff_and_a_failing_edit_is_not_asked(project: P
         assert "# Notes" in screen and "line two" in screen
         term.sendline("y")
         term.wait("Fixed and noted.")
-        assert (project.root / "calc.py").read_text().endswith("a + b\n")
+        assert (project.root / "calc.py").read_text() == calc.replace("a - b", "a + b")
         assert (project.root / "notes.md").read_text() == "# Notes\nline two\n"
     finally:
         term.close()

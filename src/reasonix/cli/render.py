@@ -66,6 +66,16 @@ def summarize_call(name: str, arguments: str, width: int = 80) -> str:
     return f"{name}({shown})"
 
 
+def _diff_body(lines: list[str]) -> list[str]:
+    """A diff's lines from its first header on, without trailing blanks (a tool's result may
+    have been stripped where its preview was not)."""
+    start = next((i for i, line in enumerate(lines) if line.startswith(("---", "@@"))), 0)
+    body = [line.rstrip() for line in lines[start:]]
+    while body and not body[-1]:
+        body.pop()
+    return body
+
+
 def _is_diff(lines: list[str]) -> bool:
     return any(line.startswith("@@") for line in lines) and any(
         line.startswith(("+", "-")) for line in lines
@@ -369,7 +379,7 @@ class TerminalRenderer:
         previewed, self._previewed = self._previewed, []
         if _is_diff(lines):
             at = next(i for i, line in enumerate(lines) if line.startswith(("---", "@@")))
-            if previewed and lines[at:] == previewed[-len(lines[at:]) :]:
+            if previewed and _diff_body(lines[at:]) == _diff_body(previewed):
                 # The person approved this very diff a moment ago: say it was applied.
                 head = " ".join(line.strip() for line in lines[:at]) or "applied"
                 self.line(Text(f"  ⎿ {head} (the diff shown above){tag}", style="dim"))
