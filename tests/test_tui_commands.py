@@ -74,3 +74,40 @@ def test_the_toolbar_is_current_after_clear(project: Project) -> None:
         assert "ctx 0%" in toolbar(screen) and "hit –" in toolbar(screen)
     finally:
         term.close()
+
+
+def executor_ctx(screen: str) -> float:
+    found = re.search(r"executor \S+ ctx ([\d.]+)%", toolbar(screen))
+    assert found, toolbar(screen)
+    return float(found.group(1))
+
+
+def test_the_toolbar_is_current_after_rewind_and_compact(project: Project) -> None:
+    long = "A long answer to fill the context. " * 300
+    project.ex.push(
+        Reply.text(long + "END-ONE"),
+        Reply.text(long + "END-TWO"),
+        Reply.text(long + "END-THREE"),
+        Reply.text("Summary: three long answers were given."),
+    )
+    toml = project.root / "reasonix.toml"
+    toml.write_text(toml.read_text() + "\n[compaction]\nkeep_recent_turns = 1\n")
+    term = Terminal(project)
+    try:
+        term.wait("/help for commands")
+        term.sendline("first")
+        term.wait(r"END-ONE\n(.*\n)*.*session \$0\.0*[1-9]")
+        term.sendline("second")
+        two = executor_ctx(term.wait(r"END-TWO\n(.*\n)*.*session \$0\.0*[1-9]"))
+        term.sendline("/rewind 2")
+        term.wait("Rewound to before turn 2")
+        one = executor_ctx(term.wait(lambda s: executor_ctx(s) < two))
+        term.sendline("third")
+        before = executor_ctx(term.wait(lambda s: "END-THREE" in s and executor_ctx(s) > one))
+        term.sendline("/compact")
+        screen = term.wait("compacted executor history")
+        assert "Compacted the executor's history" not in screen  # said once, not twice
+        after = executor_ctx(term.wait(lambda s: executor_ctx(s) < before))
+        assert after < before and one < two
+    finally:
+        term.close()

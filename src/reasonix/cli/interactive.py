@@ -796,7 +796,10 @@ class App:
                 else:
                     out(rt.undo(int(arg) if arg else 1), markup=False)
             elif name == "compact":
-                out(await rt.compact(), markup=False)
+                shown = self.renderer.compactions
+                outcome = await rt.compact()
+                if self.renderer.compactions == shown:  # not already said by its event
+                    out(outcome, markup=False)
             elif name == "clear":
                 out(await rt.clear(), markup=False)
             elif name == "sessions":

@@ -232,6 +232,8 @@ class TerminalRenderer:
         self._models: dict[str, str] = {}
         #: every tool result shown, numbered from 1: (call summary, content, is_error)
         self.results: list[tuple[str, str, bool]] = []
+        #: compaction outcomes shown so far (a command that compacts need not repeat one)
+        self.compactions = 0
         self._calls: dict[str, str] = {}
         #: the diff an approval just showed, so the edit's result does not show it again
         self._previewed: list[str] = []
@@ -499,6 +501,7 @@ class TerminalRenderer:
         self.line(f"cache miss ({event.role}): {what}. {event.detail}".strip(), "dim")
 
     def _on_compaction(self, event: Any) -> None:
+        self.compactions += 1
         accepted = getattr(event, "accepted", False)
         before, after = getattr(event, "messages_before", 0), getattr(event, "messages_after", 0)
         reason = getattr(event, "reason", "")
