@@ -900,9 +900,8 @@ def toolbar_text(rt: AgentSession, width: int) -> str:
         ctx = f"{percent:.1f}%" if 0 < percent < 10 else f"{percent:.0f}%"
         roles.append((use.role, use.model, ctx, hit, spent))
     head = f"{rt.mode}"
-    running = len(rt.jobs.running())
-    if running:  # beside the mode, so a narrow terminal still shows it
-        head += f" │ {running} job{'s' if running > 1 else ''}"
+    if badge := jobs_badge(rt.jobs):  # beside the mode, so a narrow terminal still shows it
+        head += f" │ {badge}"
     tail = f"session ${total:.4f}"
     for detail in range(3, -1, -1):
         parts = [head]
