@@ -32,8 +32,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from reasonix.app.goal import parse_goal_args
 from reasonix.app.approvals import proposed_session_rules
+from reasonix.app.goal import parse_goal_args
 from reasonix.app.jobs import jobs_badge
 from reasonix.app.mentions import attach_mentions
 from reasonix.app.recap import recap
