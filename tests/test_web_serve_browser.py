@@ -6,11 +6,13 @@ and ticks, the executor's edit waits for an approval given from the page, the pe
 table grows, a reload in the middle of the turn loses no event, a second tab sees the same
 events, and model/tool text that looks like HTML stays text. A page opened without the token
 shows no session data. The tests save screenshots of the main views (desktop 1280×800, phone
-390×844) to ``docs/screenshots/``.
+390×844) to ``build/screenshots/``; ``REASONIX_SCREENSHOTS=docs/screenshots`` refreshes the
+README's.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,7 +32,10 @@ pytestmark = pytest.mark.skipif(
     reason="needs Debian's chromium at /usr/bin/chromium (apt-get install chromium; CI has it)",
 )
 
-SHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
+# Into the ignored build/ folder, so a test run leaves the tracked files alone; the README's are
+# refreshed with REASONIX_SCREENSHOTS=docs/screenshots.
+_REPO = Path(__file__).resolve().parent.parent
+SHOTS = _REPO / os.environ.get("REASONIX_SCREENSHOTS", "build/screenshots")
 DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
 WAIT = 60_000  # ms: a shared, loaded machine
