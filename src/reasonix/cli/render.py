@@ -6,6 +6,11 @@ rewritten, so long answers never flicker (see :class:`MarkdownLines`). Reasoning
 shown as one dimmed status line updated in place while it streams, then collapsed to a short
 summary (``/reasoning`` prints the whole of the last one). Tool calls are one line each with a
 short result line; diffs in tool results are coloured; plans are rendered as markdown once.
+
+It runs past 500 lines because every event kind is drawn here against one piece of terminal
+state (the line being streamed, the collapsed reasoning, the status line it pauses): split by
+event kind, each part would need that state passed around, and a kind drawn apart from the
+others is where a half-drawn line or an unsanitised string slips through.
 """
 
 from __future__ import annotations

@@ -28,6 +28,11 @@ snapshotted first, so ``/undo`` takes it back.
 Profiles (:mod:`reasonix.extensions.agents`) select a child's system prompt, tools and model with
 ``subagent_type``; the list is in the ``task`` tool's description, fixed when the session
 starts. A profile's model gets its own provider and prices, so its cost stays its own.
+
+It runs past 500 lines because the isolation rules above (timeouts, no sibling cancellation,
+depth, bounded reports, cost stamping) apply to readers and writers alike and must be read
+together to be trusted; the writer's private copy itself lives apart, in
+:mod:`reasonix.safety.worktree`.
 """
 
 from __future__ import annotations

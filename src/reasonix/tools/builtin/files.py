@@ -4,6 +4,10 @@ Every path goes through the :class:`~reasonix.safety.sandbox.Sandbox` first. Wri
 file's previous state in the turn's checkpoint (``CHECKPOINTS_KEY`` in ``ctx.state``, else the
 manager given to :func:`file_tools`) before they change it, and write atomically (a temporary
 file renamed over the target, keeping its permission bits).
+
+It runs past 500 lines because the five tools share one path, bounds and checkpoint discipline
+(sandbox check, size caps, snapshot before change, atomic write); kept together, a writer
+cannot be added that skips one of the steps the others take.
 """
 
 from __future__ import annotations
