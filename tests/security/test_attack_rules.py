@@ -1,14 +1,13 @@
-"""Permission-rule attacks through the real CLI that still work: recorded as strict xfails.
+"""Permission-rule attacks through the real CLI that worked once and are now stopped.
 
-- Allow rules covering side effects: ``bash(tar -tf *)`` (list an archive) runs a command via
-  ``--checkpoint-action=exec=``; ``bash(git status*)`` runs the ``core.fsmonitor`` command of a
-  planted ``.git/config`` (a repository from an archive).
-- Deny rules bypassed: ``bash(rm *)`` does not stop ``tar --checkpoint-action=exec='rm ...'`` nor
-  bash's ``mapfile -C 'rm ...'`` callback.
+- Allow rules covering side effects: ``bash(tar -tf *)`` (list an archive) must not run a
+  command via ``--checkpoint-action=exec=``; ``bash(git status*)`` must not run the
+  ``core.fsmonitor`` command of a planted ``.git/config`` (a repository from an archive).
+- Deny rules: ``bash(rm *)`` stops ``tar --checkpoint-action=exec='rm ...'`` and bash's
+  ``mapfile -C 'rm ...'`` callback.
 
 Each test's control runs the same command approved (``--yes``, no deny rule) and sees the effect,
-so the probe can see a success. Pattern rules are a guard rail (README); these are recorded so the
-day they are covered the strict marker turns red and is removed.
+so the probe can see a success.
 """
 
 from __future__ import annotations
@@ -87,21 +86,12 @@ def _plant_fsmonitor(root: Path) -> None:
         fh.write("[core]\n\tfsmonitor = touch PWNED #\n")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="allow rules do not know tar's --checkpoint-action=exec= (it runs a command)",
-)
 def test_tar_list_allow_rule_does_not_cover_checkpoint_exec(lab: Lab) -> None:
     lab.user_config('allow = ["bash(tar -tf *)"]')
     lab.bash(TAR_EXEC)
     assert not (lab.root / "PWNED").exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an allowed git command reads the repository's own .git/config; core.fsmonitor "
-    "(and diff.external, core.pager) run what it names, and rules cannot see that file",
-)
 def test_git_status_allow_rule_does_not_run_a_planted_fsmonitor(lab: Lab) -> None:
     _plant_fsmonitor(lab.root)
     lab.user_config('allow = ["bash(git status*)"]')
@@ -119,10 +109,6 @@ def test_control_the_same_commands_approved_do_run(lab: Lab, command: str) -> No
     assert (lab.root / "PWNED").exists(), "the probe cannot see the command run"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="deny rules do not look inside tar --checkpoint-action=exec= or mapfile -C callbacks",
-)
 @pytest.mark.parametrize("command", [TAR_RM, MAPFILE_RM])
 def test_rm_deny_rule_is_not_bypassed(lab: Lab, command: str) -> None:
     lab.user_config('deny = ["bash(rm *)"]')

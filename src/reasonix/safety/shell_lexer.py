@@ -829,3 +829,14 @@ def parse(command: str) -> Script:
     if state.heredocs:
         state.problems.append("a here-document has no body")
     return Script(tuple(state.commands), tuple(state.problems), state.substitutions)
+
+
+def embedded_substitutions(text: str) -> Script:
+    """The commands the substitutions written inside ``text`` would run if bash evaluated it
+    later: quoted text that reaches an arithmetic context or an array subscript
+    (``x='a[$(cmd)]'; echo $((x))``, ``declare -i``, ``test -v``, ``read``, ``let``) runs its
+    ``$(...)`` and backticks even though it was quoted where it was written."""
+    state = _State()
+    if len(text) <= _MAX_LENGTH:
+        _scan_expansions(text, state, 1, "substitution")
+    return Script(tuple(state.commands), tuple(state.problems), bool(state.commands))

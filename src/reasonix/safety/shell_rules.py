@@ -8,9 +8,12 @@ Two questions, answered from :mod:`reasonix.safety.shell_lexer`'s parse:
   and ``"rm"`` are ``rm``), a command's folder is dropped (``/bin/rm``), and wrappers are seen
   through (``env -i``, ``nice``, ``timeout``, ``command -p``, ``exec``, ``xargs``, ``sudo``,
   ``nohup``, ``setsid``, ``stdbuf``, ``bash -c``/``-lc``, ``eval`` of literal text, ``trap``,
-  ``find -exec``). What cannot be known becomes a form of one unknown token, which every rule
-  matches: deny when unsure (a ``$var`` in command position, ``/dev/tcp``, a shell reading its
-  script from stdin, a line the lexer cannot analyse). :func:`rule_matches` compares a rule's
+  ``find -exec``, the shell text of ``mapfile -C``, tar's and git's command options, ``script -c``,
+  ``man -P``, ``vim -c '!...'``; ``$(...)`` written inside quoted text, which arithmetic and
+  array subscripts evaluate later). What cannot be known becomes a form of one unknown token, which every rule
+  matches: deny when unsure (a ``$var`` in command position, ``/dev/tcp``, a shell or
+  ``source`` reading its script from stdin or a descriptor, ``hash -p``, ``at``, sed ``e``, awk
+  ``system()``, a wrapper whose options are not modelled, a line the lexer cannot analyse). :func:`rule_matches` compares a rule's
   pattern with the forms after the same normalisation on both sides (short flags split and
   combined, known long flags mapped to short ones, so ``rm -rf`` also covers ``rm -fr``,
   ``rm -r -f``, ``rm --recursive --force``, ``rm -rfv``), and it matches when some value of the
@@ -23,7 +26,10 @@ Two questions, answered from :mod:`reasonix.safety.shell_lexer`'s parse:
   something: ``find -exec/-execdir/-ok/-okdir/-delete/-fprint*/-fls``, sed ``e``/``w``/``W``/
   ``r``/``R`` commands, ``s///e``/``s///w`` and ``-i``, awk ``system``, pipes, ``getline`` and
   ``print >``, ``git -c``/``--config-env``/``--exec-path`` and ``diff --output``/``--ext-diff``,
-  ``rg --pre``, ``printf -v``, ``tee``, ``sort -o``.
+  ``rg --pre``, ``printf -v``, ``tee``, ``sort -o``/``--compress-program``, tar's command options
+  and writing modes, ``uniq``/``xxd`` output operands, ``tree -o``, ``man -P``, ``less -o``; nor
+  git in a repository whose own configuration names a program or, for a subcommand that runs
+  hooks, holds one (:mod:`reasonix.safety.git_repository`).
 
 It runs past 500 lines because both questions are answered over the same normalised forms, and
 the per-program checks (``find``, ``sed``, ``awk``, ``git``, ``rg``, ...) are a table that must
@@ -37,10 +43,11 @@ import functools
 import glob as globlib
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from reasonix.safety.shell_lexer import Command, Script, Word, parse
+from reasonix.safety.git_repository import find_git_dir, has_hooks, repository_obstacle
+from reasonix.safety.shell_lexer import Command, Script, Word, embedded_substitutions, parse
 
 Token = str | None
 Form = tuple[Token, ...]
@@ -72,9 +79,28 @@ def script_forms(script: Script, depth: int = 0) -> set[Form]:
     for cmd in script.commands:
         if cmd.words:
             forms |= _unwrap(_tokens(cmd.words), depth)
+        forms |= _quoted_substitutions((*cmd.assignments, *cmd.words), depth)
         if len(forms) > _MAX_FORMS:
             forms.add((None,))
             break
+    return forms
+
+
+def _quoted_substitutions(words: Sequence[Word], depth: int) -> set[Form]:
+    """The commands in ``$(...)`` or backticks written inside quoted text, which bash runs
+    when the text later reaches an arithmetic context or an array subscript."""
+    forms: set[Form] = set()
+    for word in words:
+        if not word.literal or ("$(" not in word.value and "`" not in word.value):
+            continue
+        if depth >= _MAX_NESTING:
+            return {(None,)}
+        inner = embedded_substitutions(word.value)
+        if inner.problems:
+            forms.add((None,))
+        for cmd in inner.commands:
+            if cmd.words:
+                forms |= _unwrap(_tokens(cmd.words), depth + 1)
     return forms
 
 
@@ -118,6 +144,15 @@ _VALUE_OPTS: dict[str, frozenset[str]] = {
     "busybox": frozenset(),
 }
 _SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "busybox-sh", "rbash"})
+#: Wrappers whose own options are not modelled: any later word may be the command they run.
+_OPAQUE_WRAPPERS = frozenset(
+    {"strace", "ltrace", "setpriv", "unshare", "nsenter", "systemd-run", "dbus-launch",
+     "dbus-run-session", "fakeroot", "valgrind", "pkexec", "prlimit", "setarch", "linux32",
+     "linux64", "faketime", "firejail", "chronic", "numactl", "cgexec", "bwrap", "proot",
+     "catchsegv", "torsocks", "proxychains", "proxychains4", "sem", "ts", "entr", "perf", "ssh"}
+)  # fmt: skip
+#: Scripts a shell or ``source`` reads from a pipe or descriptor: their text is not known.
+_STDIN_SCRIPTS = re.compile(r"-|/dev/stdin|/dev/fd/\d+|/proc/(self|\d+)/fd/\d+")
 _SHELL_VALUE_OPTS = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
 
 
@@ -165,7 +200,163 @@ def _unwrap(tokens: Form, depth: int) -> set[Form]:
                 pending.append(inner)
         elif name in ("chroot",) and len(rest) > 1:
             pending.append(rest[1:])
+        elif name in _OPAQUE_WRAPPERS:
+            pending.extend(rest[k:] for k in range(len(rest)))
+        else:
+            runs = _runs_text(name, rest)
+            forms |= runs.text_forms(depth)
+            pending.extend(runs.argv)
     return forms
+
+
+class _Runs:
+    """What a command hands to a shell (text) or runs as a command line (argv)."""
+
+    def __init__(self) -> None:
+        self.texts: list[Token] = []
+        self.argv: list[Form] = []
+        self.unknown = False
+
+    def text_forms(self, depth: int) -> set[Form]:
+        forms: set[Form] = {(None,)} if self.unknown else set()
+        for text in self.texts:
+            forms |= _text_forms((text,), depth)
+        return forms
+
+
+def _option_values(rest: Form, short: str, longs: tuple[str, ...]) -> list[Token]:
+    """The values given to a short option (``-C x``, ``-Cx``, last in a cluster ``-xC v``) or
+    to long options (``--to-command=x``, ``--to-command x``)."""
+    values: list[Token] = []
+    for k, tok in enumerate(rest):
+        if tok is None:
+            continue
+        following = rest[k + 1] if k + 1 < len(rest) else None
+        for long in longs:
+            if tok == long:
+                values.append(following)
+            elif tok.startswith(long + "="):
+                values.append(tok[len(long) + 1 :])
+        if short and tok.startswith("-") and not tok.startswith("--") and short in tok[1:]:
+            at = tok.index(short, 1)
+            attached = tok[at + 1 :]
+            values.append(attached if attached else following)
+    return values
+
+
+#: ``git -c`` keys whose value is a command git runs through a shell.
+_GIT_COMMAND_KEYS = re.compile(
+    r"core\.(pager|editor|sshcommand|fsmonitor|askpass|alternaterefscommand|gitproxy)"
+    r"|diff\.external|sequence\.editor|gpg(\.[^.]+)?\.program|credential(\..+)?\.helper"
+    r"|pager\..+|filter\..+\.(clean|smudge|process)|diff\..+\.(textconv|command)"
+    r"|merge\..+\.driver|uploadpack\.packobjectshook|(difftool|mergetool|man|browser)\..+\.cmd"
+    r"|web\.browser|core\.hookspath|include\..*|includeif\..*|remote\..+\.(uploadpack|receivepack)"
+)
+
+
+def _runs_text(name: str, rest: Form) -> _Runs:
+    """Shell text or command lines that programs and builtins run from their arguments."""
+    runs = _Runs()
+    if name in ("mapfile", "readarray"):
+        runs.texts += _option_values(rest, "C", ())
+    elif name in ("tar", "gtar", "bsdtar"):
+        for value in _option_values(rest, "", ("--checkpoint-action",)):
+            if value is None or value.startswith("exec="):
+                runs.texts.append(None if value is None else value[5:])
+        runs.texts += _option_values(rest, "I", ("--use-compress-program",))
+        runs.texts += _option_values(rest, "F", ("--info-script", "--new-volume-script"))
+        runs.texts += _option_values(rest, "", ("--to-command", "--rsh-command", "--rmt-command"))
+    elif name == "git":
+        _git_runs(rest, runs)
+    elif name in ("script", "sg"):
+        runs.texts += _option_values(rest, "c", ("--command",))
+        if name == "sg" and len(rest) > 1 and "-c" not in rest:
+            runs.argv.append(rest[1:])
+    elif name == "man":
+        runs.texts += _option_values(rest, "P", ("--pager",))
+        runs.texts += _option_values(rest, "H", ("--html",))
+    elif name in ("vi", "vim", "nvim", "ex", "view", "vimdiff", "gvim", "rvim"):
+        commands = _option_values(rest, "", ("-c", "--cmd"))
+        commands += [t[1:] for t in rest if t is not None and t.startswith("+")]
+        for command in commands:
+            text = None if command is None else command.lstrip(": ")
+            if text is None or text.startswith("!"):
+                runs.texts.append(None if text is None else text[1:])
+            elif "!" in text or "system" in text or "py" in text or "lua" in text:
+                runs.unknown = True
+    elif name == "gdb":
+        for ex in _option_values(rest, "", ("-ex", "--ex", "-eval-command", "--eval-command")):
+            if ex is None or re.match(r"\s*(shell\b|!|pipe\b|\||python|py\b)", ex):
+                runs.unknown = True
+    elif name in ("sed", "gsed") and all(t is not None for t in rest):
+        problem = _sed([t for t in rest if t is not None]) or ""
+        if "'e'" in problem or "e or w flag" in problem or "-f" in problem or "analysed" in problem:
+            runs.unknown = True
+    elif name in ("awk", "gawk", "mawk", "nawk", "busybox-awk"):
+        awk_problem = _awk([t for t in rest if t is not None]) if None not in rest else "unknown"
+        if awk_problem and "print >" not in awk_problem:
+            runs.unknown = True
+    elif name in ("hash", "enable") and any(t in ("-p", "-f") for t in rest):
+        runs.unknown = True  # a name bound to any program, or a builtin loaded from a file
+    elif name in ("at", "batch"):
+        runs.unknown = True  # commands from stdin or a file, run later
+    elif name in ("source", "."):
+        runs.unknown = not rest or rest[0] is None or bool(_STDIN_SCRIPTS.fullmatch(rest[0]))
+    elif name == "parallel":
+        line = rest[: rest.index(":::")] if ":::" in rest else rest
+        runs.argv.append((*(t for t in line if t is None or not t.startswith("-")), None))
+        runs.texts.append(" ".join(t for t in line if t is not None))
+    elif name in ("zip",):
+        runs.texts += _option_values(rest, "", ("-TT", "--unzip-command"))
+    elif name == "rsync":
+        runs.texts += _option_values(rest, "e", ("--rsh", "--rsync-path"))
+    return runs
+
+
+def _git_runs(rest: Form, runs: _Runs) -> None:
+    i = 0
+    while i < len(rest):
+        tok = rest[i]
+        if tok is None:
+            runs.unknown = True
+            return
+        if tok == "-c" or (tok.startswith("-c") and not tok.startswith("--")):
+            setting = tok[2:] if len(tok) > 2 else (rest[i + 1] if i + 1 < len(rest) else "")
+            i += 1 if len(tok) > 2 else 2
+            if setting is None:
+                runs.unknown = True
+                continue
+            key, _, value = setting.partition("=")
+            key = key.lower()
+            if key.startswith("alias."):
+                if value.startswith("!"):
+                    runs.texts.append(value[1:])
+                else:
+                    runs.argv.append(("git", *value.split()))
+            elif _GIT_COMMAND_KEYS.fullmatch(key):
+                runs.texts.append(value)
+            continue
+        if tok.startswith("--config-env"):
+            runs.unknown = True
+        if tok in ("-C", "--git-dir", "--work-tree", "--namespace"):
+            i += 2
+            continue
+        if tok.startswith("-"):
+            i += 1
+            continue
+        break
+    sub, args = (rest[i], rest[i + 1 :]) if i < len(rest) else (None, ())
+    if sub in ("rebase", "difftool", "filter-branch", "mergetool"):
+        runs.texts += _option_values(args, "x", ("--exec", "--extcmd", "--tool-cmd"))
+        if sub == "filter-branch":
+            for k, tok in enumerate(args):
+                if tok is not None and tok.endswith("-filter") and tok.startswith("--"):
+                    runs.texts.append(args[k + 1] if k + 1 < len(args) else None)
+    elif sub == "submodule" and "foreach" in args:
+        body = [t for t in args[args.index("foreach") + 1 :] if t != "--recursive"]
+        runs.texts.append(None if None in body else " ".join(t for t in body if t is not None))
+    elif sub == "bisect" and args[:1] == ("run",):
+        runs.argv.append(args[1:])
 
 
 def _after_options(name: str, rest: Form) -> Form | None:
@@ -237,6 +428,8 @@ def _shell_forms(rest: Form, depth: int) -> set[Form]:
         return _text_forms(rest[i : i + 1], depth) if i < len(rest) else {(None,)}
     if i >= len(rest):
         return {(None,)}  # commands from stdin
+    if _STDIN_SCRIPTS.fullmatch(rest[i] or "-"):
+        return {(None,)}  # a script read from a pipe or a descriptor (process substitution)
     return set()  # a script file: an opaque program, like ./script
 
 
@@ -632,6 +825,8 @@ def _awk(args: list[str]) -> str | None:
         programs.append(operands[0])
     for program in programs:
         code = re.sub(r'"(?:[^"\\]|\\.)*"', '""', program)
+        if re.search(r"@load\b", code):
+            return "gawk @load loads an extension"
         if re.search(r"\bsystem\s*\(", code):
             return "awk system() runs a command"
         if "|" in code.replace("||", ""):
@@ -674,6 +869,117 @@ def _git(args: list[str]) -> str | None:
     return None
 
 
+_GIT_HOOK_COMMANDS = frozenset(
+    {"commit", "merge", "rebase", "checkout", "switch", "pull", "push", "am", "cherry-pick",
+     "revert", "gc", "worktree", "clone", "reset", "stash", "apply", "fetch", "maintenance"}
+)  # fmt: skip
+
+
+def _git_repository(argv: Sequence[str], paths: _Paths) -> str | None:
+    """Why the repository an allowed git command works in makes it run something: its own
+    configuration names a program, or it holds a hook the subcommand runs."""
+    start = paths.cwd
+    git_dir: Path | None = None
+    i = 1
+    while i < len(argv):
+        a = argv[i]
+        if a in ("-C", "--git-dir", "--work-tree", "--namespace") and i + 1 < len(argv):
+            if a == "-C":
+                start = paths.resolve(argv[i + 1])
+            elif a == "--git-dir":
+                git_dir = paths.resolve(argv[i + 1])
+            i += 2
+            continue
+        if a.startswith("--git-dir="):
+            git_dir = paths.resolve(a.partition("=")[2])
+        elif not a.startswith("-"):
+            break
+        i += 1
+    sub = argv[i] if i < len(argv) else ""
+    if git_dir is not None:
+        problem = repository_obstacle(git_dir / "..") if git_dir.name == ".git" else None
+        if problem is None and git_dir.name != ".git":
+            return "git --git-dir names a repository that cannot be checked"
+    else:
+        problem = repository_obstacle(start)
+        git_dir = find_git_dir(start)
+    if problem:
+        return problem
+    if sub in _GIT_HOOK_COMMANDS and git_dir is not None and has_hooks(git_dir):
+        return f"git {sub} runs the repository's own hooks"
+    return None
+
+
+def _tar(args: list[str]) -> str | None:
+    for a in args:
+        if a.startswith(
+            ("--checkpoint-action", "--to-command", "--use-compress-program", "--info-script",
+             "--new-volume-script", "--rsh-command", "--rmt-command")
+        ):  # fmt: skip
+            return f"tar {a.split('=', 1)[0]} runs a command"
+    flags = "".join(a[1:] for a in args if a.startswith("-") and not a.startswith("--"))
+    if args and not args[0].startswith("-"):
+        flags += args[0]  # the old style: tar xvf a.tar
+    if "I" in flags or "F" in flags:
+        return "tar -I/-F runs a command"
+    longs = {a.split("=", 1)[0] for a in args if a.startswith("--")}
+    if set(flags) & set("xcruA") or longs & {
+        "--extract", "--get", "--create", "--append", "--update", "--catenate", "--delete",
+        "--concatenate",
+    }:  # fmt: skip
+        return "tar writes files (only listing an archive is side-effect-free)"
+    return None
+
+
+def _operands(args: list[str], valued: frozenset[str]) -> list[str]:
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in valued:
+            i += 2
+            continue
+        if not (a.startswith("-") and a != "-"):
+            out.append(a)
+        i += 1
+    return out
+
+
+def _second_operand_written(name: str, valued: frozenset[str]) -> Callable[[list[str]], str | None]:
+    def check(args: list[str]) -> str | None:
+        if len(_operands(args, valued)) >= 2:
+            return f"{name} writes its second file operand"
+        return None
+
+    return check
+
+
+def _tree(args: list[str]) -> str | None:
+    return "tree -o writes a file" if any(a.startswith("-o") for a in args) else None
+
+
+def _file(args: list[str]) -> str | None:
+    if any(a == "-C" or a == "--compile" for a in args):
+        return "file -C writes a compiled magic file"
+    return None
+
+
+def _man(args: list[str]) -> str | None:
+    for a in args:
+        if a.startswith(("-P", "--pager", "-H", "--html", "-B", "--browser")):
+            return f"man {a.split('=', 1)[0]} runs a program"
+    return None
+
+
+def _less(args: list[str]) -> str | None:
+    for a in args:
+        if a.startswith(("-o", "-O", "--log-file", "--LOG-FILE", "-k", "--lesskey")):
+            return f"less {a.split('=', 1)[0]} writes or loads a file"
+        if a.startswith("+") and "!" in a:
+            return "less +! runs a command"
+    return None
+
+
 def _rg(args: list[str]) -> str | None:
     if any(a == "--pre" or a.startswith("--pre=") for a in args):
         return "rg --pre runs a program on every file"
@@ -695,6 +1001,8 @@ def _sort(args: list[str]) -> str | None:
     for a in args:
         if a == "-o" or a.startswith(("--output", "-o")):
             return "sort -o writes a file"
+        if a.startswith("--compress-program"):
+            return "sort --compress-program runs a program"
     return None
 
 
@@ -720,6 +1028,15 @@ _CHECKS = {
     "test": _test,
     "[": _test,
     "[[": _test,
+    "tar": _tar,
+    "gtar": _tar,
+    "bsdtar": _tar,
+    "uniq": _second_operand_written("uniq", frozenset({"-f", "-s", "-w"})),
+    "xxd": _second_operand_written("xxd", frozenset({"-c", "-g", "-l", "-o", "-s", "-n"})),
+    "tree": _tree,
+    "file": _file,
+    "man": _man,
+    "less": _less,
 }
 
 
@@ -817,6 +1134,10 @@ def _command_obstacle(cmd: Command, paths: _Paths) -> str | None:
         problem = _side_effect([t for t in form if t is not None])
         if problem:
             return problem
+        if form and form[0] is not None and form[0].rsplit("/", 1)[-1] == "git":
+            problem = _git_repository([t for t in form if t is not None], paths)
+            if problem:
+                return problem
     name = argv[0].rsplit("/", 1)[-1]
     if name in ("cd", "pushd", "popd"):
         if len(argv) != 2 or argv[1] == "-":

@@ -1,0 +1,143 @@
+"""What a repository's own git configuration makes git run.
+
+A repository is data someone else wrote, and its ``.git/config`` can name programs that even a
+read-only ``git status`` or ``git log`` runs: ``core.fsmonitor``, ``core.pager``,
+``diff.external``, textconv and filter drivers, ``gpg.program``, aliases, included files. An
+archive or a clone from a stranger carries them. :func:`repository_obstacle` says why an allow
+rule may not cover a git command in such a repository (or None when its configuration names no
+program), so the user is asked instead.
+
+Only the files the repository itself holds are read (``config``, ``config.worktree``, and those of
+the common folder a linked worktree points to); the user's global and system files are theirs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+#: Keys (lower case, ``section.key`` or ``section.*.key``) whose value is a program git runs.
+_COMMAND_KEYS = re.compile(
+    r"core\.(fsmonitor|pager|editor|sshcommand|askpass|alternaterefscommand|gitproxy|hookspath)"
+    r"|diff\.external|sequence\.editor|gpg(\..+)?\.program|credential(\..+)?\.helper"
+    r"|pager\..+|filter\..+\.(clean|smudge|process)|diff\..+\.(textconv|command)"
+    r"|merge\..+\.driver|uploadpack\.packobjectshook|(difftool|mergetool|man|browser)\..+\.(cmd|path)"
+    r"|web\.browser|remote\..+\.(uploadpack|receivepack|vcs)|submodule\..+\.update"
+    r"|include\..+|includeif\..+|sendemail\..*(smtpserver|sendmailcmd)|instaweb\..+"
+)
+_MAX_CONFIG_BYTES = 1 << 20
+_SECTION = re.compile(r'\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]')
+_KEY = re.compile(r"([A-Za-z][A-Za-z0-9-]*)\s*(=|$|[;#])")
+
+
+def find_git_dir(start: Path) -> Path | None:
+    """The git folder of the repository ``start`` is in (None outside any repository); for a
+    linked worktree, the folder its ``.git`` file names."""
+    for folder in (start, *start.parents):
+        dot_git = folder / ".git"
+        if dot_git.is_dir():
+            return dot_git
+        if dot_git.is_file():
+            try:
+                text = dot_git.read_text(errors="replace")[:4096]
+            except OSError:
+                return dot_git
+            line = text.strip().splitlines()[0] if text.strip() else ""
+            if line.startswith("gitdir:"):
+                return Path(os.path.realpath(folder / line[len("gitdir:") :].strip()))
+            return dot_git
+    return None
+
+
+def config_files(git_dir: Path) -> list[Path]:
+    """The configuration files a repository of its own holds (present or not)."""
+    files = [git_dir / "config", git_dir / "config.worktree"]
+    commondir = git_dir / "commondir"
+    if commondir.is_file():
+        try:
+            common = commondir.read_text(errors="replace").strip()
+        except OSError:
+            common = ""
+        base = Path(os.path.realpath(git_dir / common)) if common else git_dir
+        files += [base / "config", base / "config.worktree"]
+    return files
+
+
+def command_settings(text: str) -> list[str]:
+    """The settings in git configuration ``text`` that name a program (``core.fsmonitor``, ...);
+    a line that cannot be read is reported as ``?`` so a caller stays careful."""
+    found: list[str] = []
+    section = ""
+    lines = text.splitlines()
+    k = 0
+    while k < len(lines):
+        line = lines[k].strip()
+        k += 1
+        while line.endswith("\\") and k < len(lines):  # a value continued on the next line
+            line = line[:-1] + lines[k]
+            k += 1
+        while line.startswith("["):
+            match = _SECTION.match(line)
+            if match is None:
+                found.append("?")
+                line = ""
+                break
+            name, sub = match.group(1).lower(), match.group(2)
+            # [section.sub] is the old spelling of [section "sub"]
+            section = f"{name}.{sub}" if sub is not None else name
+            line = line[match.end() :].strip()
+        if not line or line[0] in "#;":
+            continue
+        match = _KEY.match(line)
+        if match is None or not section:
+            found.append("?")
+            continue
+        key = f"{section}.{match.group(1).lower()}"
+        value = line[match.end() :].strip().strip('"') if match.group(2) == "=" else ""
+        # Subsections keep their case, but the pattern is written in lower case.
+        if _COMMAND_KEYS.fullmatch(key.lower()):
+            found.append(key)
+        elif section == "alias" and value.startswith("!"):
+            found.append(key)  # a shell command
+    return found
+
+
+def repository_obstacle(start: Path) -> str | None:
+    """Why git in ``start`` may run a program the repository's own configuration names (or a
+    hook), or None."""
+    git_dir = find_git_dir(start)
+    if git_dir is None:
+        return None
+    if not git_dir.is_dir():
+        return "the repository's .git file cannot be read"
+    for path in config_files(git_dir):
+        try:
+            if not path.exists():
+                continue
+            if not path.is_file() or path.stat().st_size > _MAX_CONFIG_BYTES:
+                return f"the repository's {path.name} cannot be checked"
+            text = path.read_text(errors="replace")
+        except OSError:
+            return f"the repository's {path.name} cannot be read"
+        settings = command_settings(text)
+        if settings:
+            what = "a line git may read differently" if settings[0] == "?" else settings[0]
+            return (
+                f"the repository's own git configuration sets {what}, which makes git run a program"
+            )
+    return None
+
+
+def has_hooks(git_dir: Path) -> bool:
+    """Whether the repository holds a hook git would run (an executable file in ``hooks/``
+    that is not a ``.sample``)."""
+    hooks = git_dir / "hooks"
+    try:
+        entries = list(os.scandir(hooks))
+    except OSError:
+        return False
+    return any(
+        not e.name.endswith(".sample") and os.access(e.path, os.X_OK) and not e.is_dir()
+        for e in entries
+    )

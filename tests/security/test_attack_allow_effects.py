@@ -1,0 +1,156 @@
+"""Allow-rule side effects through the real CLI, in the default ask mode (headless: nobody to ask,
+so what the rule does not cover is refused).
+
+Each case is a "read-only" allow rule and a line it must not cover because the line writes a
+file or runs a program: ``uniq``/``xxd`` write their second operand, ``sort
+--compress-program`` runs a program, ``git diff`` in a repository whose own ``.git/config``
+names an ``fsmonitor`` command, ``git commit`` in a repository holding a planted hook. The
+control runs the same line approved (``--yes``) and proves the probe sees the effect.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from reasonix.testing import FakeDeepSeekServer, Reply
+from reasonix.testing.project import fake_project_toml
+from tests.security.support import record
+
+KEY_ENV = "REASONIX_FAKE_KEY"
+HEADLESS = ("--output-format", "json", "go")
+
+
+@dataclass
+class Lab:
+    root: Path
+    cfg: Path
+    data: Path
+    home: Path
+    ex: FakeDeepSeekServer
+    pl: FakeDeepSeekServer
+
+    def user_config(self, permissions: str) -> None:
+        text = fake_project_toml(self.ex.base_url, self.pl.base_url, key_env=KEY_ENV, max_steps=5)
+        trust = f"\n[trust]\nfolders = [{json.dumps(str(self.root))}]\n"
+        (self.cfg / "config.toml").write_text(text + trust + f"\n[permissions]\n{permissions}\n")
+
+    def bash(self, command: str, *flags: str) -> subprocess.CompletedProcess[str]:
+        self.ex.push(Reply.call("bash", {"command": command}), Reply.text("done"))
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(self.home),
+            "LANG": "C.UTF-8",
+            "REASONIX_CONFIG_DIR": str(self.cfg),
+            "REASONIX_DATA_DIR": str(self.data),
+            "NO_COLOR": "1",
+            KEY_ENV: "sk-test",
+        }
+        return subprocess.run(
+            [sys.executable, "-m", "reasonix", "run", *flags, "--no-planner", *HEADLESS],
+            cwd=self.root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+
+
+@pytest.fixture
+def lab(tmp_path: Path) -> Iterator[Lab]:
+    root = tmp_path / "repo"
+    root.mkdir()
+    for name in ("cfg", "data", "home"):
+        (tmp_path / name).mkdir()
+    (root / "README").write_text("hello\n")
+    (root / "victim").write_text("keep me\n")
+    with FakeDeepSeekServer() as ex, FakeDeepSeekServer() as pl:
+        yield Lab(root, tmp_path / "cfg", tmp_path / "data", tmp_path / "home", ex, pl)
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=root,
+        check=True,
+        capture_output=True,
+    )
+
+
+def _executable(path: Path, text: str) -> None:
+    path.write_text(text)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+
+
+def _compressor(root: Path) -> None:
+    _executable(root / "zz", "#!/bin/sh\ntouch PWNED\nexec cat\n")
+    (root / "big").write_text("".join(f"{n}\n" for n in range(100_000, 0, -1)))
+
+
+def _fsmonitor(root: Path) -> None:
+    _git(root, "init", "-q")
+    _git(root, "add", "README")
+    _git(root, "commit", "-qm", "init")
+    with (root / ".git" / "config").open("a") as fh:
+        fh.write("[core]\n\tfsmonitor = touch PWNED #\n")
+
+
+def _hook(root: Path) -> None:
+    _git(root, "init", "-q")
+    _executable(root / ".git" / "hooks" / "pre-commit", "#!/bin/sh\ntouch PWNED\n")
+    _git(root, "add", "README")
+
+
+def _pwned(root: Path) -> bool:
+    return (root / "PWNED").exists()
+
+
+def _victim_changed(root: Path) -> bool:
+    return (root / "victim").read_text() != "keep me\n"
+
+
+Case = tuple[str, str, Callable[[Path], None] | None, Callable[[Path], bool]]
+
+CASES: list[Case] = [
+    ("bash(uniq *)", "uniq README victim", None, _victim_changed),
+    ("bash(xxd *)", "xxd README victim", None, _victim_changed),
+    ("bash(sort *)", "sort -S 64K --compress-program=./zz big", _compressor, _pwned),
+    ("bash(git diff*)", "git diff", _fsmonitor, _pwned),
+    ("bash(git commit*)", "git commit -qm x", _hook, _pwned),
+]
+IDS = ["uniq-writes", "xxd-writes", "sort-compress-program", "git-fsmonitor", "git-hook"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_read_only_allow_rule_does_not_cover_a_side_effect(
+    lab: Lab, case: Case, request: pytest.FixtureRequest
+) -> None:
+    rule, command, setup, worked = case
+    if setup is not None:
+        setup(lab.root)
+    lab.user_config(f'allow = ["{rule}"]')
+    proc = lab.bash(command)
+    record(request, "allow-rule side effects (lexer)", 1, int(worked(lab.root)))
+    assert not worked(lab.root), proc.stdout
+    assert "not covered" in proc.stdout or "approval" in proc.stdout or "denied" in proc.stdout
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_control_the_same_line_approved_has_the_effect(lab: Lab, case: Case) -> None:
+    _, command, setup, worked = case
+    if setup is not None:
+        setup(lab.root)
+    lab.user_config("")
+    if "git commit" in command:
+        command = "git -c user.name=t -c user.email=t@t commit -qm x"
+    proc = lab.bash(command, "--yes")
+    assert worked(lab.root), f"the probe cannot see the effect: {proc.stdout}"
