@@ -47,6 +47,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from reasonix.safety.protected import bind_arguments
+
 if TYPE_CHECKING:
     from reasonix.config.schema import SandboxConfig
 
@@ -248,6 +250,8 @@ class BwrapConfiner:
         for root in roots:
             args += ["--bind", str(root), str(root)]
             bound.append(Path(root))
+        # What makes code run later outside the sandbox stays read-only inside it.
+        args += bind_arguments([Path(os.path.realpath(r)) for r in roots])
         # Secrets inside anything bound are covered up: a workspace that is the home folder, a
         # toolchain folder holding a credentials file, an allow_read entry that went too far.
         for secret in self.secret_paths():
@@ -461,8 +465,10 @@ def program_folders(path_env: str, home: Path | None) -> tuple[Path, ...]:
         if not entry or not os.path.isabs(entry):
             continue
         real = Path(os.path.realpath(entry))
-        # A toolchain's bin folder needs the rest of it (pyenv's shims run pyenv itself).
-        names = {d.split("/")[0] for d in TOOLCHAIN_DIRS if d.startswith(".")}
+        # A toolchain's bin folder needs the rest of it (pyenv's shims run pyenv itself); only
+        # whole-folder toolchains, never ~/.local, whose share/ and state/ hold keyrings and
+        # shell histories (~/.local/bin on PATH shows ~/.local/bin alone).
+        names = {d for d in TOOLCHAIN_DIRS if d.startswith(".") and "/" not in d}
         for k, part in enumerate(real.parts):
             if part in names:
                 real = Path(*real.parts[: k + 1])

@@ -109,6 +109,11 @@ def repository_obstacle(start: Path) -> str | None:
     git_dir = find_git_dir(start)
     if git_dir is None:
         return None
+    return git_dir_obstacle(git_dir)
+
+
+def git_dir_obstacle(git_dir: Path) -> str | None:
+    """:func:`repository_obstacle` for the git folder itself."""
     if not git_dir.is_dir():
         return "the repository's .git file cannot be read"
     for path in config_files(git_dir):

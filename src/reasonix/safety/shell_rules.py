@@ -8,15 +8,16 @@ Two questions, answered from :mod:`reasonix.safety.shell_lexer`'s parse:
   and ``"rm"`` are ``rm``), a command's folder is dropped (``/bin/rm``), and wrappers are seen
   through (``env -i``, ``nice``, ``timeout``, ``command -p``, ``exec``, ``xargs``, ``sudo``,
   ``nohup``, ``setsid``, ``stdbuf``, ``bash -c``/``-lc``, ``eval`` of literal text, ``trap``,
-  ``find -exec``, the shell text of ``mapfile -C``, tar's and git's command options, ``script -c``,
-  ``man -P``, ``vim -c '!...'``; ``$(...)`` written inside quoted text, which arithmetic and
-  array subscripts evaluate later). What cannot be known becomes a form of one unknown token, which every rule
-  matches: deny when unsure (a ``$var`` in command position, ``/dev/tcp``, a shell or
-  ``source`` reading its script from stdin or a descriptor, ``hash -p``, ``at``, sed ``e``, awk
-  ``system()``, a wrapper whose options are not modelled, a line the lexer cannot analyse). :func:`rule_matches` compares a rule's
-  pattern with the forms after the same normalisation on both sides (short flags split and
-  combined, known long flags mapped to short ones, so ``rm -rf`` also covers ``rm -fr``,
-  ``rm -r -f``, ``rm --recursive --force``, ``rm -rfv``), and it matches when some value of the
+  ``find -exec``, the shell text of ``mapfile -C``, tar's and git's command options,
+  ``script -c``, ``man -P``, ``vim -c '!...'``; ``$(...)`` written inside quoted text, which
+  arithmetic and array subscripts evaluate later). What cannot be known becomes a form of one
+  unknown token, which every rule matches: deny when unsure (a ``$var`` in command position,
+  ``/dev/tcp``, a shell or ``source`` reading its script from stdin or a descriptor, ``hash -p``,
+  ``at``, sed ``e``, awk ``system()``, a wrapper whose options are not modelled, a line the lexer
+  cannot analyse). :func:`rule_matches` compares a rule's pattern with the forms after the same
+  normalisation on both sides (short flags split and combined, known long flags mapped to short
+  ones, so ``rm -rf`` also covers ``rm -fr``, ``rm -r -f``, ``rm --recursive --force``,
+  ``rm -rfv``), and it matches when some value of the
   unknown tokens would match.
 - **May an allow rule cover it?** :func:`allow_obstacle` says why not, or None: only the
   side-effect-free forms of a command are covered. Never a line the lexer cannot analyse, a

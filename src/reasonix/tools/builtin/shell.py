@@ -50,6 +50,7 @@ from reasonix.safety.confinement import (
     sandbox_process_count,
 )
 from reasonix.safety.environment import build_environment
+from reasonix.safety.protected import CreationGuard
 from reasonix.terminal_text import strip_escape_sequences
 from reasonix.tools.builtin.files import builtin_tool
 from reasonix.tools.builtin.jobs import JobError, JobTable
@@ -226,6 +227,9 @@ class ShellTool:
         pids = self._pids_cgroup()
         if pids is not None:
             argv = pids.wrap(argv)
+        guard = (
+            CreationGuard.start(self.roots) if isinstance(self.confiner, BwrapConfiner) else None
+        )
         output = _CappedOutput(opts.output_limit)
         marker = f"{os.getpid()}-{secrets.token_hex(8)}"
         env = command_env(opts)
@@ -275,6 +279,8 @@ class ShellTool:
             if pids is not None:
                 over_limit = over_limit or pids.hit_bound()
                 await asyncio.to_thread(pids.close)
+            # Every process of the call is gone: nothing can re-create what this undoes.
+            undone = guard.finish() if guard is not None else []
             try:
                 await asyncio.wait_for(asyncio.shield(reader), 2.0)
             except TimeoutError:  # a process that left our group still holds the pipe
@@ -282,6 +288,12 @@ class ShellTool:
         text = output.text().rstrip("\n")
         code = proc.returncode
         shown = text if text else "(no output)"
+        if undone:
+            shown += (
+                f"\n[reasonix undid what the command did to {', '.join(undone)}: inside the "
+                "sandbox, reasonix's own configuration and the repository's git configuration "
+                "and hooks are read-only (change them with the file tools, which ask)]"
+            )
         if over_limit:
             bound = self.confiner.max_processes if isinstance(self.confiner, BwrapConfiner) else 0
             shown += f"\n[stopped: the command started more than {bound} processes]"
