@@ -4,7 +4,8 @@ so what the rule does not cover is refused).
 Each case is a "read-only" allow rule and a line it must not cover because the line writes a
 file or runs a program: ``uniq``/``xxd`` write their second operand, ``sort
 --compress-program`` runs a program, ``git diff`` in a repository whose own ``.git/config``
-names an ``fsmonitor`` command, ``git commit`` in a repository holding a planted hook. The
+names an ``fsmonitor`` command, ``git commit`` in a repository holding a planted hook, ``git
+status`` in one holding a ``post-index-change`` hook (status rewrites the index). The
 control runs the same line approved (``--yes``) and proves the probe sees the effect.
 """
 
@@ -110,6 +111,14 @@ def _hook(root: Path) -> None:
     _git(root, "add", "README")
 
 
+def _index_hook(root: Path) -> None:
+    _git(root, "init", "-q")
+    _git(root, "add", "README")
+    _git(root, "commit", "-qm", "init")
+    _executable(root / ".git" / "hooks" / "post-index-change", "#!/bin/sh\ntouch PWNED\n")
+    os.utime(root / "README", (1, 1))  # stale stat data: status rewrites the index
+
+
 def _pwned(root: Path) -> bool:
     return (root / "PWNED").exists()
 
@@ -126,8 +135,16 @@ CASES: list[Case] = [
     ("bash(sort *)", "sort -S 64K --compress-program=./zz big", _compressor, _pwned),
     ("bash(git diff*)", "git diff", _fsmonitor, _pwned),
     ("bash(git commit*)", "git commit -qm x", _hook, _pwned),
+    ("bash(git status*)", "git status", _index_hook, _pwned),
 ]
-IDS = ["uniq-writes", "xxd-writes", "sort-compress-program", "git-fsmonitor", "git-hook"]
+IDS = [
+    "uniq-writes",
+    "xxd-writes",
+    "sort-compress-program",
+    "git-fsmonitor",
+    "git-hook",
+    "git-status-index-hook",
+]
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)

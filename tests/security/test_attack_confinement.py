@@ -14,11 +14,15 @@ Worked before the fixes in this module's commit, and must fail now:
   configuration.
 
 Each attack's control runs the same probes with ``[sandbox] bash = "off"`` in the user's own
-config and proves the probe sees them work. Tried and shut already (no fix needed), asserted in
-:func:`test_what_stays_shut`: the agent's processes and ``/proc``, a nested user namespace,
-``TIOCSTI`` into our terminal, an abstract unix socket of the host, capabilities, the real
-``/tmp``, ``/dev/shm`` of the host, ``/run``, ``/var``, ``/sys``, and the agent's own file tools
-following a symlink the command made to ``../secret.txt`` or ``~/.ssh``.
+config and proves the probe sees them work. Also fixed: a nested user namespace (the start of
+most kernel escapes) is refused where bubblewrap has ``--disable-userns``, and files written to
+the sandbox's memory-backed folders (``/tmp``, ``/dev/shm``, the empty home, its root folder) are
+bounded by ``max_memory_mb``: before, a command could fill the host's memory through them.
+
+Tried and shut already (no fix needed), asserted in :func:`test_what_stays_shut`: the agent's
+processes and ``/proc``, ``TIOCSTI`` into our terminal, an abstract unix socket of the host,
+capabilities, the real ``/tmp``, ``/dev/shm`` of the host, ``/run``, ``/var``, ``/sys``, and the
+agent's own file tools following a symlink the command made to ``../secret.txt`` or ``~/.ssh``.
 """
 
 from __future__ import annotations
@@ -238,7 +242,7 @@ def test_what_stays_shut(lab: Lab, tmp_path: Path, request: pytest.FixtureReques
     abstract.listen(1)
     probes = {
         "agent processes": "ls /proc | grep -c '^[0-9]'",
-        "nested userns": "unshare -r true && echo USERNS-OK",
+        "nested userns": "unshare -U true && echo USERNS-OK",
         "tiocsti": "python3 -c \"import fcntl,termios;fcntl.ioctl(0,termios.TIOCSTI,b'x')\" "
         "&& echo TIOCSTI-OK",
         "abstract socket": 'python3 -c "import socket;s=socket.socket(socket.AF_UNIX);'
@@ -289,3 +293,55 @@ def test_control_what_stays_shut_is_open_unconfined(lab: Lab) -> None:
         host_tmp.unlink()
     assert int(out.results[0].split("\n")[0]) > 5, out.results
     assert "HOSTTMP-OK" in out.results[1], out.results
+
+
+PROBE_USERNS = ("sh", "-c", "unshare -U true && echo USERNS-OK")
+
+
+def test_control_nested_user_namespaces_exist_in_a_sandbox_without_the_refusal(lab: Lab) -> None:
+    """The same bubblewrap without ``--disable-userns`` lets the probe make one."""
+    bwrap = shutil.which("bwrap")
+    assert bwrap is not None
+    usr = ["--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin"]
+    usr += ["--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64"]
+    proc = subprocess.run(
+        [bwrap, "--unshare-all", *usr, "--proc", "/proc", "--dev", "/dev", "--", *PROBE_USERNS],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert "USERNS-OK" in proc.stdout, proc.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# Memory that no process limit counts: files in the sandbox's tmpfs folders
+
+# The folder goes through a variable: it is the sandbox that must stop the fill, not the static
+# check of commands that write outside the workspace.
+FILL = "d={0}; cd \"$d\" && head -c 100000000 /dev/zero > fill; stat -c 'size=%s' fill; rm -f fill"
+
+
+def _filled(result: str) -> int:
+    sizes = [int(line[5:]) for line in result.splitlines() if line.startswith("size=")]
+    return sizes[0] if sizes else 0
+
+
+def test_files_in_the_sandboxs_memory_are_bounded(lab: Lab, request: pytest.FixtureRequest) -> None:
+    lab.write_user_config("[sandbox]\nmax_memory_mb = 64\n")
+    folders = ["/tmp", "/dev/shm", "$HOME", "/"]
+    out = lab.attack(
+        [Attack(f"fill {f}", "bash", {"command": FILL.format(f)}) for f in folders], "--yes"
+    )
+    results = out.results[: len(folders)]
+    assert all("[exit code" in r for r in results), results  # each probe ran
+    filled = [_filled(r) for r in results]
+    over = [f for f, size in zip(folders, filled, strict=True) if size > 64 * 1024 * 1024]
+    record(request, "bash confinement escapes", len(folders), len(over))
+    assert over == [], out.results
+
+
+def test_control_without_a_bound_the_fill_succeeds(lab: Lab) -> None:
+    lab.write_user_config("[sandbox]\nmax_memory_mb = 0\n")
+    out = lab.attack([Attack("fill /tmp", "bash", {"command": FILL.format("/tmp")})], "--yes")
+    assert _filled(out.results[0]) == 100_000_000, out.results

@@ -201,6 +201,8 @@ class BwrapConfiner:
     programs: tuple[Path, ...] = ()
     max_processes: int = DEFAULT_MAX_PROCESSES
     max_memory_mb: int = DEFAULT_MAX_MEMORY_MB
+    #: the options of :data:`HARDENING_OPTIONS` this bubblewrap has (:func:`bwrap_features`)
+    features: frozenset[str] = frozenset()
     name: str = field(default="bwrap", init=False)
     confined: bool = field(default=True, init=False)
 
@@ -222,6 +224,9 @@ class BwrapConfiner:
     def arguments(self, *, workspace: Path, roots: Sequence[Path]) -> list[str]:
         """The bubblewrap options (without the executable and the command)."""
         args = ["--unshare-all"]
+        if "--disable-userns" in self.features:
+            # No user namespace inside: a nested one is where most kernel escapes start.
+            args += ["--unshare-user", "--disable-userns"]
         if self.network:
             args.append("--share-net")
         args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
@@ -233,11 +238,19 @@ class BwrapConfiner:
         if self.network and os.path.isdir("/run/systemd/resolve"):
             # /etc/resolv.conf often points here.
             args += ["--ro-bind", "/run/systemd/resolve", "/run/systemd/resolve"]
-        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+        # Files in a tmpfs are memory that no process limit counts: each is bounded like a
+        # process's address space, and the sandbox's own root folder is read-only.
+        size = (
+            ["--size", str(self.max_memory_mb * 1024 * 1024)]
+            if "--size" in self.features and self.max_memory_mb > 0
+            else []
+        )
+        args += ["--proc", "/proc", "--dev", "/dev", *size, "--tmpfs", "/dev/shm"]
+        args += [*size, "--tmpfs", "/tmp"]
         bound: list[Path] = []
         home = self.home
         if home is not None and home != Path("/"):
-            args += ["--tmpfs", str(home)]
+            args += [*size, "--tmpfs", str(home)]
             for rel in TOOLCHAIN_DIRS:
                 tool_dir = home / rel
                 if tool_dir.exists():
@@ -261,7 +274,7 @@ class BwrapConfiner:
                 args += ["--tmpfs", str(secret), "--remount-ro", str(secret)]
             elif secret.exists() or secret.is_symlink():
                 args += ["--ro-bind", "/dev/null", str(secret)]
-        args += ["--chdir", str(workspace)]
+        args += ["--remount-ro", "/", "--chdir", str(workspace)]
         return args
 
     def limited(self, argv: Sequence[str]) -> list[str]:
@@ -289,8 +302,29 @@ _PROBES: dict[str, subprocess.Popen[str]] = {}
 _PROBE_RESULTS: dict[str, str | None] = {}
 
 
+#: Options newer bubblewraps have that harden the sandbox: ``--size`` bounds a tmpfs (0.5),
+#: ``--disable-userns`` refuses nested user namespaces (0.8). Used where present.
+HARDENING_OPTIONS = ("--size", "--disable-userns")
+_FEATURES: dict[str, frozenset[str]] = {}
+
+
+def bwrap_features(executable: str) -> frozenset[str]:
+    """The :data:`HARDENING_OPTIONS` this bubblewrap lists in its ``--help``."""
+    if executable not in _FEATURES:
+        try:
+            help_text = subprocess.run(
+                [executable, "--help"], capture_output=True, text=True, timeout=30, check=False
+            ).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            help_text = ""
+        _FEATURES[executable] = frozenset(o for o in HARDENING_OPTIONS if o + " " in help_text)
+    return _FEATURES[executable]
+
+
 def _probe_argv(executable: str) -> list[str]:
-    probe = BwrapConfiner(executable, max_processes=0, max_memory_mb=0)
+    probe = BwrapConfiner(
+        executable, max_processes=0, max_memory_mb=64, features=bwrap_features(executable)
+    )
     return probe.wrap(["/bin/sh", "-c", "true"], workspace=Path("/"), roots=())
 
 
@@ -418,6 +452,7 @@ def bash_confinement(
             private=tuple(Path(os.path.realpath(p)) for p in private),
             max_processes=max_processes,
             max_memory_mb=max_memory_mb,
+            features=bwrap_features(os.path.realpath(found)),
         )
         return BashConfinement(confiner, "bwrap" if mode == "bwrap" else "auto")
     assert problem is not None

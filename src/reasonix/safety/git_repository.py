@@ -134,15 +134,23 @@ def git_dir_obstacle(git_dir: Path) -> str | None:
     return None
 
 
-def has_hooks(git_dir: Path) -> bool:
+#: Hooks that commands which only read run too: ``git status`` and ``git diff`` refresh and
+#: write the index, which runs ``post-index-change``.
+READING_HOOKS = frozenset({"post-index-change"})
+
+
+def has_hooks(git_dir: Path, names: frozenset[str] | None = None) -> bool:
     """Whether the repository holds a hook git would run (an executable file in ``hooks/``
-    that is not a ``.sample``)."""
+    that is not a ``.sample``), or one of ``names``."""
     hooks = git_dir / "hooks"
     try:
         entries = list(os.scandir(hooks))
     except OSError:
         return False
     return any(
-        not e.name.endswith(".sample") and os.access(e.path, os.X_OK) and not e.is_dir()
+        not e.name.endswith(".sample")
+        and (names is None or e.name in names)
+        and os.access(e.path, os.X_OK)
+        and not e.is_dir()
         for e in entries
     )

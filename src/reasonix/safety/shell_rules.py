@@ -47,7 +47,12 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from reasonix.safety.git_repository import find_git_dir, has_hooks, repository_obstacle
+from reasonix.safety.git_repository import (
+    READING_HOOKS,
+    find_git_dir,
+    has_hooks,
+    repository_obstacle,
+)
 from reasonix.safety.shell_lexer import Command, Script, Word, embedded_substitutions, parse
 
 Token = str | None
@@ -906,7 +911,9 @@ def _git_repository(argv: Sequence[str], paths: _Paths) -> str | None:
         git_dir = find_git_dir(start)
     if problem:
         return problem
-    if sub in _GIT_HOOK_COMMANDS and git_dir is not None and has_hooks(git_dir):
+    if git_dir is not None and (
+        (sub in _GIT_HOOK_COMMANDS and has_hooks(git_dir)) or has_hooks(git_dir, READING_HOOKS)
+    ):
         return f"git {sub} runs the repository's own hooks"
     return None
 
