@@ -5,7 +5,8 @@ Each case is a "read-only" allow rule and a line it must not cover because the l
 file or runs a program: ``uniq``/``xxd`` write their second operand, ``sort
 --compress-program`` runs a program, ``git diff`` in a repository whose own ``.git/config``
 names an ``fsmonitor`` command, ``git commit`` in a repository holding a planted hook, ``git
-status`` in one holding a ``post-index-change`` hook (status rewrites the index). The
+status`` in one holding a ``post-index-change`` hook (status rewrites the index), ``git clone
+--template`` copying a hook that then runs. The
 control runs the same line approved (``--yes``) and proves the probe sees the effect.
 """
 
@@ -119,6 +120,18 @@ def _index_hook(root: Path) -> None:
     os.utime(root / "README", (1, 1))  # stale stat data: status rewrites the index
 
 
+def _template(root: Path) -> None:
+    _git(root, "init", "-q")
+    _git(root, "add", "README")
+    _git(root, "commit", "-qm", "init")
+    (root / "tpl" / "hooks").mkdir(parents=True)
+    _executable(root / "tpl" / "hooks" / "post-checkout", "#!/bin/sh\ntouch PWNED\n")
+
+
+def _cloned_pwned(root: Path) -> bool:
+    return (root / "copy" / "PWNED").exists()
+
+
 def _pwned(root: Path) -> bool:
     return (root / "PWNED").exists()
 
@@ -136,6 +149,7 @@ CASES: list[Case] = [
     ("bash(git diff*)", "git diff", _fsmonitor, _pwned),
     ("bash(git commit*)", "git commit -qm x", _hook, _pwned),
     ("bash(git status*)", "git status", _index_hook, _pwned),
+    ("bash(git clone*)", "git clone -q --template=./tpl . copy", _template, _cloned_pwned),
 ]
 IDS = [
     "uniq-writes",
@@ -144,6 +158,7 @@ IDS = [
     "git-fsmonitor",
     "git-hook",
     "git-status-index-hook",
+    "git-clone-template-hook",
 ]
 
 

@@ -3,7 +3,8 @@
 Each line hands ``rm`` to something that runs it: a builtin's callback (``mapfile -C``), tar's
 and git's command options, quoted ``$(...)`` that an arithmetic context or an array subscript
 evaluates later, a shell reading its script from a pipe or a descriptor, ``hash -p``, wrappers
-whose options the rules do not model (``strace``, ``setpriv``, ``unshare``), editors and pagers
+whose options the rules do not model (``strace``, ``setpriv``, ``unshare``), git's upload-pack
+commands (``git ls-remote --upload-pack``, ``git clone -u``), editors and pagers
 given a shell escape (``vim -c '!...'``, ``man -P``), sed's ``e`` command, awk's ``system()``,
 ``parallel``, ``at``. With ``deny = ["bash(rm *)"]`` in the user's config every victim file must
 stay; the control runs the same lines with no deny rule and proves each one removes its file.
@@ -52,6 +53,8 @@ BYPASSES = [
     "unshare rm V",
     "sed -n '1e rm V' README",
     "awk 'BEGIN{system(\"rm V\")}'",
+    "git ls-remote --upload-pack='rm V; git-upload-pack' . > /dev/null",
+    "git clone -q -u 'rm V; git-upload-pack' --no-local . copy-V",
 ]
 
 #: Bypasses that still work, with why they are not stopped.

@@ -358,6 +358,18 @@ def _git_runs(rest: Form, runs: _Runs) -> None:
             for k, tok in enumerate(args):
                 if tok is not None and tok.endswith("-filter") and tok.startswith("--"):
                     runs.texts.append(args[k + 1] if k + 1 < len(args) else None)
+    elif sub in ("clone", "fetch", "pull", "ls-remote", "push", "archive", "submodule"):
+        longs = ("--upload-pack", "--receive-pack", "--exec")
+        runs.texts += _option_values(args, "u" if sub == "clone" else "", longs)
+        for setting in _option_values(args, "", ("-c", "--config")):
+            key, _, command = (setting or "").partition("=")
+            if setting is None:
+                runs.unknown = True
+            elif _GIT_COMMAND_KEYS.fullmatch(key.lower()) or key.lower().startswith("alias."):
+                runs.texts.append(command.removeprefix("!"))
+        if "foreach" in args:
+            body = [t for t in args[args.index("foreach") + 1 :] if t != "--recursive"]
+            runs.texts.append(None if None in body else " ".join(t for t in body if t is not None))
     elif sub == "submodule" and "foreach" in args:
         body = [t for t in args[args.index("foreach") + 1 :] if t != "--recursive"]
         runs.texts.append(None if None in body else " ".join(t for t in body if t is not None))
@@ -860,8 +872,17 @@ def _git(args: list[str]) -> str | None:
             i += 1
             continue
         break
+    name = args[i] if i < len(args) else ""
     sub = args[i + 1 :]
     for a in sub:
+        if a == "--template" or a.startswith("--template="):
+            return "git --template copies hooks from a folder, which then run"
+        if name in ("clone", "submodule") and (
+            a in ("-c", "--config") or a.startswith("--config=") or re.fullmatch(r"-c.+", a)
+        ):
+            return f"git {name} -c sets configuration (which may run commands)"
+        if name == "clone" and (a == "-u" or re.fullmatch(r"-u.+", a)):
+            return "git clone -u runs a command as the upload pack"
         if a == "--output" or a.startswith("--output="):
             return "git --output writes a file"
         if a == "--ext-diff":
