@@ -345,3 +345,39 @@ def test_control_without_a_bound_the_fill_succeeds(lab: Lab) -> None:
     lab.write_user_config("[sandbox]\nmax_memory_mb = 0\n")
     out = lab.attack([Attack("fill /tmp", "bash", {"command": FILL.format("/tmp")})], "--yes")
     assert _filled(out.results[0]) == 100_000_000, out.results
+
+
+# ---------------------------------------------------------------------------------------------
+# Background jobs (run_in_background): the same sandbox, but no undo when they end
+
+
+def _plant_from_a_job(repo: Lab) -> Path:
+    name, command, marker = _plants(repo)[0]  # the .mcp.json server
+    assert name == ".mcp.json server"
+    calls = [
+        Attack("plant from a job", "bash", {"command": command, "run_in_background": True}),
+        Attack("wait for it", "bash_output", {"job_id": "job-1", "wait": 10}),
+    ]
+    out = repo.attack(calls, "--yes")
+    assert out.proc.returncode == 0, out.proc.stderr
+    assert (repo.root / ".mcp.json").exists() or "reasonix undid" in "".join(out.results)
+    _aftermath(repo)
+    return marker
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a background job's sandbox keeps existing protected files read-only, but what it "
+    "creates among them (.mcp.json, reasonix.toml, .claude/) is not undone when it ends: the "
+    "job ends at any time, possibly after an approved write_file of the same file, which an "
+    "undo would destroy; a kept job ([jobs] keep_on_exit) even outlives the session",
+)
+def test_a_background_job_cannot_plant_what_runs_outside(repo: Lab) -> None:
+    _trusted(repo)
+    marker = _plant_from_a_job(repo)
+    assert not marker.exists()
+
+
+def test_control_a_background_job_plant_runs_unconfined(repo: Lab) -> None:
+    _trusted(repo, SANDBOX_OFF)
+    assert _plant_from_a_job(repo).exists(), "the probe cannot see the planted server run"
