@@ -92,7 +92,7 @@ class Lab:
 
     def user_config(self, permissions: str) -> None:
         text = fake_project_toml(self.ex.base_url, self.pl.base_url, key_env=KEY_ENV)
-        text = text.replace("[executor]\n", "[executor]\nmax_steps = 60\n", 1)
+        text = text.replace("[executor]\n", "[executor]\nmax_steps = 60\nrefused_steps = 200\n", 1)
         # A run of refused calls is not a stall to end the turn on.
         text = text.replace("[planner]\n", "[planner]\nstall_rounds = 200\n", 1)
         trust = f"\n[trust]\nfolders = [{json.dumps(str(self.root))}]\n"
