@@ -87,9 +87,13 @@ def _git_summary(workspace: Path) -> str:
         return "not a git repository"
     branch = (git("branch", "--show-current") or "").strip() or "(detached HEAD)"
     # `git status` runs a filter driver's clean command on changed files (to compare their
-    # content): every driver the configuration defines is switched off for this call.
-    drivers = git("config", "--get-regexp", r"^filter\.") or ""
-    names = {key.rsplit(".", 1)[0] for key, *_ in (line.split() for line in drivers.splitlines())}
+    # content): every driver the configuration defines is switched off for this call. ``-c``
+    # splits at the first "=", so a driver whose name holds one (``[filter "a=b"]``, valid in
+    # an attributes line) cannot be switched off that way: then there is no status at all.
+    drivers = git("config", "-z", "--get-regexp", r"^filter\.") or ""
+    names = {entry.split("\n", 1)[0].rsplit(".", 1)[0] for entry in drivers.split("\0") if entry}
+    if any("=" in name for name in names):
+        return f"branch {branch}"
     off = tuple(
         arg
         for name in sorted(names)
