@@ -1,6 +1,9 @@
 """One task, start to finish: copy, setup, one headless turn through the session façade,
 diff, verify, and the task's row.
 
+``setup`` and ``verify`` run in the sandbox of the agent's own commands, their output redacted
+(:mod:`reasonix.batch.commands`).
+
 Everything a task leaves is under ``OUT/<id>/``: ``repo/`` (the copy the agent worked in),
 ``session.db`` (its stored session: ``reasonix sessions show`` reads it with
 ``REASONIX_DATA_DIR=OUT/<id>``), ``trajectory.jsonl`` (every event of the turn as one JSON object
@@ -23,8 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from reasonix.batch.commands import TaskCommands, register_keys
 from reasonix.batch.tasks import BatchTask
-from reasonix.batch.workspace import diff, prepare_copy, run_shell
+from reasonix.batch.workspace import diff, prepare_copy
 from reasonix.errors import ConfigError, ReasonixError
 
 __all__ = ["RunSettings", "base_row", "run_task"]
@@ -41,7 +45,8 @@ class RunSettings:
     approves plans (deny rules, plan mode and the sandbox still apply); ``trust`` trusts each
     task copy's project files; ``budget_left`` (USD, None for no limit) caps this task's spend;
     ``timeout`` bounds setup and verify commands (seconds); ``user_config`` is where the user's
-    config file is (None: the usual place)."""
+    config file is (None: the usual place); ``environ`` the environment sessions read (keys
+    included; None: this process's own)."""
 
     out: str
     engine: str
@@ -94,8 +99,13 @@ async def run_task(
     except Exception as exc:  # a crash of this task, reported in its row
         row["error_class"] = "crashed"
         row["error"] = f"{type(exc).__name__}: {exc}"
+    if task.unconfined:
+        row["unconfined"] = list(task.unconfined)
     row["duration_ms"] = int((time.monotonic() - started) * 1000)
-    return row
+    from reasonix.redaction import redact_value
+
+    redacted: dict[str, Any] = redact_value(row)
+    return redacted
 
 
 async def _run(
@@ -111,7 +121,7 @@ async def _run(
     from reasonix.cli.headless import YesApprover, approve_all_plans, exit_code, result_object
     from reasonix.config import check_credentials, load_config
     from reasonix.events import JsonLinesSink
-    from reasonix.safety.environment import build_environment
+    from reasonix.safety.confinement import confinement_for
     from reasonix.store import SessionStore
 
     copy = await asyncio.to_thread(prepare_copy, task.repo, task.is_url, folder / "repo")
@@ -130,17 +140,21 @@ async def _run(
     problems = check_credentials(config, settings.environ)
     if problems:
         raise ConfigError(" ".join(problems))
-    keys = {p.api_key_env for p in config.providers.values() if p.api_key_env}
-    shell_env = build_environment(
-        include=config.environment.include,
-        extra=dict(config.environment.set),
-        withheld=keys,
-        base=settings.environ,
+    keys = tuple(sorted({p.api_key_env for p in config.providers.values() if p.api_key_env}))
+    register_keys(keys, settings.environ)
+    commands = TaskCommands(
+        copy,
+        settings.timeout,
+        # The task's own sandbox settings; the task's output folder (its session store) and our
+        # config folder stay invisible.
+        confinement_for(config.sandbox, data_dir=folder, environ=settings.environ),
+        unconfined=task.unconfined,
+        key_vars=keys,
+        include=tuple(config.environment.include),
+        extra_env=dict(config.environment.set),
     )
     if task.setup:
-        code, output = await asyncio.to_thread(
-            run_shell, task.setup, copy, settings.timeout, shell_env
-        )
+        code, output = await commands.run("setup", task.setup)
         (folder / "setup.log").write_text(output, encoding="utf-8")
         if code != 0:
             row["error_class"] = "setup_failed"
@@ -192,9 +206,7 @@ async def _run(
     (folder / "diff.patch").write_text(patch, encoding="utf-8")
     row["diff_bytes"] = len(patch.encode())
     if task.verify:
-        code, output = await asyncio.to_thread(
-            run_shell, task.verify, copy, settings.timeout, shell_env
-        )
+        code, output = await commands.run("verify", task.verify)
         (folder / "verify.log").write_text(output, encoding="utf-8")
         row["verify_exit_code"] = code
         row["verify_output_tail"] = _tail(output)

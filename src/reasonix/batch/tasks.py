@@ -9,7 +9,14 @@ folder, relative to the task file, or a git URL) and ``task``. Optional: ``verif
 command run in the task's copy after the agent; exit code 0 means solved), ``setup`` (a shell
 command run there before the agent), and overrides of this task's configuration: ``model``
 (executor model), ``planner_model``, ``effort``, ``planner`` (true/false), ``mode`` (permission
-mode), ``max_steps``. Blank lines and lines starting with ``#`` are skipped.
+mode), ``max_steps``, ``network`` (true/false: the agent's commands and this task's ``setup``
+and ``verify`` may reach the network; ``[sandbox] network`` otherwise). Blank lines and lines
+starting with ``#`` are skipped.
+
+``setup`` and ``verify`` run in the same sandbox as the agent's own commands (they run what the
+model wrote). ``"unconfined": ["setup"]`` (or ``["verify"]``, or ``true`` for both) runs that
+task's named commands as plain commands on the host instead, with the same environment
+allowlist; the batch says so when it starts and in the task's row and log.
 """
 
 from __future__ import annotations
@@ -23,12 +30,14 @@ from typing import Any
 
 from reasonix.errors import ConfigError
 
-__all__ = ["BatchTask", "load_tasks"]
+__all__ = ["COMMANDS", "BatchTask", "load_tasks"]
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _URL = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|git@)", re.IGNORECASE)
 _STRING_KEYS = ("verify", "setup", "model", "planner_model", "effort", "mode")
-_KNOWN = {"id", "repo", "task", "planner", "max_steps", *_STRING_KEYS}
+_KNOWN = {"id", "repo", "task", "planner", "max_steps", "network", "unconfined", *_STRING_KEYS}
+#: the task's own commands, in the order they run
+COMMANDS = ("setup", "verify")
 
 
 @dataclass(frozen=True)
@@ -41,6 +50,8 @@ class BatchTask:
     verify: str | None = None
     setup: str | None = None
     overrides: Mapping[str, Any] = field(default_factory=dict)
+    #: which of :data:`COMMANDS` the task file asked to run unconfined
+    unconfined: tuple[str, ...] = ()
 
     @property
     def is_url(self) -> bool:
@@ -54,6 +65,7 @@ class BatchTask:
             "verify": self.verify,
             "setup": self.setup,
             "overrides": dict(self.overrides),
+            "unconfined": list(self.unconfined),
         }
 
     @classmethod
@@ -65,6 +77,7 @@ class BatchTask:
             data.get("verify"),
             data.get("setup"),
             dict(data.get("overrides") or {}),
+            tuple(data.get("unconfined") or ()),
         )
 
 
@@ -89,7 +102,27 @@ def _overrides(entry: Mapping[str, Any], where: str) -> dict[str, Any]:
         if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
             raise ConfigError(f"{where}: 'max_steps' must be a positive integer")
         out["executor.max_steps"] = steps
+    if "network" in entry:
+        if not isinstance(entry["network"], bool):
+            raise ConfigError(f"{where}: 'network' must be true or false")
+        out["sandbox.network"] = entry["network"]
     return out
+
+
+def _unconfined(entry: Mapping[str, Any], where: str) -> tuple[str, ...]:
+    """The commands the task file runs unconfined: ``true`` for both, or a list of names."""
+    value = entry.get("unconfined", False)
+    if value is False:
+        return ()
+    if value is True:
+        return COMMANDS
+    names = ", ".join(f'"{c}"' for c in COMMANDS)
+    if not isinstance(value, list) or any(v not in COMMANDS for v in value):
+        raise ConfigError(
+            f"{where}: 'unconfined' takes true or a list of the commands to run outside the "
+            f"sandbox ({names}), not {json.dumps(value)}"
+        )
+    return tuple(c for c in COMMANDS if c in value)
 
 
 def load_tasks(path: Path) -> list[BatchTask]:
@@ -148,6 +181,7 @@ def load_tasks(path: Path) -> list[BatchTask]:
                 entry.get("verify"),
                 entry.get("setup"),
                 _overrides(entry, where),
+                _unconfined(entry, where),
             )
         )
     if not tasks:

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from collections.abc import Mapping
 from pathlib import Path
 
 from reasonix.errors import ReasonixError
 from reasonix.safety.environment import git_environment
 
-__all__ = ["WorkspaceError", "diff", "prepare_copy", "run_shell"]
+__all__ = ["WorkspaceError", "diff", "prepare_copy"]
 
 #: Folders a copy leaves out: they are rebuilt by the task's own setup if it needs them.
 SKIPPED = (".venv", "node_modules", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache")
@@ -75,23 +74,3 @@ def diff(copy: Path) -> str:
     ones), deletions, mode changes; binary files as git binary patches."""
     _git(copy, "add", "-A", "--intent-to-add")
     return _git(copy, "diff", "--binary", "HEAD").stdout
-
-
-def run_shell(command: str, cwd: Path, timeout: float, env: Mapping[str, str]) -> tuple[int, str]:
-    """A task's ``setup`` or ``verify`` command: its exit code and combined output (124 and a
-    note when it ran past ``timeout``). ``env`` is the allowlisted environment (no API keys)."""
-    try:
-        proc = subprocess.run(
-            ["bash", "-c", command],
-            cwd=cwd,
-            env=dict(env),
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as exc:
-        out = (exc.stdout or "") if isinstance(exc.stdout, str) else ""
-        return 124, out + f"\n[reasonix batch: stopped after {timeout:g} s]"
-    return proc.returncode, proc.stdout + proc.stderr

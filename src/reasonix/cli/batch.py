@@ -32,6 +32,14 @@ def run_batch(args: argparse.Namespace) -> int:
         base = load_config(Path.cwd(), overrides=overrides_from(args), trust=False)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+    for task in tasks:
+        if task.unconfined:
+            # The user's explicit choice, said before anything runs (ids are checked on load).
+            print(
+                f"reasonix batch: task {task.id} runs its {' and '.join(task.unconfined)} "
+                'UNCONFINED (the task file\'s "unconfined"): outside the sandbox, as your user',
+                file=sys.stderr,
+            )
     if args.concurrency is not None and args.concurrency < 1:
         raise UsageError("--concurrency must be at least 1")
     max_cost = _money(args.max_cost)

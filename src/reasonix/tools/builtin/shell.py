@@ -96,6 +96,19 @@ class ShellOptions:
     kill_grace: float = 2.0
 
 
+@dataclass(frozen=True)
+class CommandRun:
+    """What one command did: its output (capped, escape sequences removed), exit code, whether
+    it ran out of time or past the process bound, and the protected paths it created that were
+    undone."""
+
+    output: str
+    code: int
+    timed_out: bool = False
+    over_limit: bool = False
+    undone: tuple[str, ...] = ()
+
+
 def is_secret_env(name: str, extra: Sequence[str] = ()) -> bool:
     """Whether an environment variable must not reach commands the model runs."""
     upper = name.upper()
@@ -224,6 +237,60 @@ class ShellTool:
         manager = CHECKPOINTS_KEY.get(ctx.state) or self.checkpoints
         if manager is not None:
             await asyncio.to_thread(manager.before_command, ctx, command)
+        if run_in_background and self.jobs is not None:
+            pids = self._pids_cgroup()
+            if pids is not None:
+                argv = pids.wrap(argv)
+            env, marker = self._environment()
+            return self._start_job(self.jobs, argv, command, env, marker, pids)
+        run = await self._execute(argv, limit)
+        text = run.output
+        shown = text if text else "(no output)"
+        if run.undone:
+            shown += (
+                f"\n[reasonix undid what the command did to {', '.join(run.undone)}: inside the "
+                "sandbox, reasonix's own configuration and the repository's git configuration "
+                "and hooks are read-only (change them with the file tools, which ask)]"
+            )
+        if run.over_limit:
+            bound = self.confiner.max_processes if isinstance(self.confiner, BwrapConfiner) else 0
+            shown += f"\n[stopped: the command started more than {bound} processes]"
+        if run.timed_out:
+            shown += f"\n[timed out after {limit:g} s; the command and its children were killed]"
+            outcome = f"timeout\n{text}"
+        else:
+            shown += f"\n[exit code {run.code}]"
+            outcome = f"{run.code}\n{text}"
+        effect = Effect(
+            "command",
+            command,
+            hashlib.sha256(outcome.encode()).hexdigest()[:16],
+            ok=not run.timed_out and run.code == 0,
+        )
+        return ToolResult(shown, is_error=run.timed_out, effects=(effect,))
+
+    async def run_command(self, command: str, timeout: float | None = None) -> CommandRun:
+        """Run ``command`` exactly as :meth:`bash` runs one in front (the same confiner,
+        environment, process bound, clean-up and undo of protected files), without a snapshot
+        or a tool result: for the application's own runs of commands it did not write, such as
+        a batch task's ``setup`` and ``verify``. Raises :class:`ConfinementError` when the
+        command cannot be confined as configured."""
+        shell = shutil.which(self.options.shell) or shutil.which("sh") or "/bin/sh"
+        argv = self.confiner.wrap(
+            [shell, "-c", command], workspace=self.workspace, roots=self.roots
+        )
+        limit = min(timeout or self.options.timeout, self.options.max_timeout)
+        return await self._execute(argv, limit)
+
+    def _environment(self) -> tuple[dict[str, str], str]:
+        """A command's environment and the marker in it that finds its strays."""
+        marker = f"{os.getpid()}-{secrets.token_hex(8)}"
+        env = command_env(self.options)
+        env[_MARKER_ENV] = marker
+        return env, marker
+
+    async def _execute(self, argv: list[str], limit: float) -> CommandRun:
+        opts = self.options
         pids = self._pids_cgroup()
         if pids is not None:
             argv = pids.wrap(argv)
@@ -231,11 +298,7 @@ class ShellTool:
             CreationGuard.start(self.roots) if isinstance(self.confiner, BwrapConfiner) else None
         )
         output = _CappedOutput(opts.output_limit)
-        marker = f"{os.getpid()}-{secrets.token_hex(8)}"
-        env = command_env(opts)
-        env[_MARKER_ENV] = marker
-        if run_in_background and self.jobs is not None:
-            return self._start_job(self.jobs, argv, command, env, marker, pids)
+        env, marker = self._environment()
         # Our own pipe rather than asyncio's: asyncio's wait() also waits for its pipes to close,
         # which a background process holding stdout would delay until the timeout.
         read_fd, write_fd = os.pipe()
@@ -285,31 +348,8 @@ class ShellTool:
                 await asyncio.wait_for(asyncio.shield(reader), 2.0)
             except TimeoutError:  # a process that left our group still holds the pipe
                 reader.cancel()
-        text = output.text().rstrip("\n")
-        code = proc.returncode
-        shown = text if text else "(no output)"
-        if undone:
-            shown += (
-                f"\n[reasonix undid what the command did to {', '.join(undone)}: inside the "
-                "sandbox, reasonix's own configuration and the repository's git configuration "
-                "and hooks are read-only (change them with the file tools, which ask)]"
-            )
-        if over_limit:
-            bound = self.confiner.max_processes if isinstance(self.confiner, BwrapConfiner) else 0
-            shown += f"\n[stopped: the command started more than {bound} processes]"
-        if timed_out:
-            shown += f"\n[timed out after {limit:g} s; the command and its children were killed]"
-            outcome = f"timeout\n{text}"
-        else:
-            shown += f"\n[exit code {code}]"
-            outcome = f"{code}\n{text}"
-        effect = Effect(
-            "command",
-            command,
-            hashlib.sha256(outcome.encode()).hexdigest()[:16],
-            ok=not timed_out and code == 0,
-        )
-        return ToolResult(shown, is_error=timed_out, effects=(effect,))
+        code = proc.returncode if proc.returncode is not None else -1
+        return CommandRun(output.text().rstrip("\n"), code, timed_out, over_limit, tuple(undone))
 
     def _pids_cgroup(self) -> PidsCgroup | None:
         """The kernel's process bound for a confined command, where cgroups allow it."""
