@@ -57,6 +57,7 @@ class Steps:
         )
         result = await self.registry.execute(name, json.dumps(args), ctx)
         assert not result.is_error, result.content
+        self.manager.after_turn(turn)  # the files as the agent left them, as the session does
 
 
 def seed(ws: Path) -> None:
@@ -230,7 +231,8 @@ async def test_pruning_by_age_and_by_size(tmp_path: Path, ws: Path) -> None:
     assert len(manager.steps()) == 3
     assert manager.prune() == 0
     dropped = manager.prune(now=manager.steps()[-1].time + 2 * 86400)
-    assert dropped == 3 and manager.steps() == []
+    # Each step's snapshot and the record of the files as the agent left them after it.
+    assert dropped == 6 and manager.steps() == []
     refs = subprocess.run(  # noqa: ASYNC221
         ["git", f"--git-dir={manager.store_dir / 'git'}", "for-each-ref", "refs/steps"],
         capture_output=True,

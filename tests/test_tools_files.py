@@ -352,6 +352,7 @@ async def test_rewind_never_writes_through_a_folder_that_became_a_symlink(
     (ws / "d").rmdir()
     os.symlink(outside, ws / "d")
     (outside / "new.txt").write_text("outside file\n")
+    manager.after_turn(1)  # the turn ends: the files as the agent's steps left them
     result = manager.rewind(1)
     assert (outside / "victim.txt").read_text() == "untouched\n"
     assert (outside / "new.txt").read_text() == "outside file\n"
@@ -371,6 +372,7 @@ async def test_rewind_ignores_a_symlink_planted_at_the_restore_name(
         await call(ws, "write_file", manager=manager, path="a.txt", content="changed\n")
     ).is_error
     os.symlink(outside / "victim.txt", ws / ".a.txt.reasonix-restore")
+    manager.after_turn(1)
     manager.rewind(1)
     assert (ws / "a.txt").read_text() == "alpha\n"
     assert (outside / "victim.txt").read_text() == "untouched\n"

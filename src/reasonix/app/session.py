@@ -728,6 +728,9 @@ class AgentSession:
                 return self._outcome(result, log_start, requests_before, began)
             finally:
                 self._events.turn = None
+                # The files as the agent left them: a later rewind leaves alone what
+                # someone else changes after this.
+                self._checkpoints.after_turn(self._controller.executor.turn)
 
         def interrupted() -> TurnOutcome:
             route = self._events.route

@@ -138,7 +138,10 @@ _SHOWN = 8  # names listed per line of the summary before "and N more"
 class Step:
     """One snapshot in a session's journal: taken before ``tool`` ran (``detail``: the command
     or the path) in executor turn ``turn``, as tool call ``call_id``. ``kind`` is ``step``, or
-    ``rewind`` for the snapshot a rewind takes of the files it is about to replace."""
+    ``rewind`` for the snapshot a rewind takes of the files it is about to replace, or
+    ``after`` for the files as the agent left them (at the end of a turn that had steps, and
+    after a rewind): what a later rewind compares with so that it never undoes a change it did
+    not make."""
 
     seq: int
     turn: int
@@ -219,6 +222,8 @@ class RewindResult:
     not_restored: tuple[tuple[str, str], ...] = ()
     not_covered: tuple[tuple[str, str], ...] = ()
     text: str = ""
+    #: Paths changed or created by someone else since the agent's last snapshot: left alone.
+    kept: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         return self.text
@@ -680,11 +685,20 @@ def checkpoint_store_size(data_dir: Path) -> tuple[int, int]:
 class _Restorer:
     """Puts the workspace's files back to a snapshot, never writing through a symlink."""
 
-    def __init__(self, store: _Store, target: _Snapshot, current: _Snapshot) -> None:
+    def __init__(
+        self,
+        store: _Store,
+        target: _Snapshot,
+        current: _Snapshot,
+        keep: Iterable[str] = (),
+    ) -> None:
         self.store = store
         self.ws = store.workspace
         self.target = target
         self.current = current
+        #: Paths someone else changed since the agent's last snapshot: never touched.
+        self.keep = frozenset(keep)
+        self.kept: list[str] = []
         self.restored: list[str] = []
         self.recreated: list[str] = []
         self.removed: list[str] = []
@@ -696,6 +710,12 @@ class _Restorer:
 
     def run(self) -> None:
         rows = self.store.diff(self.current.tree, self.target.tree)
+        moded = {*self.target.modes, *self.current.modes}
+        differ = {r[1] for r in rows} | {
+            n for n in moded if self.target.modes.get(n) != self.current.modes.get(n)
+        }
+        self.kept = sorted(differ & self.keep)
+        rows = [r for r in rows if r[1] not in self.keep]
         remove = [r for r in rows if r[0] == "D"]  # in the current tree, not in the target
         write = [r for r in rows if r[0] != "D"]
         for _status, name, _old_mode, old_blob, *_ in sorted(
@@ -726,10 +746,10 @@ class _Restorer:
                 self.written_blobs[name] = blob
         written = {r[1] for r in write if r[3] != r[5]}
         for name, perms in self.target.modes.items():
-            if name not in written and self.current.modes.get(name) != perms:
+            if name not in written | self.keep and self.current.modes.get(name) != perms:
                 self._chmod(name, perms)
         for name in self.current.modes:
-            if name not in written and name not in self.target.modes:
+            if name not in written | self.keep and name not in self.target.modes:
                 self._chmod(name, None)
         for name, why in self.target.skipped.items():
             self.not_covered.setdefault(name, why)
@@ -1053,18 +1073,84 @@ class CheckpointManager:
             return self._rewind_to(first, label or f"before turn {turn}")
 
     def undo(self, count: int = 1) -> RewindResult:
-        """Put the files back to how they were before the last ``count`` steps."""
+        """Put the files back to how they were before the last ``count`` steps that changed
+        them (a step whose snapshot equals the files after it, like a test run, is not one)."""
         with self._lock:
-            steps = self.steps()
-            if not steps:
+            target = self.restore_point(count)
+            if target is None:
                 return RewindResult(0, text="No step of this session changed files.")
-            target = steps[-min(count, len(steps))]
             return self._rewind_to(target, "")
 
     def restore_point(self, count: int) -> Step | None:
-        """The step ``undo(count)`` would go back to (None: nothing to undo)."""
-        steps = self.steps()
-        return steps[-min(count, len(steps))] if steps and count > 0 else None
+        """The step ``undo(count)`` goes back to: the ``count``-th most recent step that changed
+        the files (None: no step did)."""
+        changing = self.changing_steps()
+        if not changing or count < 1:
+            return None
+        return changing[-min(count, len(changing))]
+
+    def changing_steps(self) -> list[Step]:
+        """The steps that changed the files, oldest first: those whose snapshot differs from
+        the files after them (the next step's snapshot, the end of their turn, or now)."""
+        with self._lock:
+            entries = [e for e in self._entries() if e.kind in ("step", "after")]
+            if not any(e.kind == "step" for e in entries):
+                return []
+            try:
+                self._prepare()
+                with self._store.locked():
+                    now: str | None = self._store.snapshot()
+                    states = [self._store.load(e.commit) for e in entries]
+                    after_last = self._store.load(now) if now else None
+            except (OSError, _GitError, subprocess.SubprocessError) as exc:
+                self.last_error = f"reading the snapshots failed: {exc}"
+                return [e for e in entries if e.kind == "step"]
+            out = []
+            for i, entry in enumerate(entries):
+                if entry.kind != "step":
+                    continue
+                following = states[i + 1] if i + 1 < len(entries) else after_last
+                if states[i] is None or following is None or states[i] != following:
+                    out.append(entry)
+            return out
+
+    def after_turn(self, turn: int) -> None:
+        """Record the files as the agent left them, at the end of a turn that took a snapshot:
+        a later rewind compares with it, so a file someone else changes afterwards is left
+        alone. Never raises (a failure is kept in ``last_error``)."""
+        if not self.enabled:
+            return
+        with self._lock:
+            entries = self._entries()
+            if not entries or entries[-1].kind != "step":
+                return  # no step since the last record: the files are the agent's as recorded
+            try:
+                self._prepare()
+                with self._store.locked():
+                    commit = self._store.snapshot()
+                    self._append(turn, "", "after", "end of turn", commit, "after")
+            except (OSError, _GitError, subprocess.SubprocessError) as exc:
+                self.last_error = f"the snapshot at the end of the turn failed: {exc}"
+
+    def _agent_state(self) -> _Snapshot | None:
+        """The files as the agent last left them: the latest ``after`` record, or when a step
+        came after it (a turn cut short before its end was recorded) that step's snapshot, so
+        what changed since is treated as someone else's. None: no record at all."""
+        entries = [e for e in self._entries() if e.kind in ("step", "after")]
+        if not entries:
+            return None
+        return self._store.load(entries[-1].commit)
+
+    def _foreign(self, agent: _Snapshot | None, current: _Snapshot) -> set[str]:
+        """Paths whose current content, type or permissions differ from the agent's last
+        snapshot of them: someone else changed or created them since."""
+        if agent is None:
+            return set()
+        names = {row[1] for row in self._store.diff(agent.tree, current.tree)}
+        for name in {*agent.modes, *current.modes}:
+            if agent.modes.get(name) != current.modes.get(name):
+                names.add(name)
+        return names
 
     def _rewind_to(self, target: Step, label: str) -> RewindResult:
         if not label:
@@ -1078,13 +1164,20 @@ class CheckpointManager:
                         target.turn,
                         text=f"The snapshot {label} is gone (pruned); files unchanged.",
                     )
+                agent = self._agent_state()
                 now_commit = self._store.snapshot()
                 current = self._store.load(now_commit)
                 assert current is not None
+                # The files as they are now stay in the store (a rewind's record and its ref),
+                # so even what the rewind replaces can be had back.
                 self._append(target.turn, "", "rewind", label, now_commit, "rewind")
-                restorer = _Restorer(self._store, wanted, current)
+                restorer = _Restorer(self._store, wanted, current, self._foreign(agent, current))
                 restorer.run()
                 self._drop_from(target.seq)
+                # What the agent's files are now: the snapshot it went back to. A file kept as
+                # someone else's still differs from it, so a later rewind keeps it too.
+                self._append(target.turn, "", "after", label, target.commit, "after")
+                self._store.set_refs({"refs/last": now_commit})  # what our index describes
                 uncovered = self._store.uncovered()
                 # The restored files are picked up by the next snapshot's stat check.
         except (OSError, _GitError, subprocess.SubprocessError) as exc:
@@ -1093,7 +1186,7 @@ class CheckpointManager:
 
     def _drop_from(self, seq: int) -> None:
         entries = self._entries()
-        gone = [e for e in entries if e.kind == "step" and e.seq >= seq]
+        gone = [e for e in entries if e.kind in ("step", "after") and e.seq >= seq]
         if not gone:
             return
         self._store.delete_refs(self._store.ref(self.session_id, e.seq) for e in gone)
@@ -1107,17 +1200,21 @@ class CheckpointManager:
         recreated = [n for n in r.recreated if n not in back]
         lines = [f"Files put back to {label}."]
         if renamed:
-            moves = [f"{old} -> {new}" for old, new in renamed]
-            lines.append(f"Moved back {len(moves)} renamed file(s): {_names(moves)}.")
+            lines.append(f"Moved back {_names([f'{old} -> {new}' for old, new in renamed])}.")
         if recreated:
-            lines.append(f"Recreated {len(recreated)} deleted file(s): {_names(recreated)}.")
+            lines.append(f"Recreated {_names(recreated)} (deleted since).")
         if r.restored:
-            lines.append(f"Restored the content of {len(r.restored)}: {_names(r.restored)}.")
+            lines.append(f"Restored {_names(r.restored)}.")
         if removed:
-            lines.append(f"Removed {len(removed)} file(s) created since: {_names(removed)}.")
+            lines.append(f"Removed {_names(removed)} (created since).")
         if r.modes:
-            lines.append(f"Restored the permissions of {len(r.modes)}: {_names(r.modes)}.")
-        if not (renamed or recreated or r.restored or removed or r.modes or r.failed):
+            lines.append(f"Restored the permissions of {_names(r.modes)}.")
+        if r.kept:
+            lines.append(
+                f"Left alone {_names(r.kept)}: changed or created since the agent's last "
+                "snapshot, so not the agent's work; your version is kept."
+            )
+        if not (renamed or recreated or r.restored or removed or r.modes or r.failed or r.kept):
             lines.append("No file differed from the snapshot.")
         if r.failed:
             items = [f"{name} ({why})" for name, why in sorted(r.failed.items())]
@@ -1144,6 +1241,7 @@ class CheckpointManager:
             tuple(sorted(r.failed.items())),
             tuple(sorted(covered.items())),
             "\n".join(lines),
+            tuple(r.kept),
         )
 
     # -- pruning -------------------------------------------------------------------------------
