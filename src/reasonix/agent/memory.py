@@ -8,8 +8,9 @@ mid-session is appended to the project's file and rides at the tail of the next 
 running session's system prompt never changes.
 
 A memory file comes from whoever wrote the repository, so it is read with care: only a regular
-file that really lies in its folder (a symlink must point inside that folder; nothing under
-``/proc``, no devices or FIFOs), at most :data:`MAX_MEMORY_FILE_BYTES` of it, and the model sees
+file that really lies in its folder (a symlink must point inside that folder, and not to a
+file the sandbox keeps from the model such as ``.env`` or a key; nothing under ``/proc``, no
+devices or FIFOs), at most :data:`MAX_MEMORY_FILE_BYTES` of it, and the model sees
 which text is the project's and which is the user's own.
 """
 
@@ -55,7 +56,19 @@ def _safe_file(directory: Path, name: str) -> Path | None:
             return None
     except OSError:
         return None
+    if _secret(os.path.relpath(real, folder)):
+        return None
     return candidate
+
+
+def _secret(relpath: str) -> bool:
+    """Whether a memory file is (a link to) a file the file tools refuse to read because it
+    holds secrets (``.env``, keys): those must not reach the model through the prompt either."""
+    from reasonix.safety.patterns import compile_patterns, match_path_or_parents
+    from reasonix.safety.sandbox import DEFAULT_READ_DENY
+
+    patterns = compile_patterns(DEFAULT_READ_DENY, ignore_case=True)
+    return match_path_or_parents(patterns, relpath, is_dir=False) is not None
 
 
 def _pick(directory: Path) -> Path | None:
