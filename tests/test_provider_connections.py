@@ -2,8 +2,8 @@
 and replaced when cut, a body left open after ``[DONE]`` still finishes, a 401 or a stream of
 only keep-alives is blamed on the right thing, and a malformed usage object is a provider error.
 
-The connection-reuse tests use a small HTTP/1.1 keep-alive server on loopback (the fake DeepSeek
-server answers with ``Connection: close``, so it cannot show whether a connection is reused).
+The connection-reuse tests here use a small HTTP/1.1 keep-alive server on loopback that can
+misbehave in ways the fake DeepSeek server does not (a body held open after ``[DONE]``).
 """
 
 from __future__ import annotations

@@ -6,6 +6,16 @@ reasoning deltas before content, tool-call fragments, usage on the finishing chu
 OpenAI style, on a separate ``choices: []`` chunk, then ``[DONE]``) or as one
 ``chat.completion`` object. :func:`place_fault` turns a fault aimed at a part of the answer
 (``cut_in="text"``) into a byte offset in that body.
+
+The shapes follow DeepSeek's recorded live streams (the chunk files vercel/ai keeps under
+``packages/deepseek/src/chat/__fixtures__``, summarised in shared/reference/deepseek-api.md,
+"Observed on the wire"): compact JSON; in thinking mode a first delta
+``{"role":"assistant","content":null,"reasoning_content":""}``, reasoning deltas with
+``content: null``, answer deltas with ``reasoning_content: null`` and a finishing delta
+``{"content":"","reasoning_content":null}``; without thinking a first delta
+``{"role":"assistant","content":""}``, no ``reasoning_content`` keys and no
+``completion_tokens_details`` in usage; about one token per chunk; tool-call chunks carrying
+only ``tool_calls``; a 32-hex ``system_fingerprint``.
 """
 
 from __future__ import annotations
@@ -18,10 +28,16 @@ from typing import Any, Literal
 from reasonix.messages import Usage
 from reasonix.testing.script import Fault
 
-__all__ = ["Answer", "UsageStyle", "place_fault", "wire_usage"]
+__all__ = ["Answer", "UsageStyle", "compact", "place_fault", "wire_usage"]
 
 UsageStyle = Literal["deepseek", "openai"]
-_FINGERPRINT = "fp_reasonix_fake"
+#: 32 hex characters without an ``fp_`` prefix, as in the 2026 recordings.
+_FINGERPRINT = "5f2c0e4a9b7d41e38c6a2f0d1b9e7a34"
+
+
+def compact(obj: Any) -> bytes:
+    """JSON as DeepSeek writes it: no spaces, non-ASCII kept."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 @dataclass
@@ -39,6 +55,8 @@ class Answer:
     usage_wire: dict[str, Any]
     usage_style: UsageStyle
     include_usage: bool
+    #: characters per streamed delta (about one token by default)
+    delta_chars: int = 4
 
     def _chunk(
         self,
@@ -59,35 +77,42 @@ class Answer:
         }
         if usage is not False:
             obj["usage"] = usage
-        return b"data: " + json.dumps(obj, ensure_ascii=False).encode() + b"\n\n"
+        return b"data: " + compact(obj) + b"\n\n"
 
     def sse_events(self, *, malformed: bool) -> Iterator[bytes]:
         pending: dict[str, Any] | Literal[False] | None = None if self.include_usage else False
-        yield self._chunk({"role": "assistant", "content": ""}, usage=pending)
+        size = max(1, self.delta_chars)
+        first: dict[str, Any] = {"role": "assistant", "content": ""}
+        if self.thinking:
+            first = {"role": "assistant", "content": None, "reasoning_content": ""}
+        yield self._chunk(first, usage=pending)
         if malformed:
             yield b"data: {not json\n\n"
         if self.reasoning:
-            for piece in _pieces(self.reasoning, 6):
+            for piece in _pieces(self.reasoning, size):
                 yield self._chunk({"content": None, "reasoning_content": piece}, usage=pending)
-        for piece in _pieces(self.content, 6):
+        for piece in _pieces(self.content, size):
             delta: dict[str, Any] = {"content": piece}
             if self.thinking:
                 delta["reasoning_content"] = None
             yield self._chunk(delta, usage=pending)
         for index, call in enumerate(self.tool_calls):
             fn = call["function"]
-            first = {
+            head = {
                 "index": index,
                 "id": call["id"],
                 "type": "function",
                 "function": {"name": fn["name"], "arguments": ""},
             }
-            yield self._chunk({"tool_calls": [first]}, usage=pending)
-            for piece in _pieces(fn["arguments"], max(4, -(-len(fn["arguments"]) // 3))):
+            yield self._chunk({"tool_calls": [head]}, usage=pending)
+            for piece in _pieces(fn["arguments"], size):
                 frag = {"index": index, "function": {"arguments": piece}}
                 yield self._chunk({"tool_calls": [frag]}, usage=pending)
+        last: dict[str, Any] = {"content": ""}
+        if self.thinking:
+            last["reasoning_content"] = None
         if self.usage_style == "deepseek":
-            yield self._chunk({"content": ""}, self.finish_reason, usage=self.usage_wire)
+            yield self._chunk(last, self.finish_reason, usage=self.usage_wire)
         else:
             yield self._chunk({}, self.finish_reason, usage=pending)
             if self.include_usage:
@@ -99,7 +124,8 @@ class Answer:
         if self.thinking:
             message["reasoning_content"] = self.reasoning
         if self.tool_calls:
-            message["tool_calls"] = self.tool_calls
+            # Non-streamed tool calls carry their position as ``index`` too.
+            message["tool_calls"] = [{"index": i, **call} for i, call in enumerate(self.tool_calls)]
         return {
             "id": self.id,
             "object": "chat.completion",
@@ -122,15 +148,17 @@ def _pieces(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
-def wire_usage(usage: Usage, style: UsageStyle) -> dict[str, Any]:
-    """``usage`` as the wire carries it, with DeepSeek's cache fields in its style."""
+def wire_usage(usage: Usage, style: UsageStyle, *, thinking: bool = True) -> dict[str, Any]:
+    """``usage`` as the wire carries it, with DeepSeek's cache fields in its style; without
+    thinking DeepSeek sends no ``completion_tokens_details``."""
     wire: dict[str, Any] = {
         "prompt_tokens": usage.prompt_tokens,
         "completion_tokens": usage.completion_tokens,
         "total_tokens": usage.prompt_tokens + usage.completion_tokens,
         "prompt_tokens_details": {"cached_tokens": usage.cache_hit_tokens},
-        "completion_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
     }
+    if thinking:
+        wire["completion_tokens_details"] = {"reasoning_tokens": usage.reasoning_tokens}
     if style == "deepseek":
         wire["prompt_cache_hit_tokens"] = usage.cache_hit_tokens
         wire["prompt_cache_miss_tokens"] = usage.cache_miss_tokens

@@ -22,9 +22,11 @@ What it models:
 - injected faults (:class:`~reasonix.testing.script.Fault`): error statuses, keep-alives, cut
   connections, stalls, a malformed chunk, ``insufficient_system_resource``.
 
-Responses use HTTP/1.1 chunked transfer encoding (as the real service does) and
-``Connection: close``, so every request opens its own connection and a cut connection surfaces
-in the client as an incomplete chunked body.
+Responses use HTTP/1.1 chunked transfer encoding and keep the connection alive, as the real
+service does, so a client that reads each body to its end reuses its connection (the client's
+port of each request is in :attr:`RecordedRequest.client_port`); ``keep_alive=False`` answers
+with ``Connection: close`` instead. A cut connection surfaces in the client as an incomplete
+chunked body, and the connection is closed after it.
 
 The parts live beside it: the request rules in :mod:`reasonix.testing.deepseek_rules`, the
 tokenisation the cache figures come from in :mod:`reasonix.testing.tokens`, the writing of one
@@ -50,7 +52,7 @@ from types import TracebackType
 from typing import Any, Literal
 
 from reasonix.messages import Usage
-from reasonix.testing.answer_wire import Answer, UsageStyle, place_fault, wire_usage
+from reasonix.testing.answer_wire import Answer, UsageStyle, compact, place_fault, wire_usage
 from reasonix.testing.deepseek_rules import (
     AUTH_FAILED,
     LISTED_MODELS,
@@ -140,6 +142,10 @@ class RecordedRequest:
     prompt_tokens: int | None = None
     cache_hit_tokens: int | None = None
     stored_tokens_after_output: int | None = None
+    #: the client's TCP port: equal ports on two requests mean one reused connection
+    client_port: int | None = None
+    #: the model the answer named (the requested one unless ``answer_model`` says otherwise)
+    answered_model: str | None = None
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -217,6 +223,13 @@ class _HTTPServer(ThreadingHTTPServer):
     request_queue_size = 128
     fake: FakeDeepSeekServer
 
+    def track(self, conn: Any, alive: bool) -> None:
+        with self.fake._lock:
+            if alive:
+                self.fake._connections.add(conn)
+            else:
+                self.fake._connections.discard(conn)
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         # a client that hangs up mid-answer is normal in fault tests; anything else is recorded
         import sys
@@ -236,6 +249,18 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass  # keep test output clean
 
+    def setup(self) -> None:
+        super().setup()
+        self.server.track(self.connection, True)
+
+    def finish(self) -> None:
+        self.server.track(self.connection, False)
+        super().finish()
+
+    @property
+    def keep_alive(self) -> bool:
+        return self.server.fake.keep_alive
+
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]
         headers = {k.lower(): v for k, v in self.headers.items()}
@@ -253,27 +278,28 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             self.server.fake._serve(self, path, headers, raw)
         except (ConnectionError, TimeoutError):
-            pass  # the client went away
-        self.close_connection = True
+            self.close_connection = True  # the client went away
+
+    def _end_headers(self) -> None:
+        if not self.keep_alive:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
 
     def _send_json(self, status: int, payload: Mapping[str, Any]) -> None:
-        data = json.dumps(payload, ensure_ascii=False).encode()
+        data = compact(payload)
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
-        self.send_header("Connection", "close")
-        self.end_headers()
+        self._end_headers()
         self.wfile.write(data)
-        self.close_connection = True
 
     def _start_body(self, content_type: str) -> None:
         self.send_response(200)
         self.send_header("Content-Type", content_type)
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.close_connection = True
+        self._end_headers()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -305,6 +331,13 @@ class FakeDeepSeekServer:
     - ``listed_models``: the ids ``GET /models`` lists (None answers 404, like a server without
       a model list); by default today's ``deepseek-flash`` and ``deepseek-v4-pro``.
     - ``balance``: the ``GET /user/balance`` answer (None answers 404).
+    - ``keep_alive``: keep connections open between requests (HTTP/1.1, as DeepSeek does);
+      False answers with ``Connection: close``.
+    - ``delta_chars``: characters per streamed delta (reasoning, text and tool arguments); the
+      default ``chars_per_token`` is about one token per chunk, as the live service streams.
+    - ``answer_model``: the model name the answer carries (a name, or a mapping from requested
+      to answering names); by default the requested one. A retired alias answered by today's
+      model looks like ``answer_model={"deepseek-v4-flash": "deepseek-flash"}``.
 
     The server enforces DeepSeek's documented rules with its documented error bodies: in
     thinking mode a request that carries tools must pass back the ``reasoning_content`` of
@@ -334,6 +367,9 @@ class FakeDeepSeekServer:
         cache_formula: CacheFormula = "units",
         listed_models: Iterable[str] | None = LISTED_MODELS,
         balance: Mapping[str, Any] | None = DEFAULT_BALANCE,
+        keep_alive: bool = True,
+        delta_chars: int | None = None,
+        answer_model: str | Mapping[str, str] | None = None,
     ) -> None:
         if cache_formula not in ("units", "measured"):
             raise ValueError(f"cache_formula must be 'units' or 'measured', not {cache_formula!r}")
@@ -354,6 +390,12 @@ class FakeDeepSeekServer:
         self.cache_formula: CacheFormula = cache_formula
         self.listed_models = tuple(listed_models) if listed_models is not None else None
         self.balance = balance
+        self.keep_alive = keep_alive
+        self.delta_chars = delta_chars if delta_chars is not None else chars_per_token
+        if self.delta_chars < 1:
+            raise ValueError("delta_chars must be at least 1")
+        self.answer_model = answer_model
+        self._connections: set[Any] = set()
         #: every request received on the chat-completions paths, in arrival order
         self.requests: list[RecordedRequest] = []
         #: paths of the GET requests answered (``/models``, ``/user/balance``)
@@ -392,6 +434,17 @@ class FakeDeepSeekServer:
             return
         self._stop.set()
         httpd.shutdown()
+        # Kept-alive connections wait in their handler threads for another request: end them
+        # so joining those threads does not wait for the handler's socket timeout.
+        import socket
+
+        with self._lock:
+            open_connections = list(self._connections)
+        for conn in open_connections:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already closed by the client
         httpd.server_close()
         if self._thread is not None:
             self._thread.join()
@@ -495,6 +548,7 @@ class FakeDeepSeekServer:
     def _serve(self, http: _Handler, path: str, headers: dict[str, str], raw: bytes) -> None:
         with self._lock:
             record = RecordedRequest(len(self.requests), path, headers, raw)
+            record.client_port = int(http.client_address[1])
             self.requests.append(record)
         try:
             reply = self._accept(record)
@@ -611,19 +665,29 @@ class FakeDeepSeekServer:
         )
         if reported and clean and "raw_sse" not in reply.meta:
             record.usage = usage
+        record.answered_model = self._answering_model(str(body.get("model")))
         return Answer(
             id=str(uuid.uuid4()),
             created=int(time.time()),
-            model=str(body.get("model")),
+            model=record.answered_model,
             thinking=thinking,
             content=reply.content,
             reasoning=reasoning,
             tool_calls=tool_calls,
             finish_reason=finish,
-            usage_wire=wire_usage(usage, self.usage_style),
+            usage_wire=wire_usage(usage, self.usage_style, thinking=thinking),
             usage_style=self.usage_style,
             include_usage=include_usage,
+            delta_chars=self.delta_chars,
         )
+
+    def _answering_model(self, requested: str) -> str:
+        named = self.answer_model
+        if isinstance(named, str):
+            return named
+        if named is not None:
+            return named.get(requested, requested)
+        return requested
 
     def _write_answer(
         self, http: _Handler, record: RecordedRequest, reply: Reply, answer: Answer
@@ -643,7 +707,7 @@ class FakeDeepSeekServer:
         else:
             http._start_body("application/json")
             prefix = b"\n" * keepalives
-            events = [json.dumps(answer.completion(), ensure_ascii=False).encode()]
+            events = [compact(answer.completion())]
         if fault is not None and (fault.cut_in or fault.stall_in) and record.stream:
             fault = place_fault(fault, len(prefix), events)
         writer = _BodyWriter(http.wfile, fault, self._stop)
@@ -654,4 +718,5 @@ class FakeDeepSeekServer:
                 writer.write(event)
             writer.finish()
         except _Cut:
-            return  # closing without the terminating chunk: the client sees a cut body
+            # closing without the terminating chunk: the client sees a cut body
+            http.close_connection = True
