@@ -70,6 +70,19 @@ def test_content_filter_ends_the_turn_with_its_own_stop_reason(project: Project)
     assert wire_prefix_violations(project.ex.requests) == []
 
 
+def test_content_filter_in_text_mode_shows_the_partial_text_and_one_notice(
+    project: Project,
+) -> None:
+    project.ex.push(Reply(content="Here is the first part of it", finish_reason="content_filter"))
+    proc = project.run("run", "--yes", "tell me something filtered")
+    assert proc.returncode == 1
+    # the text produced before the filter is shown (it is stored and sent back to the model)
+    assert "Here is the first part of it" in proc.stdout
+    output = proc.stdout + proc.stderr
+    assert output.count("content filter") == 1, output
+    assert "content filter" in proc.stderr
+
+
 def test_length_cut_text_answer_is_kept_and_marked(project: Project) -> None:
     project.ex.push(Reply(content="A long answer that was cu", finish_reason="length"))
     code, events, result = run_json(project, "write a long answer")

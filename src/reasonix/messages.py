@@ -317,11 +317,14 @@ class StreamRetry:
 
 @dataclass(frozen=True, slots=True)
 class StreamFinished:
-    """The last event of a successful stream: the assembled message and why it stopped."""
+    """The last event of a successful stream: the assembled message and why it stopped.
+    ``model`` is the model the server says answered (None when it named none); it can differ
+    from the requested one (DeepSeek serves a retired alias with today's model)."""
 
     finish_reason: FinishReason
     message: AssistantMessage
     usage: Usage | None
+    model: str | None = None
 
 
 StreamEvent: TypeAlias = (

@@ -34,7 +34,7 @@ from reasonix.agent.progress import LEDGER_KEY, ProgressLedger
 from reasonix.agent.prompts import EXECUTOR_SYSTEM_PROMPT
 from reasonix.agent.session import Session
 from reasonix.agent.todo import TODO_KEY, TodoItem, TodoState
-from reasonix.errors import ProviderError, StreamCutError
+from reasonix.errors import ProviderError, StreamCutError, UnknownModelError
 from reasonix.events import (
     CacheMissExplained,
     CompactionEvent,
@@ -135,6 +135,9 @@ class AgentOptions:
     prices: Prices | None = None
     #: the same model's CNY price list, when known (``[ui] currency = "CNY"``)
     prices_cny: Prices | None = None
+    #: USD and CNY prices of another model, for answers the server says another model gave
+    #: (None when it has no known prices); by default the built-in presets
+    prices_for: Callable[[str], tuple[Prices, Prices | None] | None] | None = None
     max_tool_output_chars: int = 32_000
     user_id: str | None = None
     workspace: Path = field(default_factory=Path.cwd)
@@ -202,6 +205,7 @@ class Agent:
         self.usage_total = Usage()
         self.cost_total = 0.0
         self.requests = 0
+        self._substitutions: set[tuple[str, str]] = set()
         #: host objects tools may use through ``ToolContext.state``
         self.tool_state: dict[str, Any] = {}
         TODO_KEY.set(self.tool_state, self.todo_state)
@@ -495,7 +499,11 @@ class Agent:
             raise StreamCutError("The provider's stream ended without a finished message.")
         self.requests += 1
         usage = finished.usage or Usage()
-        self.account_usage(request.model or self.provider.model, usage)
+        requested = request.model or self.provider.model
+        answered = finished.model or requested
+        if answered != requested:
+            self._note_substitution(requested, answered)
+        self.account_usage(answered, usage)
         self._check_cache(shape, usage)
         return finished
 
@@ -504,16 +512,53 @@ class Agent:
     ) -> float:
         """Price one request's usage with this agent's model and emit the usage event."""
         usage = usage or Usage()
-        prices = self.options.prices or self.provider.info.prices
+        prices, cny = self._prices_of(model)
         at = datetime.now(UTC)
         cost = price_usage(usage, prices, at)
-        cny = self.options.prices_cny
         cost_cny = price_usage(usage, cny, at) if cny is not None else None
         self.usage_total = self.usage_total + usage
         self.cost_total += cost
         src = source or self.options.usage_source
         self.sink.emit(UsageEvent(self.role, src, model, usage, cost, cost_cny))
         return cost
+
+    def _other_prices(self, model: str) -> tuple[Prices, Prices | None] | None:
+        """Prices of a model other than this agent's (None when unknown)."""
+        if self.options.prices_for is not None:
+            return self.options.prices_for(model)
+        from reasonix.providers.models import get_model_info, prices_in
+
+        try:
+            usd = get_model_info(model).prices
+        except UnknownModelError:
+            return None
+        return usd, prices_in("CNY", model, usd)
+
+    def _prices_of(self, model: str) -> tuple[Prices, Prices | None]:
+        """USD and CNY prices to count ``model``'s usage at: this agent's own, or those of the
+        model the server says answered."""
+        own = (self.options.prices or self.provider.info.prices, self.options.prices_cny)
+        if model == (self.options.model or self.provider.model):
+            return own
+        return self._other_prices(model) or own
+
+    def _note_substitution(self, requested: str, answered: str) -> None:
+        """The server answered with another model than requested: say so once per pair."""
+        if (requested, answered) in self._substitutions:
+            return
+        self._substitutions.add((requested, answered))
+        if self._other_prices(answered) is not None:
+            priced = f"its usage is counted at {answered}'s prices"
+        else:
+            priced = f"{answered} has no known prices, so its usage is counted at {requested}'s"
+        self.sink.emit(
+            NoticeEvent(
+                self.role,
+                "model_substituted",
+                f"Asked for {requested}, the server answered with {answered}: {priced}. "
+                f"Set the model to {answered} to make this explicit.",
+            )
+        )
 
     def _check_cache(self, shape: PrefixShape, usage: Usage) -> None:
         prev = self.prefix_shapes[-1] if self.prefix_shapes else None

@@ -31,11 +31,11 @@ from reasonix.control import Controller, Options, OrchestratorOptions
 from reasonix.control.delegation import ChildRun, DelegationLimits, ModelChoice, WriterSetup
 from reasonix.control.gate import GateOptions
 from reasonix.control.orchestrator import PLANNER_SYSTEM_PROMPT, PlanApprover
-from reasonix.errors import ConfigError
+from reasonix.errors import ConfigError, UnknownModelError
 from reasonix.events import NoticeEvent, Sink
 from reasonix.messages import ReasoningEffort
 from reasonix.providers.base import Provider
-from reasonix.providers.models import prices_in
+from reasonix.providers.models import Prices, prices_in
 from reasonix.safety.checkpoints import CheckpointManager
 from reasonix.safety.confinement import BashConfinement, Confiner, confinement_for
 from reasonix.safety.permissions import Approver, PermissionEngine, PermissionRecord
@@ -242,6 +242,14 @@ def make_controller(
     children; ``profiles`` are their ``subagent_type`` choices, whose models
     ``subagent_provider`` makes providers for."""
 
+    def prices_for(model: str) -> tuple[Prices, Prices | None] | None:
+        """Prices of a model the server answered with instead of the requested one."""
+        try:
+            usd = config.model_info(model).prices
+        except UnknownModelError:
+            return None
+        return usd, prices_in("CNY", model, usd)
+
     def role_options(role: RoleConfig, system_prompt: str, max_steps: int) -> AgentOptions:
         thinking, effort = effort_options(role)
         return AgentOptions(
@@ -254,6 +262,7 @@ def make_controller(
             max_steps=max_steps,
             prices=config.model_info(role.model).prices,
             prices_cny=prices_in("CNY", role.model, config.model_info(role.model).prices),
+            prices_for=prices_for,
             max_tokens=min(role.max_tokens, config.model_info(role.model).max_output),
             workspace=workspace,
             hooks=hooks,

@@ -47,7 +47,17 @@ from reasonix.cli.commands import (
 )
 from reasonix.control.plan import Plan
 from reasonix.errors import ReasonixError
-from reasonix.events import ErrorEvent, Event, JsonLinesSink, NoticeEvent, NullSink, Sink
+from reasonix.events import (
+    ErrorEvent,
+    Event,
+    JsonLinesSink,
+    NoticeEvent,
+    NullSink,
+    OutputRetracted,
+    Sink,
+    TextDeltaEvent,
+    ToolCallEvent,
+)
 from reasonix.redaction import redact, redact_json_text
 from reasonix.safety.confinement import start_bwrap_probe
 from reasonix.safety.permissions import ApprovalAnswer, ApprovalRequest
@@ -100,9 +110,23 @@ def shown(text: str) -> str:
 
 class StderrNotices:
     """Text mode's sink: notices (a missing MCP SDK, a capped step) and MCP server failures go
-    to stderr as they happen; everything else is the answer, printed at the end."""
+    to stderr as they happen; everything else is the answer, printed at the end.
+    ``partial_text`` is the executor's text since its last tool call, for an answer that ends
+    without a final text of its own (stopped by the content filter)."""
+
+    def __init__(self) -> None:
+        self._text: list[str] = []
+
+    @property
+    def partial_text(self) -> str:
+        return "".join(self._text)
 
     def emit(self, event: Event) -> None:
+        if event.role == "executor":
+            if isinstance(event, TextDeltaEvent):
+                self._text.append(event.text)
+            elif isinstance(event, ToolCallEvent | OutputRetracted):
+                self._text.clear()
         if isinstance(event, NoticeEvent):
             print(f"reasonix: note: {shown(event.message)}", file=sys.stderr, flush=True)
         elif isinstance(event, ErrorEvent) and event.role == "mcp":
@@ -309,6 +333,11 @@ async def _run(
                 print(f"reasonix: {shown(outcome.result.text)}", file=sys.stderr)
             elif outcome.result.stop_reason == "needs_input":
                 print(shown(questions_text(session.pending_questions())))
+            elif outcome.result.stop_reason == "content_filter":
+                # The filter's notice went to stderr as it came; show what was written before.
+                partial = sink.partial_text if isinstance(sink, StderrNotices) else ""
+                if partial.strip():
+                    print(shown(partial))
             else:
                 print(shown(outcome.result.text))
                 for d in outcome.denials:

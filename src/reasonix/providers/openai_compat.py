@@ -26,6 +26,7 @@ from reasonix.errors import (
     MalformedChunkError,
     ProviderError,
     StreamCutError,
+    TransientFinishError,
     UnknownModelError,
 )
 from reasonix.messages import ModelRequest, StreamEvent
@@ -33,7 +34,7 @@ from reasonix.providers.base import Provider
 from reasonix.providers.http_errors import RETRY_STATUSES, HttpPhase, http_failure, status_error
 from reasonix.providers.models import ModelInfo, get_model_info
 from reasonix.providers.retry import RetryPolicy, with_retries
-from reasonix.providers.sse import SSEDecoder, StreamAssembler
+from reasonix.providers.sse import DONE, SSEDecoder, SSEEvent, StreamAssembler
 
 __all__ = ["RETRY_STATUSES", "OpenAICompatProvider", "build_request_body", "encode_body"]
 
@@ -376,8 +377,17 @@ class OpenAICompatProvider:
                         cut_after_finish = True
                         break
                     raise self._failure(exc, "stream", f"{assembler.chunks} chunk(s)") from exc
-                for sse in decoder.feed(raw):
-                    for event in assembler.feed(sse):
+                events = decoder.feed(raw)
+                for n, sse in enumerate(events):
+                    try:
+                        produced = assembler.feed(sse)
+                    except TransientFinishError:
+                        # Read on to [DONE] (bounded) so the kept-alive connection goes back
+                        # to the pool: the retry then needs no new TCP/TLS handshake, at the
+                        # moment the server is short of capacity.
+                        await self._drain_to_done(decoder, chunks, events[n + 1 :])
+                        raise
+                    for event in produced:
                         yield event
                     if assembler.done:
                         # Stop decoding at [DONE]; what follows is drained below, bounded,
@@ -408,6 +418,31 @@ class OpenAICompatProvider:
                 yield event
         finally:
             await chunks.aclose()  # type: ignore[attr-defined]
+
+    async def _drain_to_done(
+        self, decoder: SSEDecoder, chunks: AsyncIterator[bytes], pending: list[SSEEvent]
+    ) -> None:
+        """After a retryable finish: skip to ``[DONE]`` and the end of the body, within the same
+        bounds as :meth:`_drain`; give up quietly (the connection is then not reused)."""
+        import httpx
+
+        def has_done(events: list[SSEEvent]) -> bool:
+            return any(e.data.strip() == DONE for e in events)
+
+        read = 0
+        try:
+            async with asyncio.timeout(min(self._idle_timeout, _DRAIN_SECONDS)):
+                while not has_done(pending):
+                    raw = await anext(chunks, None)
+                    if raw is None:
+                        return
+                    read += len(raw)
+                    if read > _DRAIN_BYTES:
+                        return
+                    pending = decoder.feed(raw)
+        except (TimeoutError, httpx.HTTPError):
+            return
+        await self._drain(chunks)
 
     async def _drain(self, chunks: AsyncIterator[bytes]) -> None:
         """Read what follows ``[DONE]`` (normally just the end of the chunked body, already on

@@ -225,6 +225,8 @@ class StreamAssembler:
         self.usage: Usage | None = None
         self.done = False
         self.chunks = 0
+        #: the ``model`` the chunks name (the first one seen), None when they name none
+        self.model: str | None = None
 
     # -- feeding --------------------------------------------------------------------------------
 
@@ -252,6 +254,9 @@ class StreamAssembler:
     def feed_chunk(self, chunk: Mapping[str, Any]) -> list[StreamEvent]:
         """Consume one decoded chunk (``{"choices": [...], "usage": ...}``)."""
         self.chunks += 1
+        model = chunk.get("model")
+        if self.model is None and isinstance(model, str) and model:
+            self.model = model
         usage = chunk.get("usage")
         if isinstance(usage, Mapping):
             try:
@@ -298,7 +303,11 @@ class StreamAssembler:
         choices = completion.get("choices")
         if not isinstance(choices, list):
             raise MalformedChunkError(f"a completion without 'choices': {completion!r:.200}")
-        as_chunk: dict[str, Any] = {"usage": completion.get("usage"), "choices": []}
+        as_chunk: dict[str, Any] = {
+            "model": completion.get("model"),
+            "usage": completion.get("usage"),
+            "choices": [],
+        }
         for choice in choices:
             if not isinstance(choice, Mapping):
                 raise MalformedChunkError(f"a choice is not an object: {choice!r:.200}")
@@ -440,5 +449,5 @@ class StreamAssembler:
         out: list[StreamEvent] = [ToolCallComplete(call) for call in message.tool_calls]
         if self.usage is not None:
             out.append(UsageReported(self.usage))
-        out.append(StreamFinished(self.finish_reason, message, self.usage))
+        out.append(StreamFinished(self.finish_reason, message, self.usage, self.model))
         return out
