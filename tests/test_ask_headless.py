@@ -136,9 +136,9 @@ def test_the_executor_alone_gets_ask_and_the_job_tools(project: Project) -> None
     assert proc.returncode == 0, proc.stderr
     executor = {t["function"]["name"] for t in project.ex.requests[0].body["tools"]}
     planner = {t["function"]["name"] for t in project.pl.requests[0].body["tools"]}
-    assert {"ask", "bash_output", "kill_shell"} <= executor
+    assert {"ask", "more_tools"} <= executor
     assert "submit_plan" in planner and "read_file" in planner
-    assert not {"ask", "bash_output", "kill_shell", "bash"} & planner
+    assert not {"ask", "more_tools", "job", "bash"} & planner
     schema = next(t for t in project.ex.requests[0].body["tools"] if t["function"]["name"] == "ask")
     questions = schema["function"]["parameters"]["properties"]["questions"]
     assert (questions["minItems"], questions["maxItems"]) == (1, 4)

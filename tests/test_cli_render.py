@@ -80,7 +80,7 @@ def test_escape_sequences_from_the_model_or_tools_are_shown_not_obeyed() -> None
     renderer = TerminalRenderer(console, show_role_headers=False)
     renderer.emit(TextDeltaEvent("executor", "look \x1b]0;pwned\x07 here\n"))
     renderer.emit(ToolCallEvent("executor", ToolCall("c1", "bash", '{"command": "x\\u001b[2J"}')))
-    renderer.emit(ToolResultEvent("executor", "c1", "bash", "out\x1b[8mhidden\n[exit code 0]"))
+    renderer.emit(ToolResultEvent("executor", "c1", "bash", "out\x1b[8mhidden\n[exit code 1]"))
     renderer.finish()
     out = console.file.getvalue()  # type: ignore[attr-defined]
     assert "\x1b]0;" not in out  # no title change

@@ -1,9 +1,9 @@
 """Background shell jobs through the real CLI (``reasonix run`` against a scripted model on a
-FakeDeepSeekServer): ``bash`` with ``run_in_background`` returns a job id at once, ``bash_output``
-returns only what is new, ``kill_shell`` stops the job and every process of it, and a job still
-running when the run ends is listed in the result and stopped with it (checked by pid and by
-the command line, with the same checks made while the job runs as their control), unless the
-user keeps it."""
+FakeDeepSeekServer): ``bash`` with ``run_in_background`` returns a job id at once, ``job``
+(reached through ``more_tools``) returns only what is new, ``job`` with ``action: kill`` stops
+the job and every process of it, and a job still running when the run ends is listed in the
+result and stopped with it (checked by pid and by the command line, with the same checks made
+while the job runs as their control), unless the user keeps it."""
 
 from __future__ import annotations
 
@@ -63,10 +63,10 @@ def test_a_job_starts_at_once_is_polled_twice_for_new_output_and_killed(project:
     seen_running: list[bool] = []
     replies = [
         Reply.call("bash", {"command": ticker(token), "run_in_background": True}),
-        Reply.call("bash_output", {"job_id": "job-1", "wait": 30}),
-        Reply.call("bash_output", {"job_id": "job-1", "wait": 30}),
-        Reply.call("kill_shell", {"job_id": "job-1"}),
-        Reply.call("bash_output", {"job_id": "job-1"}),
+        Reply.call("more_tools", {"name": "job", "arguments": {"id": "job-1", "wait": 30}}),
+        Reply.call("more_tools", {"name": "job", "arguments": {"id": "job-1", "wait": 30}}),
+        Reply.call("more_tools", {"name": "job", "arguments": {"id": "job-1", "action": "kill"}}),
+        Reply.call("more_tools", {"name": "job", "arguments": {"id": "job-1"}}),
         Reply.text("done"),
     ]
 
@@ -109,7 +109,9 @@ def test_a_job_still_running_at_the_end_is_reported_and_stopped_with_the_run(
         if n == 1:
             return Reply.call("bash", {"command": ticker(token), "run_in_background": True})
         if n == 2:
-            return Reply.call("bash_output", {"job_id": "job-1", "wait": 30})
+            return Reply.call(
+                "more_tools", {"name": "job", "arguments": {"id": "job-1", "wait": 30}}
+            )
         running.append(bool(processes_with_arg(token)))
         return Reply.text("left it running")
 
@@ -182,10 +184,10 @@ def test_starting_a_job_asks_like_bash_and_deny_rules_apply(project: Project) ->
     assert processes_with_arg(token) == []
 
 
-def test_bash_output_and_kill_shell_know_only_this_sessions_jobs(project: Project) -> None:
+def test_the_job_tool_knows_only_this_sessions_jobs(project: Project) -> None:
     project.ex.push(
-        Reply.call("bash_output", {"job_id": "job-7"}),
-        Reply.call("kill_shell", {"job_id": "1"}),
+        Reply.call("more_tools", {"name": "job", "arguments": {"id": "job-7"}}),
+        Reply.call("more_tools", {"name": "job", "arguments": {"id": "1", "action": "kill"}}),
         Reply.text("none"),
     )
     proc = project.run("run", "--no-planner", "--output-format", "json", "look")
@@ -199,7 +201,7 @@ def test_the_tool_list_is_the_same_on_every_request(project: Project) -> None:
     project.write_user_config(USER_CONFIG)
     project.ex.push(
         Reply.call("bash", {"command": "sleep 5", "run_in_background": True}),
-        Reply.call("bash_output", {"job_id": "job-1"}),
+        Reply.call("more_tools", {"name": "job", "arguments": {"id": "job-1"}}),
         Reply.text("ok"),
     )
     proc = project.run("run", "--yes", "--no-planner", "--output-format", "json", "go")
@@ -207,7 +209,11 @@ def test_the_tool_list_is_the_same_on_every_request(project: Project) -> None:
     tools = [json.dumps(r.body["tools"], sort_keys=True) for r in project.ex.requests]
     assert len(set(tools)) == 1
     names = {t["function"]["name"] for t in project.ex.requests[0].body["tools"]}
-    assert {"bash", "bash_output", "kill_shell"} <= names
+    assert {"bash", "more_tools"} <= names and "job" not in names  # deferred
+    more = next(
+        t for t in project.ex.requests[0].body["tools"] if t["function"]["name"] == "more_tools"
+    )
+    assert "job" in more["function"]["description"]
     assert "run_in_background" in json.dumps(project.ex.requests[0].body["tools"])
 
 

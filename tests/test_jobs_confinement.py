@@ -31,7 +31,7 @@ def run_probes(lab: Lab) -> dict[str, str]:
     lab.ex.push(
         Reply.call("bash", {"command": PROBE.format(who="front")}),
         Reply.call("bash", {"command": job, "run_in_background": True}),
-        Reply.call("bash_output", {"job_id": "job-1", "wait": 60}),
+        Reply.call("more_tools", {"name": "job", "arguments": {"id": "job-1", "wait": 60}}),
         Reply.text("done"),
     )
     first = len(lab.ex.requests)
@@ -82,7 +82,7 @@ FORKS = (
 def forks_in_a_job(lab: Lab) -> int:
     lab.ex.push(
         Reply.call("bash", {"command": FORKS, "run_in_background": True}),
-        Reply.call("bash_output", {"job_id": "job-1", "wait": 60}),
+        Reply.call("more_tools", {"name": "job", "arguments": {"id": "job-1", "wait": 60}}),
         Reply.text("done"),
     )
     proc = lab.cli("run", "--yes", "--no-planner", "--output-format", "json", "fork")

@@ -53,7 +53,7 @@ async def test_output_exit_code_and_effect(tmp_path: Path) -> None:
     effect = result.effects[0]
     assert effect.kind == "command" and effect.target.startswith("echo out") and not effect.ok
     ok = await run(tmp_path, "true")
-    assert ok.content == "(no output)\n[exit code 0]" and ok.effects[0].ok
+    assert ok.content == "(no output)" and ok.effects[0].ok  # success adds no line
     same = await run(tmp_path, "true")
     assert same.effects[0].digest == ok.effects[0].digest
 
@@ -75,7 +75,7 @@ async def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
 
 async def test_background_processes_do_not_outlive_the_command(tmp_path: Path) -> None:
     result = await run(tmp_path, "sleep 300 & echo $! > bg.pid; echo started")
-    assert result.content.startswith("started") and "[exit code 0]" in result.content
+    assert result.content == "started" and result.effects[0].ok
     assert process_gone(int((tmp_path / "bg.pid").read_text()))
 
 
@@ -83,7 +83,7 @@ async def test_output_is_capped_keeping_head_and_tail(tmp_path: Path) -> None:
     command = "echo FIRST; yes middle | head -n 100000; echo LAST"
     result = await run(tmp_path, command, ShellOptions(output_limit=1000))
     assert result.content.startswith("FIRST")
-    assert "LAST\n[exit code 0]" in result.content
+    assert result.content.endswith("LAST")
     assert "output capped" in result.content
     assert len(result.content) < 1200
 

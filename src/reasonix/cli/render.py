@@ -394,7 +394,8 @@ class TerminalRenderer:
             self._diff(lines)
             return
         text = [line.strip() for line in lines if line.strip()] or ["(no output)"]
-        # A command's outcome is its last line ("[exit code 0]"); anything else leads with it.
+        # A command's outcome is its last line (its output's, or "[exit code N]" when it
+        # failed); anything else leads with it.
         head = text[-1] if event.name == "bash" else text[0]
         width = max(self.console.width - 40, 30)
         if len(head) > width:

@@ -37,6 +37,7 @@ from reasonix.control.plan import Plan, submit_plan_tool
 from reasonix.control.todo_tools import executor_plan_tools
 from reasonix.events import FanoutSink, NullSink, Sink, UsageSource
 from reasonix.providers.base import Provider
+from reasonix.tools.deferred import DEFERRED_TOOLS
 from reasonix.tools.registry import Tool, ToolRegistry
 
 if TYPE_CHECKING:
@@ -73,6 +74,9 @@ class Options:
     #: give the executor the ``update_goal`` tool (goals, :mod:`reasonix.control.goal`) from
     #: the start, so a goal begun mid-session leaves the tool schemas unchanged
     goal_tool: bool = False
+    #: executor tools reached through ``more_tools`` instead of being sent on every request
+    #: (:mod:`reasonix.tools.deferred`); empty sends every tool
+    deferred_tools: Sequence[str] = DEFERRED_TOOLS
 
 
 class Controller:
@@ -115,6 +119,8 @@ class Controller:
             executor_tools = executor_tools.with_tools(self.delegator.tools())
         if options.goal_tool:
             executor_tools = executor_tools.with_tools([update_goal_tool()])
+        # Rarely used tools leave the prefix: one fixed discovery tool reaches them.
+        executor_tools = executor_tools.defer(options.deferred_tools)
         self.executor = Agent(
             options.executor_provider,
             executor_tools,

@@ -247,16 +247,14 @@ class Delegator:
 
     def _description(self) -> str:
         lines = [
-            "Delegate a self-contained task to a subagent, which reports back. By default it is "
-            "a read-only researcher (reads and searches the workspace): use it for broad surveys "
-            "that would fill this conversation with file contents; several calls in one step run "
+            "A subagent does a self-contained task and reports back: by default a read-only "
+            "researcher, for surveys that would flood this conversation; calls in one step run "
             "in parallel."
         ]
         if self.writers is not None:
             lines.append(
-                "With read_only false it is a coder working in a private copy of the workspace: "
-                "its report includes its diff, and nothing changes here until you call "
-                "task_apply with its task id."
+                "read_only false: a coder in a private copy; it reports its diff, applied only "
+                "by task_apply."
             )
         if self.profiles:
             lines.append("subagent_type chooses a specialist:")
@@ -265,16 +263,13 @@ class Delegator:
 
     async def task(
         self,
-        description: Annotated[str, "a short (3-6 word) name for the task"],
+        description: Annotated[str, "3-6 word name"],
         prompt: Annotated[
             str,
-            "everything the subagent needs: it sees none of this conversation; say what to find "
-            "and what to report",
+            "all it needs (it sees nothing of this conversation) and what to report",
         ],
-        subagent_type: Annotated[str, "a specialist listed above; empty for the default"] = "",
-        read_only: Annotated[
-            bool, "false: it may edit (in a private copy) and run commands"
-        ] = True,
+        subagent_type: Annotated[str, "a specialist listed above, or empty"] = "",
+        read_only: Annotated[bool, "false: may edit and run commands"] = True,
     ) -> ToolResult:
         """Run one child (see :meth:`_description` for what the model is told)."""
         if not prompt.strip():
@@ -418,11 +413,10 @@ class Delegator:
 
     async def task_apply(
         self,
-        task_id: Annotated[str, "the id of a writer subagent's task (task-1, ...)"],
+        task_id: Annotated[str, "a writer task's id (task-1)"],
         ctx: ToolContext,
     ) -> ToolResult:
-        """Apply the changes a writer subagent (task with read_only false) made in its private
-        copy to the workspace."""
+        """Apply a writer subagent's changes to the workspace."""
         entry = self._written.get(task_id.strip())
         if entry is None:
             known = ", ".join(k for k, v in self._written.items() if not v.child.applied)

@@ -83,17 +83,14 @@ GOAL_KEY = StateKey("goal", GoalTracker)
 async def update_goal(
     status: Annotated[
         GoalStatus,
-        "continue: more to do; complete: the objective is met; blocked: you cannot go on",
+        "complete: objective met; blocked: cannot go on",
     ],
-    summary: Annotated[str, "what this turn achieved (or, when blocked, what stops you)"],
+    summary: Annotated[str, "what this turn did, or what blocks you"],
     ctx: ToolContext,
-    next_action: Annotated[str, "with continue: what you will do next turn"] = "",
-    evidence: Annotated[
-        str, "with complete: what proves it, quoting the passing command in `backticks`"
-    ] = "",
+    next_action: Annotated[str, "with continue: next step"] = "",
+    evidence: Annotated[str, "with complete: the passing command in `backticks`"] = "",
 ) -> ToolResult:
-    """End a goal turn with a report on the goal (only while a goal is active, set by /goal
-    or run --goal). After calling it, end your turn with a short message."""
+    """Report on the active goal (/goal) at the end of a goal turn, then end the turn."""
     tracker = GOAL_KEY.get(ctx.state)
     if tracker is None or tracker.objective is None:
         return ToolResult.error("No goal is active: update_goal is only for /goal work.")

@@ -15,12 +15,10 @@ MAX_STEPS = 20
 
 @dataclass(frozen=True)
 class PlanStep:
-    title: Annotated[str, "What to do, as one imperative line."]
-    files: Annotated[list[str], "Files you verified exist and are relevant."] = field(
-        default_factory=list
-    )
-    acceptance: Annotated[str, "How to tell the step is done."] = ""
-    verify: Annotated[str, "A shell command that proves the step (e.g. a test run)."] = ""
+    title: Annotated[str, "one imperative line"]
+    files: Annotated[list[str], "files you verified"] = field(default_factory=list)
+    acceptance: str = ""
+    verify: Annotated[str, "shell command proving it"] = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -90,16 +88,16 @@ PLAN_KEY = StateKey("submitted_plan", Plan)
 
 
 async def submit_plan(
-    objective: Annotated[str, "The goal in one or two sentences."],
-    steps: Annotated[list[PlanStep], "Ordered steps, at most 20."],
+    objective: str,
+    steps: Annotated[list[PlanStep], "at most 20"],
     ctx: ToolContext,
     assumptions: list[str] | None = None,
     risks: list[str] | None = None,
     requires_approval: Annotated[
-        bool, "True if the plan is risky (deletes data, wide changes) and a human should approve."
+        bool, "risky (deletes data, wide changes): a human approves"
     ] = False,
 ) -> ToolResult:
-    """Deliver the plan. Call exactly once, after investigating with the read-only tools."""
+    """Deliver the plan, once, after investigating."""
     problems = []
     if not objective.strip():
         problems.append("objective is empty")

@@ -62,10 +62,8 @@ async def todo_write(items: list[TodoInput], ctx: ToolContext) -> ToolResult:
 
 
 async def complete_step(
-    step: Annotated[str, "The step's number or title."],
-    evidence: Annotated[
-        str, "What proves it: the command you ran and its result, the file edited."
-    ],
+    step: Annotated[str, "number or title"],
+    evidence: Annotated[str, "the command run and its result, or the file edited"],
     ctx: ToolContext,
 ) -> ToolResult:
     """Mark a todo step done. The host checks the evidence against what it observed."""

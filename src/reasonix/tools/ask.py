@@ -56,16 +56,16 @@ class Option:
     """One choice: its ``label`` (what the user picks) and what it means."""
 
     label: Annotated[str, "1-5 words"]
-    description: Annotated[str, "what choosing it means"]
+    description: str
 
 
 @dataclass(frozen=True)
 class Question:
     """One question with its choices. ``multiSelect`` lets the user pick several."""
 
-    question: Annotated[str, "the full question, ending with ?"]
-    header: Annotated[str, "short label, max 12 chars"]
-    options: Annotated[list[Option], "2-4 choices; the user can always type another answer"]
+    question: str
+    header: Annotated[str, "max 12 chars"]
+    options: list[Option]
     multiSelect: bool = False
 
 
@@ -209,11 +209,10 @@ class _AskTool:
     async def ask(
         self,
         ctx: ToolContext,
-        questions: Annotated[list[Question], "1-4 questions"],
+        questions: list[Question],
     ) -> ToolResult:
-        """Ask the user 1-4 multiple-choice questions when you need their decision (a
-        preference, a choice between approaches, missing requirements); returns their answers.
-        Do not ask what you can find out yourself."""
+        """Ask the user multiple-choice questions when only they can decide (preference,
+        approach, missing requirement); not what you can find out."""
         problems = validate_questions(questions)
         if problems:
             return ToolResult.error(

@@ -478,6 +478,25 @@ def cap_output(text: str, limit: int) -> str:
 # Registry
 
 
+#: The one tool through which deferred tools are listed and called.
+DISCOVERY_TOOL_NAME = "more_tools"
+
+
+def wire_schema(value: Any) -> Any:
+    """A schema as sent: without ``additionalProperties: false``, which tells the model
+    nothing it needs (arguments are still checked against the full schema) yet is paid for on
+    every request, once per object."""
+    if isinstance(value, dict):
+        return {
+            k: wire_schema(v)
+            for k, v in value.items()
+            if not (k == "additionalProperties" and v is False)
+        }
+    if isinstance(value, list):
+        return [wire_schema(v) for v in value]
+    return value
+
+
 class ToolRegistry:
     """An ordered, immutable-by-convention set of tools.
 
@@ -503,6 +522,8 @@ class ToolRegistry:
         self._slots = _slots or ConcurrencySlots(limits.max_concurrent_tools)
         self._schemas_cache: tuple[dict[str, Any], ...] | None = None
         self._schema_bytes_cache: str | None = None
+        #: tools that run when called but whose schemas are not sent (see :meth:`defer`)
+        self.deferred: frozenset[str] = frozenset()
         for t in tools:
             self.add(t)
 
@@ -542,7 +563,28 @@ class ToolRegistry:
             limits=self.limits,
             _slots=self._slots,
         )
+        reg.deferred = self.deferred
         return reg.extend(extra)
+
+    def defer(self, names: Iterable[str]) -> ToolRegistry:
+        """A new registry whose tools named in ``names`` (those present) are not sent to the
+        model but reached through one discovery tool, ``more_tools`` (see
+        :mod:`reasonix.tools.deferred`); unchanged when none of them is here."""
+        from reasonix.tools.deferred import discovery_tool
+
+        hidden = frozenset(n for n in names if n in self._tools) | self.deferred
+        if not hidden or hidden == self.deferred:
+            return self
+        reg = ToolRegistry(
+            (t for t in self._tools.values() if t.name != DISCOVERY_TOOL_NAME),
+            policy=self.policy,
+            default_timeout=self.default_timeout,
+            limits=self.limits,
+            _slots=self._slots,
+        )
+        reg.deferred = hidden
+        reg.add(discovery_tool(reg))
+        return reg
 
     @classmethod
     def default(cls, workdir: str | Path, **kwargs: Any) -> ToolRegistry:
@@ -573,7 +615,9 @@ class ToolRegistry:
         if self._schemas_cache is None:
             # Round-trip through canonical JSON so key order is stable whatever the source.
             self._schemas_cache = tuple(
-                json.loads(canonical_json(t.schema())) for t in self._tools.values()
+                json.loads(canonical_json(wire_schema(t.schema())))
+                for t in self._tools.values()
+                if t.name not in self.deferred
             )
         return self._schemas_cache
 

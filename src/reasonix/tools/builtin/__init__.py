@@ -12,8 +12,7 @@ tool            category  notes
 ``multi_edit``  edit      several edits to one file, all or none
 ``delete_file`` edit      destructive; checkpointed, so a rewind restores the file
 ``bash``        bash      destructive; timeout, capped output, secrets removed
-``bash_output`` jobs      a background job's new output (executor only, with a table)
-``kill_shell``  jobs      stops a background job of this session
+``job``         jobs      a background job's new output, or stop it (executor only)
 ``web_fetch``   web       a URL as markdown, paged; public addresses only by default
 ==============  ========  =========================================================
 """

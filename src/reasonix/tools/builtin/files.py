@@ -232,11 +232,11 @@ class FileTools:
     def read_file(
         self,
         ctx: ToolContext,
-        path: Annotated[str, "file path, relative to the workspace"],
-        offset: Annotated[int, "first line to show (1-based)"] = 1,
-        limit: Annotated[int, "max lines to show"] = READ_LINE_LIMIT,
+        path: str,
+        offset: Annotated[int, "first line (1-based)"] = 1,
+        limit: Annotated[int, "max lines"] = READ_LINE_LIMIT,
     ) -> ToolResult:
-        """Read a text file; lines come back numbered. Use offset/limit for long files."""
+        """Read a text file as numbered lines."""
         real = self.sandbox.resolve(path)
         shown = self.sandbox.display(real)
         if real.is_dir():
@@ -344,11 +344,10 @@ class FileTools:
     def write_file(
         self,
         ctx: ToolContext,
-        path: Annotated[str, "file path, relative to the workspace"],
-        content: Annotated[str, "the complete new file content"],
+        path: str,
+        content: str,
     ) -> ToolResult:
-        """Create or overwrite a file (parent folders are created). Prefer edit_file for
-        changes to an existing file."""
+        """Create or overwrite a file (and its folders). To change a file, prefer edit_file."""
         return self._write_file(ctx, path, content)
 
     def _write_file(
@@ -448,23 +447,22 @@ class FileTools:
     def edit_file(
         self,
         ctx: ToolContext,
-        path: Annotated[str, "file path, relative to the workspace"],
-        old_string: Annotated[str, "exact text to replace, unique in the file"],
-        new_string: Annotated[str, "replacement text"],
-        replace_all: Annotated[bool, "replace every occurrence"] = False,
+        path: str,
+        old_string: Annotated[str, "exact text, unique in the file"],
+        new_string: str,
+        replace_all: bool = False,
     ) -> ToolResult:
-        """Replace text in a file. old_string must match one place; include a few surrounding
-        lines to make it unique. Indentation/trailing-space differences are tolerated when
-        the match stays unique."""
+        """Replace old_string (one place; add nearby lines to make it unique) with
+        new_string. Indentation/trailing-space differences are tolerated."""
         return self._edit(ctx, path, [EditSpec(old_string, new_string, replace_all)])
 
     def multi_edit(
         self,
         ctx: ToolContext,
-        path: Annotated[str, "file path, relative to the workspace"],
-        edits: Annotated[list[EditSpec], "applied in order; each sees the previous result"],
+        path: str,
+        edits: Annotated[list[EditSpec], "applied in order"],
     ) -> ToolResult:
-        """Several edit_file replacements in one file, all or none."""
+        """Several edit_file edits to one file, all or none."""
         if not edits:
             return ToolResult.error("edits is empty; give at least one replacement.")
         return self._edit(ctx, path, list(edits))
@@ -472,7 +470,7 @@ class FileTools:
     def delete_file(
         self,
         ctx: ToolContext,
-        path: Annotated[str, "file path, relative to the workspace"],
+        path: str,
     ) -> ToolResult:
         """Delete a file (recorded in the checkpoint, so a rewind restores it)."""
         real = self.sandbox.resolve(path, write=True)

@@ -132,7 +132,7 @@ class JobStarted(Event):
 @dataclass(frozen=True, slots=True)
 class JobEnded(Event):
     """A background job ended: ``status`` ``exited`` (by itself) or ``killed`` (by
-    ``kill_shell``, ``/jobs kill`` or the session closing)."""
+    ``job`` with ``action: kill``, ``/jobs kill`` or the session closing)."""
 
     kind: ClassVar[str] = "job_ended"
     job_id: str
@@ -284,7 +284,7 @@ class JobTable:
         if len(self.running()) >= self.max_running:
             raise JobError(
                 f"{self.max_running} background jobs are running already ([jobs] max_running); "
-                "stop one with kill_shell first"
+                "stop one with the job tool (action kill) first"
             )
         self._count += 1
         job_id = f"job-{self._count}"
@@ -514,14 +514,26 @@ class _JobTools:
 
 
 def job_tools(table: JobTable) -> list[Tool]:
-    """``bash_output`` and ``kill_shell`` over ``table``. Both touch only the jobs this session
-    started (host state, like the todo tools), so neither asks for approval; they are given to
-    the executor only."""
+    """``job`` over ``table``: read a background job's new output (``bash_output``) or stop it
+    (``kill_shell``). It touches only the jobs this session started (host state, like the todo
+    tools), so it asks for no approval; it is given to the executor only."""
     from reasonix.tools.builtin.files import builtin_tool
 
     tools = _JobTools(table)
+
+    async def job(
+        id: Annotated[str, "job id from bash (job-1)"],
+        action: Annotated[Literal["output", "kill"], "output: new output since last read"] = (
+            "output"
+        ),
+        filter: Annotated[str | None, "regex: only matching lines"] = None,
+        wait: Annotated[float | None, "seconds to wait for output (max 60)"] = None,
+    ) -> ToolResult:
+        """A background job's new output with its status, or kill: stop it and its
+        processes."""
+        if action == "kill":
+            return await tools.kill_shell(id)
+        return await tools.bash_output(id, filter=filter, wait=wait)
+
     # read_only here means "asks no approval": stopping our own job undoes our own start.
-    return [
-        builtin_tool(tools.bash_output, name="bash_output", read_only=True, category="jobs"),
-        builtin_tool(tools.kill_shell, name="kill_shell", read_only=True, category="jobs"),
-    ]
+    return [builtin_tool(job, name="job", read_only=True, category="jobs")]

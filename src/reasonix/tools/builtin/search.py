@@ -174,7 +174,7 @@ class SearchTools:
 
     def ls(
         self,
-        path: Annotated[str, "folder, relative to the workspace"] = ".",
+        path: str = ".",
     ) -> ToolResult:
         """List a folder: subfolders end with '/', files show their size."""
         real = self.sandbox.resolve(path)
@@ -202,8 +202,8 @@ class SearchTools:
 
     def glob(
         self,
-        pattern: Annotated[str, "glob such as **/*.py or src/*.ts"],
-        path: Annotated[str, "folder to search from"] = ".",
+        pattern: Annotated[str, "e.g. **/*.py"],
+        path: str = ".",
     ) -> ToolResult:
         """Find files by name pattern (respects .gitignore)."""
         if pattern.startswith(("/", "~")) or ".." in pattern.split("/"):
@@ -237,13 +237,13 @@ class SearchTools:
     async def grep(
         self,
         pattern: Annotated[str, "regular expression"],
-        path: Annotated[str, "file or folder to search"] = ".",
-        glob: Annotated[str | None, "only files matching this glob, e.g. *.py"] = None,
-        context: Annotated[int, "lines of context around each match"] = 0,
+        path: str = ".",
+        glob: Annotated[str | None, "file glob, e.g. *.py"] = None,
+        context: Annotated[int, "lines around matches"] = 0,
         ignore_case: bool = False,
-        files_only: Annotated[bool, "list matching files instead of lines"] = False,
+        files_only: Annotated[bool, "file names only"] = False,
     ) -> ToolResult:
-        """Search file contents by regex (respects .gitignore). Output: path:line:text."""
+        """Regex search of file contents (respects .gitignore): path:line:text."""
         flags = re.IGNORECASE if ignore_case else 0
         try:
             regex = re.compile(pattern, flags)

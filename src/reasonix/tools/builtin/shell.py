@@ -224,9 +224,9 @@ class ShellTool:
         timeout: Annotated[float | None, "seconds (default 120, max 600)"] = None,
         run_in_background: Annotated[bool, "start as a job; returns its id at once"] = False,
     ) -> ToolResult:
-        """Run a bash command in the workspace root; returns combined output and exit code.
-        Each call is a fresh shell; background processes are stopped when it ends. For servers
-        and watchers use run_in_background, then bash_output and kill_shell."""
+        """Run a command in a fresh bash shell at the workspace root: output, then [exit
+        code N] unless 0. Background processes stop when it ends; servers and watchers:
+        run_in_background, then the job tool."""
         opts = self.options
         limit = min(timeout or opts.timeout, opts.max_timeout)
         if run_in_background and self.jobs is None:
@@ -259,7 +259,8 @@ class ShellTool:
             shown += f"\n[timed out after {limit:g} s; the command and its children were killed]"
             outcome = f"timeout\n{text}"
         else:
-            shown += f"\n[exit code {run.code}]"
+            if run.code != 0:  # success is the norm: no line for it
+                shown += f"\n[exit code {run.code}]"
             outcome = f"{run.code}\n{text}"
         effect = Effect(
             "command",
@@ -389,9 +390,9 @@ class ShellTool:
                 pids.close()
             return ToolResult.error(str(exc))
         text = (
-            f"Started background job {job.id}. Read its new output with "
-            f'bash_output(job_id="{job.id}") (wait= to wait for it); stop it with '
-            f'kill_shell(job_id="{job.id}"). It stops when the session ends.'
+            f"Started background job {job.id}; it stops when the session ends. Its output: "
+            f'more_tools(name="job", arguments={{"id": "{job.id}"}}) (add "wait": seconds); '
+            f'stop it with "action": "kill".'
         )
         effect = Effect("command", command, f"job:{job.id}", ok=True)
         return ToolResult(text, effects=(effect,))
