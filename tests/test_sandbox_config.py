@@ -77,7 +77,7 @@ async def test_every_frontend_saying_yes_needs_confinement_or_an_acknowledgement
     """The façade refuses an approver that answers without a person (run --yes, batch --yes)
     when bash would run unconfined and the user has not accepted that."""
     from reasonix.app import AgentSession
-    from reasonix.cli.headless import YesApprover
+    from reasonix.app.headless import YesApprover
     from reasonix.store import SessionStore
     from reasonix.testing import FakeDeepSeekServer
     from tests.security.support import path_without

@@ -22,8 +22,10 @@
     ├── ToolDefinitionError            a Python callable cannot be turned into a tool
     ├── SandboxError                   a path outside the workspace or denied by a pattern
     ├── SessionStoreError              the session database could not be read or written
-    └── SessionError                   an open session used wrongly (unknown approval id,
-                                       a turn while another runs, a closed session)
+    ├── SessionError                   an open session used wrongly (unknown approval id,
+    │                                  a turn while another runs, a closed session)
+    └── StartupError                   a frontend could not start (config, credentials, store):
+                                       printed, exit code 2
 
 Foreign exceptions (httpx, json, sqlite3) are converted at the boundary where they happen.
 ``retryable`` marks what the provider layer retries (before or after output reached the caller;
@@ -152,3 +154,8 @@ class SessionStoreError(ReasonixError):
 
 class SessionError(ReasonixError):
     """A session façade was used in a way it cannot serve; the message says what to do."""
+
+
+class StartupError(ReasonixError):
+    """A frontend could not start: configuration, credentials, trust or the session database
+    (command-line frontends print it and exit 2); the message says what to fix."""

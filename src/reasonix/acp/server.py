@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -39,10 +39,10 @@ from reasonix.tools.ask import describe_questions
 if TYPE_CHECKING:
     from acp.interfaces import Agent, Client
 
+    from reasonix.app.launch import Launch
     from reasonix.app.session import AgentSession
     from reasonix.config import Config
     from reasonix.mcp import McpServerConfig
-    from reasonix.store import SessionStore
 
 __all__ = ["COMMANDS", "MODES", "ReasonixAcpAgent"]
 
@@ -90,20 +90,14 @@ class _Open:
 class ReasonixAcpAgent:
     """Implements the agent side of ACP v1 (see the module docstring).
 
-    ``load_config`` builds the effective configuration of a workspace (the command line's own
-    loader, so flags and the folder-trust rules are the same as for ``reasonix run``);
-    ``environ`` is where API keys are read; ``store`` is the session database."""
+    ``started`` is the one start-up (:mod:`reasonix.app.launch`): the session database, the
+    environment with the keys held, and each workspace's configuration (the command line's
+    flags and the folder-trust rules, the same as for ``reasonix run``)."""
 
-    def __init__(
-        self,
-        store: SessionStore,
-        *,
-        load_config: Callable[[Path], Config],
-        environ: Mapping[str, str] | None = None,
-    ) -> None:
-        self._store = store
-        self._load_config = load_config
-        self._environ = dict(environ) if environ is not None else None
+    def __init__(self, started: Launch) -> None:
+        self._started = started
+        self._store = started.store
+        self._environ = started.environ
         self._conn: Client | None = None
         self._open: dict[str, _Open] = {}
         #: the client shows forms (``elicitation/create``): the model's questions go there
@@ -463,17 +457,14 @@ class ReasonixAcpAgent:
 
     def _config(self, workspace: Path) -> Config:
         from reasonix.config import check_credentials
-        from reasonix.safety.environment import take_from_environment
 
         try:
-            config = self._load_config(workspace)
+            config = self._started.load(workspace)
         except ReasonixError as exc:
             raise _error(f"reasonix: configuration error: {exc}") from None
-        if self._environ is not None:
-            # A workspace may name a key variable the start-up config did not: take it out of
-            # the process environment too, so no child process can inherit it.
-            names = {p.api_key_env for p in config.providers.values() if p.api_key_env}
-            self._environ.update(take_from_environment(sorted(names)))
+        # A workspace may name a key variable the start-up config did not: the start-up takes
+        # it out of the process environment too, so no child process can inherit it.
+        self._started.hold(config)
         problems = check_credentials(config, self._environ)
         if problems:
             raise _error("reasonix: " + " ".join(problems), -32000)
@@ -626,15 +617,9 @@ def _client_mcp_servers(servers: Sequence[Any]) -> list[McpServerConfig]:
     return out
 
 
-async def serve(
-    store: SessionStore,
-    *,
-    load_config: Callable[[Path], Config],
-    protocol_out: Any,
-    environ: Mapping[str, str] | None = None,
-) -> None:
-    """Speak ACP on stdin and ``protocol_out`` until the client closes stdin. ``environ`` is
-    the environment with the API keys the command line took out of the process's own."""
+async def serve(started: Launch, *, protocol_out: Any) -> None:
+    """Speak ACP on stdin and ``protocol_out`` until the client closes stdin. ``started`` is
+    the start-up (:func:`reasonix.app.launch.launch`): store, held keys, configuration."""
     import sys
 
     from acp import run_agent
@@ -646,7 +631,7 @@ async def serve(
         asyncio.streams.FlowControlMixin, protocol_out
     )
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
-    agent = ReasonixAcpAgent(store, load_config=load_config, environ=environ)
+    agent = ReasonixAcpAgent(started)
     try:
         # The SDK's Agent protocol lists every method, optional and unstable ones included;
         # its router looks handlers up by name and answers "method not found" for the rest.

@@ -117,9 +117,10 @@ async def _run(
 ) -> None:
     import asyncio
 
+    from reasonix.app.headless import YesApprover, approve_all_plans, exit_code, result_object
+    from reasonix.app.launch import load
     from reasonix.app.session import AgentSession
-    from reasonix.cli.headless import YesApprover, approve_all_plans, exit_code, result_object
-    from reasonix.config import check_credentials, load_config
+    from reasonix.config import check_credentials
     from reasonix.events import JsonLinesSink
     from reasonix.safety.confinement import confinement_for
     from reasonix.store import SessionStore
@@ -130,13 +131,16 @@ async def _run(
         configured = overrides.get("budget.max_session_usd")
         cap = budget_left if configured is None else min(float(configured), budget_left)
         overrides["budget.max_session_usd"] = max(cap, 0.0)
-    config = load_config(
-        copy,
-        overrides=overrides,
-        environ=settings.environ,
-        user_config=settings.user_config,
-        trust=settings.trust,
-    )
+    try:
+        config = load(
+            copy,
+            overrides,
+            environ=settings.environ,
+            user_config=settings.user_config,
+            trust=settings.trust,
+        )
+    except ReasonixError as exc:  # the row names a configuration error as such
+        raise ConfigError(str(exc)) from None
     problems = check_credentials(config, settings.environ)
     if problems:
         raise ConfigError(" ".join(problems))

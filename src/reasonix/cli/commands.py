@@ -5,24 +5,41 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from reasonix.app.launch import (
+    EXIT_FAILURE,
+    EXIT_NEEDS_INPUT,
+    EXIT_OK,
+    EXIT_REFUSED,
+    EXIT_USAGE,
+    open_store,
+    overrides_from,
+)
+from reasonix.errors import StartupError
+
 if TYPE_CHECKING:
+    from reasonix.app.launch import Launch
     from reasonix.config import Config
-    from reasonix.store import SessionStore
 
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_USAGE = 2
-EXIT_REFUSED = 3
-#: ``reasonix run``: the model asked the user a question (``ask``); answer with ``run -c``
-EXIT_NEEDS_INPUT = 4
+__all__ = [
+    "EXIT_FAILURE",
+    "EXIT_NEEDS_INPUT",
+    "EXIT_OK",
+    "EXIT_REFUSED",
+    "EXIT_USAGE",
+    "UsageError",
+    "build_parser",
+    "dispatch",
+    "open_store",
+    "overrides_from",
+]
 
-
-class UsageError(Exception):
-    """A command-line or configuration problem: printed to stderr, exit code 2."""
+#: A command-line or configuration problem: printed to stderr, exit code 2 (the start-up's
+#: one error type).
+UsageError = StartupError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -301,102 +318,69 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
-    """Flags as config override keys (unset flags are None and ignored by the loader)."""
-    out: dict[str, Any] = {
-        "executor.model": getattr(args, "model", None),
-        "planner.model": getattr(args, "planner_model", None),
-        "executor.effort": getattr(args, "effort", None),
-        "permissions.mode": getattr(args, "mode", None),
-        "executor.max_steps": getattr(args, "max_steps", None),
-        "budget.max_session_usd": getattr(args, "max_cost", None),
-        "sandbox.bash": getattr(args, "sandbox", None),
-    }
-    if getattr(args, "no_planner", False):
-        out["planner.enabled"] = False
-    return out
-
-
 def load(
     args: argparse.Namespace, workspace: Path | None = None, *, trust: bool | None = None
 ) -> Config:
-    """The effective config; a ConfigError becomes a UsageError (exit 2). The project folder
-    counts as trusted with ``--trust``, ``trust=True``, or when the user's own records say so
-    (``[trust] folders``, a remembered answer); otherwise its files are left out and listed in
-    ``Config.ignored`` (see :func:`project_notice`)."""
-    from reasonix.config import load_config
-    from reasonix.errors import ConfigError
-    from reasonix.redaction import remember_environment
+    """The effective config with the command line's flags (see :func:`reasonix.app.launch.load`);
+    ``--trust`` trusts the project folder for this run."""
+    from reasonix.app.launch import load as load_config
 
     if getattr(args, "trust", False):
         trust = True
-    try:
-        config = load_config(workspace or Path.cwd(), overrides=overrides_from(args), trust=trust)
-    except ConfigError as exc:
-        raise UsageError(str(exc)) from None
-    # Before anything removes keys from the environment: their values are redacted from
-    # whatever is stored or shown, whatever the variables are called.
-    remember_environment(p.api_key_env for p in config.providers.values())
-    return config
-
-
-def project_notice(config: Config) -> str:
-    """The one notice about project settings that were not applied ("" when none were)."""
-    from reasonix.config.trust import refused_notice, untrusted_notice
-
-    if config.trusted:
-        return refused_notice(config.ignored)
-    return untrusted_notice(config.ignored)
+    return load_config(workspace or Path.cwd(), overrides_from(args), trust=trust)
 
 
 def announce(config: Config) -> str:
-    """Print :func:`project_notice` to stderr (once) and return it."""
+    """Print the notice about project settings left out to stderr (once) and return it."""
+    from reasonix.app.launch import print_notice, project_notice
+
     text = project_notice(config)
     if text:
-        from reasonix.terminal_text import terminal_safe
-
-        # It quotes project files: shown, never obeyed.
-        print(f"reasonix: {terminal_safe(text)}", file=sys.stderr, flush=True)
+        print_notice(text)
     return text
 
 
-def hold_keys(config: Config) -> dict[str, str]:
-    """Take the providers' API keys out of the process environment (they stay in memory, for
-    the providers) and return the environment to open a session with: the rest of the
-    environment plus the keys. From here on no subprocess can inherit a key, and
-    ``/proc/<pid>/environ`` of this process no longer shows one."""
-    import os
+def start(args: argparse.Namespace, workspace: Path | None = None, **options: Any) -> Launch:
+    """The one start-up (:func:`reasonix.app.launch.launch`) with the command line's flags."""
+    from reasonix.app.launch import launch, print_notice
 
-    from reasonix.config import DEEPSEEK_KEY_ENV
-    from reasonix.safety.environment import take_from_environment
-
-    names = {p.api_key_env for p in config.providers.values() if p.api_key_env}
-    keys = take_from_environment(sorted(names | {DEEPSEEK_KEY_ENV}))
-    return {**os.environ, **keys}
+    options.setdefault("notify", print_notice)
+    return launch(
+        workspace or Path.cwd(),
+        overrides_from(args),
+        trust=True if getattr(args, "trust", False) else None,
+        **options,
+    )
 
 
-def require_credentials(config: Config) -> None:
-    from reasonix.config import check_credentials
+#: Each command's entry point, ``module:function`` (imported only when the command runs).
+#: The other frontends' entries live in their own packages: the CLI imports none of them.
+ENTRIES: dict[str | None, str] = {
+    None: "reasonix.cli.interactive:run_interactive",
+    "run": "reasonix.cli.headless:run_headless",
+    "config": "reasonix.cli.commands:run_config",
+    "sessions": "reasonix.cli.sessions:run_sessions",
+    "rewind": "reasonix.cli.rewind:run_rewind",
+    "doctor": "reasonix.cli.doctor:run_doctor",
+    "demo": "reasonix.cli.demo:run_demo",
+    "acp": "reasonix.acp.main:run_acp",
+    "serve": "reasonix.web.main:run_serve",
+    "batch": "reasonix.batch.main:run_batch",
+}
 
-    problems = check_credentials(config)
-    if problems:
-        hint = "(`reasonix demo` shows the whole machinery offline, with no key.)"
-        raise UsageError("\n".join([*problems, hint]))
 
+def run_config(args: argparse.Namespace) -> int:
+    from reasonix.config import describe_keys, render_config
+    from reasonix.redaction import redact
+    from reasonix.terminal_text import terminal_safe
 
-def open_store() -> SessionStore:
-    from reasonix.errors import SessionStoreError
-    from reasonix.store import SessionStore, default_store_path
-
-    path = default_store_path()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return SessionStore(path)
-    except (OSError, SessionStoreError) as exc:
-        raise UsageError(
-            f"cannot open the session database {path}: {exc}. Set REASONIX_DATA_DIR to a "
-            "writable folder."
-        ) from None
+    if args.keys:
+        print("\n".join(describe_keys()))
+        return EXIT_OK
+    config = load(args)
+    announce(config)
+    print(terminal_safe(redact("\n".join(render_config(config)))))
+    return EXIT_OK
 
 
 def dispatch(argv: Sequence[str]) -> int:
@@ -429,56 +413,12 @@ def dispatch(argv: Sequence[str]) -> int:
 
 
 def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    command = args.command
-    if command is None:
-        from reasonix.cli.interactive import run_interactive
+    import importlib
 
-        return run_interactive(args)
-    if command == "run":
-        from reasonix.cli.headless import run_headless
-
-        return run_headless(args)
-    if command == "config":
-        from reasonix.config import describe_keys, render_config
-        from reasonix.redaction import redact
-        from reasonix.terminal_text import terminal_safe
-
-        if args.keys:
-            print("\n".join(describe_keys()))
-            return EXIT_OK
-        config = load(args)
-        announce(config)
-        print(terminal_safe(redact("\n".join(render_config(config)))))
-        return EXIT_OK
-    if command == "sessions":
-        from reasonix.cli.sessions import run_sessions
-
-        if args.action is None:
-            raise UsageError("sessions needs an action: list, show ID or export ID")
-        return run_sessions(args)
-    if command == "rewind":
-        from reasonix.cli.rewind import run_rewind
-
-        return run_rewind(args)
-    if command == "doctor":
-        from reasonix.cli.doctor import run_doctor
-
-        return run_doctor(args)
-    if command == "demo":
-        from reasonix.cli.demo import run_demo
-
-        return run_demo(args)
-    if command == "acp":
-        from reasonix.cli.acp import run_acp
-
-        return run_acp(args)
-    if command == "serve":
-        from reasonix.cli.serve import run_serve
-
-        return run_serve(args)
-    if command == "batch":
-        from reasonix.cli.batch import run_batch
-
-        return run_batch(args)
-    parser.print_help()
-    return EXIT_USAGE
+    entry = ENTRIES.get(args.command)
+    if entry is None:
+        parser.print_help()
+        return EXIT_USAGE
+    module, _, function = entry.partition(":")
+    run: Callable[[argparse.Namespace], int] = getattr(importlib.import_module(module), function)
+    return run(args)

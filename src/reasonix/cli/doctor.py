@@ -76,7 +76,7 @@ def diagnose(
         return checks
     sources = ", ".join(config.sources) or "built-in defaults only"
     checks.append(Check("ok", f"configuration is valid ({sources})"))
-    from reasonix.cli.commands import project_notice
+    from reasonix.app.launch import project_notice
 
     notice = project_notice(config)
     if notice:

@@ -30,22 +30,11 @@ from typing import Any
 
 from reasonix.app.assembly import make_confinement
 from reasonix.app.goal import goal_budget, goal_max_turns
+from reasonix.app.headless import YesApprover, approve_all_plans, exit_code, result_object
 from reasonix.app.jobs import ending_notes
 from reasonix.app.session import AgentSession
 from reasonix.app.turn import TurnOutcome
-from reasonix.cli.commands import (
-    EXIT_FAILURE,
-    EXIT_NEEDS_INPUT,
-    EXIT_OK,
-    EXIT_REFUSED,
-    UsageError,
-    announce,
-    hold_keys,
-    load,
-    open_store,
-    require_credentials,
-)
-from reasonix.control.plan import Plan
+from reasonix.cli.commands import UsageError, start
 from reasonix.errors import ReasonixError
 from reasonix.events import (
     ErrorEvent,
@@ -59,34 +48,8 @@ from reasonix.events import (
     ToolCallEvent,
 )
 from reasonix.redaction import redact, redact_json_text
-from reasonix.safety.confinement import start_bwrap_probe
-from reasonix.safety.permissions import ApprovalAnswer, ApprovalRequest
 from reasonix.terminal_text import json_text_for_terminal, terminal_safe
 from reasonix.tools.ask import describe_questions
-
-
-class YesApprover:
-    """``--yes``: allow once whatever would ask (deny rules and plan mode still refuse), except
-    commands no snapshot can undo: nobody is there to confirm those."""
-
-    #: it answers without a person: bash then runs unasked, which needs confinement or the
-    #: user's acknowledgement (see :meth:`reasonix.safety.confinement.BashConfinement`)
-    unattended = True
-
-    async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
-        if request.irreversible:
-            from reasonix.safety.patterns import escape_command_pattern
-
-            rule = f"{request.category}({escape_command_pattern(request.subject)})"
-            return ApprovalAnswer.deny(
-                f"--yes does not cover commands no snapshot can undo ({request.irreversible}); "
-                f"to permit this one, add {rule!r} to [permissions] allow in your own config"
-            )
-        return ApprovalAnswer.allow_once()
-
-
-def approve_all_plans(plan: Plan) -> bool:
-    return True
 
 
 class SafeJsonStream:
@@ -131,49 +94,6 @@ class StderrNotices:
             print(f"reasonix: note: {shown(event.message)}", file=sys.stderr, flush=True)
         elif isinstance(event, ErrorEvent) and event.role == "mcp":
             print(f"reasonix: {shown(event.message)}", file=sys.stderr, flush=True)
-
-
-def exit_code(outcome: TurnOutcome) -> int:
-    """0 success, 1 failure, 3 refused work, 4 needs input (see the module docstring)."""
-    if outcome.is_error:
-        return EXIT_FAILURE
-    if outcome.result.stop_reason == "needs_input":
-        return EXIT_NEEDS_INPUT
-    if outcome.refused:
-        return EXIT_REFUSED
-    return EXIT_OK if outcome.result.ok else EXIT_FAILURE
-
-
-def result_object(session: AgentSession, outcome: TurnOutcome) -> dict[str, Any]:
-    """The ``{"type": "result", ...}`` object of ``--output-format json|stream-json``."""
-    result = outcome.result
-    usage = {role: cost.to_dict() for role, cost in result.cost_by_role.items()}
-    cost = {role: round(c.cost, 8) for role, c in result.cost_by_role.items()}
-    cost["total"] = round(sum(c.cost for c in result.cost_by_role.values()), 8)
-    return {
-        "type": "result",
-        "result": result.text,
-        "session_id": session.session_id,
-        "turns": outcome.requests,
-        "duration_ms": outcome.duration_ms,
-        "stop_reason": result.stop_reason,
-        "route": str(result.route),
-        "usage": usage,
-        "cost_usd": cost,
-        "subagents": session.subagents(),
-        # Background jobs still running as the run ends: stopped with it unless kept.
-        "jobs": [job.to_dict() for job in session.jobs.running()],
-        # What the model asked the user (stop reason needs_input); run -c "<answer>" answers.
-        "questions": session.pending_questions(),
-        **({"goal": session.goal.to_dict()} if session.goal is not None else {}),
-        "is_error": outcome.is_error,
-        "refused": outcome.refused,
-        "permission_denials": [
-            {"tool": d.tool, "subject": d.subject, "reason": d.reason} for d in outcome.denials
-        ],
-        "exit_code": exit_code(outcome),
-        "mcp_problems": session.mcp_problems(),
-    }
 
 
 def questions_text(questions: list[dict[str, Any]]) -> str:
@@ -260,7 +180,6 @@ class GoalRequest:
 
 
 def run_headless(args: argparse.Namespace) -> int:
-    start_bwrap_probe()  # answers while the configuration loads
     goal = _goal_request(args)
     if goal is not None and goal.objective == "":
         raise UsageError("--goal needs an objective")
@@ -268,15 +187,21 @@ def run_headless(args: argparse.Namespace) -> int:
         raise UsageError("reasonix run needs a task (or --goal OBJECTIVE)")
     task = read_task(args.task) if goal is None else ""
     _prepare_stdout(args.output_format)
-    config = load(args)
-    notice = announce(config)
-    require_credentials(config)
-    environ = hold_keys(config)
-    store = open_store()
+    started = start(args)
     try:
-        return asyncio.run(_run(args, task, config, store, environ, notice, goal))
+        return asyncio.run(
+            _run(
+                args,
+                task,
+                started.config,
+                started.store,
+                started.environ,
+                started.notice,
+                goal,
+            )
+        )
     finally:
-        store.close()
+        started.close()
 
 
 async def _run(

@@ -39,15 +39,7 @@ from reasonix.app.mentions import attach_mentions
 from reasonix.app.recap import recap
 from reasonix.app.session import AgentSession
 from reasonix.app.turn import Turn
-from reasonix.cli.commands import (
-    EXIT_OK,
-    UsageError,
-    announce,
-    hold_keys,
-    load,
-    open_store,
-    require_credentials,
-)
+from reasonix.cli.commands import EXIT_OK, UsageError, start
 from reasonix.cli.picker import QuestionPicker, jobs_command
 from reasonix.cli.render import TerminalRenderer
 from reasonix.cli.sessions import session_line
@@ -55,7 +47,6 @@ from reasonix.cli.status import LiveStatus, StatusFile, fit
 from reasonix.config import Config
 from reasonix.control.plan import Plan
 from reasonix.errors import ReasonixError
-from reasonix.safety.confinement import start_bwrap_probe
 from reasonix.safety.permissions import ApprovalAnswer, ApprovalRequest, Rule
 from reasonix.store import SessionStore, default_store_path
 from reasonix.store.private import private_dir, private_file
@@ -136,42 +127,31 @@ def help_text() -> str:
 
 
 def run_interactive(args: argparse.Namespace) -> int:
-    start_bwrap_probe()  # answers while the configuration loads
-    config = ask_trust(args, load(args))
-    require_credentials(config)
-    environ = hold_keys(config)
-    store = open_store()
+    started = start(args, confirm_trust=ask_trust)
+    assert started.config is not None  # a strict start-up loaded it
     try:
-        app = App(config, store, args, environ=environ)
+        app = App(started.config, started.store, args, environ=started.environ)
         return asyncio.run(app.main())
     finally:
-        store.close()
+        started.close()
 
 
-def ask_trust(args: argparse.Namespace, config: Config) -> Config:
+def ask_trust(config: Config, preview: Config) -> bool:
     """Before anything starts: when the folder's project files were left out because it is not
-    trusted, ask the user (listing what they would change); "yes" is remembered with a hash of
-    the files and the config is loaded again with them. Without a terminal, or on "no", one
-    notice names what stays ignored."""
+    trusted, ask the user (listing what they would change; ``preview`` is the configuration
+    with them). Without a terminal, or on "no", the start-up's notice names what stays
+    ignored."""
     import sys
 
-    from reasonix.config import user_config_path
-    from reasonix.config.trust import TRUST_FILE, TrustStore, trust_question
+    from reasonix.config.trust import trust_question
 
-    if config.trusted or not config.ignored or not sys.stdin.isatty():
-        announce(config)
-        return config
-    preview = load(args, trust=True)
+    if not sys.stdin.isatty():
+        return False
     try:
         answer = input(trust_question(config.ignored, preview.ignored))
     except EOFError:
         answer = ""
-    if answer.strip().lower() not in ("y", "yes"):
-        announce(config)
-        return config
-    TrustStore(user_config_path().parent / TRUST_FILE).remember(Path.cwd())
-    announce(preview)
-    return preview
+    return answer.strip().lower() in ("y", "yes")
 
 
 def _warm_up_imports() -> None:

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from reasonix.cli.commands import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, open_store
+from reasonix.cli.commands import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, open_store
 from reasonix.errors import SessionStoreError
 from reasonix.redaction import redact
 from reasonix.store import SessionInfo, SessionStore
@@ -32,6 +32,8 @@ def session_line(info: SessionInfo) -> str:
 
 
 def run_sessions(args: argparse.Namespace) -> int:
+    if args.action is None:
+        raise UsageError("sessions needs an action: list, show ID or export ID")
     store = open_store()
     try:
         return _run(args, store)

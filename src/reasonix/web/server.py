@@ -26,7 +26,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,9 +42,10 @@ from reasonix.web.hub import EventLog
 from reasonix.web.security import Guard, GuardMiddleware
 
 if TYPE_CHECKING:
+    from reasonix.app.launch import Launch
     from reasonix.app.turn import Turn
     from reasonix.config import Config
-    from reasonix.store import SessionInfo, SessionStore
+    from reasonix.store import SessionInfo
 
 __all__ = ["STATIC_DIR", "Dashboard"]
 
@@ -71,26 +72,24 @@ class Dashboard:
     """The sessions one ``reasonix serve`` shows and steers.
 
     ``workspace`` is the folder it started in; ``every_folder`` shows every folder's sessions
-    (``--all``). ``load_config`` builds a folder's effective configuration (the command line's
-    loader); ``environ`` holds the API keys.
+    (``--all``). ``started`` is the one start-up (:mod:`reasonix.app.launch`): the session
+    database, the held keys, and each folder's configuration with the command line's flags.
     """
 
     def __init__(
         self,
-        store: SessionStore,
+        started: Launch,
         guard: Guard,
         *,
         workspace: Path,
         every_folder: bool,
-        load_config: Callable[[Path], Config],
-        environ: Mapping[str, str] | None = None,
     ) -> None:
-        self.store = store
+        self.store = started.store
         self.guard = guard
         self.workspace = workspace.resolve()
         self.every_folder = every_folder
-        self._load_config = load_config
-        self._environ = dict(environ) if environ is not None else None
+        self._started = started
+        self._environ = started.environ
         self._logs: dict[str, EventLog] = {}
         self._open: dict[str, AgentSession] = {}
         self._opening = asyncio.Lock()
@@ -297,8 +296,8 @@ class Dashboard:
 
     def _config(self, folder: Path) -> Config:
         try:
-            return self._load_config(folder)
-        except Exception as exc:  # the loader's UsageError: a config problem, said as such
+            return self._started.config_for(folder)
+        except ReasonixError as exc:  # a config or credentials problem, said as such
             raise HttpError(400, str(exc)) from None
 
     async def _open_new(self) -> AgentSession:

@@ -23,21 +23,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reasonix.cli.commands import (
-    EXIT_OK,
-    UsageError,
-    announce,
-    hold_keys,
-    load,
-    open_store,
-    require_credentials,
-)
+from reasonix.app.launch import EXIT_OK, StartupError, launch, overrides_from, print_notice
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
+    from reasonix.app.launch import Launch
     from reasonix.config import Config
-    from reasonix.store import SessionStore
     from reasonix.web.security import Guard
 
 
@@ -45,55 +35,58 @@ def run_serve(args: argparse.Namespace) -> int:
     from reasonix.web.security import is_loopback, is_wildcard
 
     workspace = Path.cwd().resolve()
-    config = load(args, workspace)
     host: str = args.host
-    password = _password(args, config)
-    if not is_loopback(host) and password is None:
-        raise UsageError(
-            f"serve: --host {host} is not a loopback address, so the dashboard (which can run "
-            "commands on this machine) would be reachable from the network; that needs a "
-            "password. Put one in an environment variable and pass --password-env VAR (or set "
-            "[serve] password_env in your config.toml), or bind 127.0.0.1"
-        )
-    announce(config)
-    require_credentials(config)
-    environ = hold_keys(config)
+    passwords: list[str | None] = []
+
+    def check(config: Config) -> None:
+        password = _password(args, config)
+        if not is_loopback(host) and password is None:
+            raise StartupError(
+                f"serve: --host {host} is not a loopback address, so the dashboard (which can "
+                "run commands on this machine) would be reachable from the network; that needs "
+                "a password. Put one in an environment variable and pass --password-env VAR (or "
+                "set [serve] password_env in your config.toml), or bind 127.0.0.1"
+            )
+        passwords.append(password)
+
+    started = launch(
+        workspace,
+        overrides_from(args),
+        trust=True if getattr(args, "trust", False) else None,
+        notify=print_notice,
+        check=check,
+    )
     try:
-        import starlette  # noqa: F401
-        import uvicorn  # noqa: F401
-    except ImportError:
-        raise UsageError(
-            "reasonix serve needs Starlette and uvicorn: pip install starlette uvicorn"
-        ) from None
-    sock = _bind(host, args.port)
-    port = int(sock.getsockname()[1])
-    from reasonix.web.security import Guard
+        try:
+            import starlette  # noqa: F401
+            import uvicorn  # noqa: F401
+        except ImportError:
+            raise StartupError(
+                "reasonix serve needs Starlette and uvicorn: pip install starlette uvicorn"
+            ) from None
+        sock = _bind(host, args.port)
+        port = int(sock.getsockname()[1])
+        from reasonix.web.security import Guard
 
-    guard: Guard = Guard(port=port, bound_host=host, password=password)
-    url_host = "127.0.0.1" if is_wildcard(host) or host == "localhost" else host
-    if ":" in url_host:
-        url_host = f"[{url_host}]"
-    if not is_loopback(host):
-        print(
-            f"reasonix serve: WARNING: listening on {host}:{port}, reachable from the network "
-            "over plain HTTP (not encrypted). Anyone who can reach it can try the password; "
-            "prefer an SSH tunnel to 127.0.0.1.",
-            file=sys.stderr,
-            flush=True,
-        )
-    store = open_store()
-
-    def load_for(folder: Path) -> Config:
-        return load(args, folder)
-
-    try:
+        guard: Guard = Guard(port=port, bound_host=host, password=passwords[0])
+        url_host = "127.0.0.1" if is_wildcard(host) or host == "localhost" else host
+        if ":" in url_host:
+            url_host = f"[{url_host}]"
+        if not is_loopback(host):
+            print(
+                f"reasonix serve: WARNING: listening on {host}:{port}, reachable from the network "
+                "over plain HTTP (not encrypted). Anyone who can reach it can try the password; "
+                "prefer an SSH tunnel to 127.0.0.1.",
+                file=sys.stderr,
+                flush=True,
+            )
         # The socket listens already: a browser opening the URL now waits in its backlog.
         print(f"http://{url_host}:{port}/#token={guard.token}", flush=True)
-        asyncio.run(_serve(sock, guard, store, workspace, args.all, load_for, environ))
+        asyncio.run(_serve(sock, guard, started, workspace, args.all))
     except KeyboardInterrupt:
         pass
     finally:
-        store.close()
+        started.close()
     return EXIT_OK
 
 
@@ -106,7 +99,7 @@ def _password(args: argparse.Namespace, config: Config) -> str | None:
     value = os.environ.get(name, "")
     if not value:
         source = "--password-env" if args.password_env else "[serve] password_env"
-        raise UsageError(
+        raise StartupError(
             f"serve: {source} names the environment variable {name}, which is not set (or "
             f"empty); export {name}=<a long password> first"
         )
@@ -118,14 +111,14 @@ def _bind(host: str, port: int) -> socket.socket:
     try:
         infos = socket.getaddrinfo(host, port, family, socket.SOCK_STREAM)
     except socket.gaierror as exc:
-        raise UsageError(f"serve: cannot resolve --host {host}: {exc}") from None
+        raise StartupError(f"serve: cannot resolve --host {host}: {exc}") from None
     sock = socket.socket(infos[0][0], socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind(infos[0][4])
     except OSError as exc:
         sock.close()
-        raise UsageError(
+        raise StartupError(
             f"serve: cannot listen on {host}:{port}: {exc.strerror or exc} (choose another "
             "--port, or 0 for any free one)"
         ) from None
@@ -159,24 +152,15 @@ def _server_class() -> type[Any]:
 async def _serve(
     sock: socket.socket,
     guard: Guard,
-    store: SessionStore,
+    started: Launch,
     workspace: Path,
     every_folder: bool,
-    load_for: Callable[[Path], Config],
-    environ: dict[str, str],
 ) -> None:
     import uvicorn
 
     from reasonix.web.server import Dashboard
 
-    dashboard = Dashboard(
-        store,
-        guard,
-        workspace=workspace,
-        every_folder=every_folder,
-        load_config=load_for,
-        environ=environ,
-    )
+    dashboard = Dashboard(started, guard, workspace=workspace, every_folder=every_folder)
     config = uvicorn.Config(
         dashboard.app(),
         log_level="warning",

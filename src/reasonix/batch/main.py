@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from reasonix.cli.commands import EXIT_FAILURE, EXIT_OK, UsageError, hold_keys, overrides_from
+from reasonix.app.launch import EXIT_FAILURE, EXIT_OK, StartupError, launch, overrides_from
 
 
 def run_batch(args: argparse.Namespace) -> int:
@@ -24,14 +24,12 @@ def run_batch(args: argparse.Namespace) -> int:
     from reasonix.batch.results import ResultsFile, summarise, write_predictions
     from reasonix.batch.runner import RunSettings
     from reasonix.batch.tasks import load_tasks
-    from reasonix.config import load_config
     from reasonix.errors import ConfigError
 
     try:
         tasks = load_tasks(Path(args.tasks))
-        base = load_config(Path.cwd(), overrides=overrides_from(args), trust=False)
     except ConfigError as exc:
-        raise UsageError(str(exc)) from None
+        raise StartupError(str(exc)) from None
     for task in tasks:
         if task.unconfined:
             # The user's explicit choice, said before anything runs (ids are checked on load).
@@ -40,8 +38,14 @@ def run_batch(args: argparse.Namespace) -> int:
                 'UNCONFINED (the task file\'s "unconfined"): outside the sandbox, as your user',
                 file=sys.stderr,
             )
+    # The one start-up, for the keys: they leave this process's environment now; the local
+    # engine hands them to each session, the Ray engine to its workers through Ray's runtime
+    # environment. Each task loads its own copy's configuration and checks its keys.
+    started = launch(Path.cwd(), overrides_from(args), trust=False, credentials=False, store=False)
+    assert started.config is not None  # not lenient: it loaded
+    base, environ = started.config, started.environ
     if args.concurrency is not None and args.concurrency < 1:
-        raise UsageError("--concurrency must be at least 1")
+        raise StartupError("--concurrency must be at least 1")
     max_cost = _money(args.max_cost)
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -54,9 +58,6 @@ def run_batch(args: argparse.Namespace) -> int:
         ledger.spend(row)
     overrides = {k: v for k, v in overrides_from(args).items() if v is not None}
     overrides.pop("budget.max_session_usd", None)
-    # The keys leave this process's environment now; the local engine hands them to each
-    # session, the Ray engine to its workers through Ray's runtime environment.
-    environ = hold_keys(base)
     keys = {p.api_key_env for p in base.providers.values() if p.api_key_env}
     settings = RunSettings(
         out=str(out),
@@ -93,7 +94,7 @@ def run_batch(args: argparse.Namespace) -> int:
     try:
         asyncio.run(engine.run(todo, settings, ledger, concurrency, on_row, progress.started))
     except ConfigError as exc:
-        raise UsageError(str(exc)) from None
+        raise StartupError(str(exc)) from None
     finally:
         progress.close()
     rows = [r for r in results.rows() if r["id"] in {t.id for t in tasks}]
@@ -121,9 +122,9 @@ def _money(value: str | None) -> float | None:
     try:
         amount = float(value)
     except ValueError:
-        raise UsageError(f"--max-cost takes an amount in USD, not {value!r}") from None
+        raise StartupError(f"--max-cost takes an amount in USD, not {value!r}") from None
     if amount < 0:
-        raise UsageError("--max-cost must not be negative")
+        raise StartupError("--max-cost must not be negative")
     return amount
 
 

@@ -1,4 +1,5 @@
-"""``reasonix acp``: speak the Agent Client Protocol on stdin/stdout for an editor.
+"""``reasonix acp`` (the command line's entry): speak the Agent Client Protocol on stdin and
+stdout for an editor.
 
 Stdout carries the protocol and nothing else. Before anything else runs, the real stdout is
 kept aside for the protocol and file descriptor 1 is pointed at stderr, so a stray print, a
@@ -14,19 +15,15 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from reasonix.cli.commands import EXIT_OK, UsageError, hold_keys, load, open_store
-
-if TYPE_CHECKING:
-    from reasonix.config import Config
+from reasonix.app.launch import EXIT_OK, StartupError, launch, overrides_from
 
 
 def run_acp(args: argparse.Namespace) -> int:
     try:
         import acp  # noqa: F401
     except ImportError:
-        raise UsageError(
+        raise StartupError(
             "reasonix acp needs the Agent Client Protocol SDK: pip install agent-client-protocol"
         ) from None
     protocol_out = _take_stdout()
@@ -37,36 +34,24 @@ def run_acp(args: argparse.Namespace) -> int:
     )
     handler.setFormatter(logging.Formatter("reasonix acp: %(levelname)s %(message)s"))
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, handlers=[handler])
-    try:
-        start_config = load(args, Path.cwd())
-    except UsageError:
-        start_config = None  # reported per session, as a JSON-RPC error, when one is opened
-    environ = hold_keys(start_config) if start_config is not None else _hold_default_key()
-    store = open_store()
+    # Lenient: a configuration problem or a missing key is reported per session, as a
+    # JSON-RPC error, when one is opened (Launch.config_for checks each folder).
+    started = launch(
+        Path.cwd(),
+        overrides_from(args),
+        trust=True if getattr(args, "trust", False) else None,
+        lenient=True,
+        credentials=False,
+    )
     from reasonix.acp.server import serve
 
-    def load_for(workspace: Path) -> Config:
-        from reasonix.errors import ConfigError
-
-        try:
-            return load(args, workspace)
-        except UsageError as exc:
-            raise ConfigError(str(exc)) from None
-
     try:
-        asyncio.run(serve(store, load_config=load_for, protocol_out=protocol_out, environ=environ))
+        asyncio.run(serve(started, protocol_out=protocol_out))
     except KeyboardInterrupt:
         pass
     finally:
-        store.close()
+        started.close()
     return EXIT_OK
-
-
-def _hold_default_key() -> dict[str, str]:
-    from reasonix.config import DEEPSEEK_KEY_ENV
-    from reasonix.safety.environment import take_from_environment
-
-    return {**os.environ, **take_from_environment([DEEPSEEK_KEY_ENV])}
 
 
 def _take_stdout() -> object:

@@ -1,0 +1,105 @@
+"""What a run nobody watches needs, for every frontend that runs one (``reasonix run``,
+``batch``): an approver that says yes, plan approval, the exit code of an outcome and the
+result object ``--output-format json`` prints and batch rows are built from.
+
+Exit codes: 0 success; 1 failure (model/provider error such as 402, stalled, step limit);
+2 usage/config error; 3 refused work (a permission denial stopped part of the task, or a plan
+was declined); 4 needs input (the model asked the user: ``reasonix run -c "<answer>"``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from reasonix.app.launch import (
+    EXIT_FAILURE,
+    EXIT_NEEDS_INPUT,
+    EXIT_OK,
+    EXIT_REFUSED,
+    EXIT_USAGE,
+)
+from reasonix.safety.permissions import ApprovalAnswer, ApprovalRequest
+
+if TYPE_CHECKING:
+    from reasonix.app.session import AgentSession
+    from reasonix.app.turn import TurnOutcome
+    from reasonix.control.plan import Plan
+
+__all__ = [
+    "EXIT_FAILURE",
+    "EXIT_NEEDS_INPUT",
+    "EXIT_OK",
+    "EXIT_REFUSED",
+    "EXIT_USAGE",
+    "YesApprover",
+    "approve_all_plans",
+    "exit_code",
+    "result_object",
+]
+
+
+class YesApprover:
+    """``--yes``: allow once whatever would ask (deny rules and plan mode still refuse), except
+    commands no snapshot can undo: nobody is there to confirm those."""
+
+    #: it answers without a person: bash then runs unasked, which needs confinement or the
+    #: user's acknowledgement (see :meth:`reasonix.safety.confinement.BashConfinement`)
+    unattended = True
+
+    async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
+        if request.irreversible:
+            from reasonix.safety.patterns import escape_command_pattern
+
+            rule = f"{request.category}({escape_command_pattern(request.subject)})"
+            return ApprovalAnswer.deny(
+                f"--yes does not cover commands no snapshot can undo ({request.irreversible}); "
+                f"to permit this one, add {rule!r} to [permissions] allow in your own config"
+            )
+        return ApprovalAnswer.allow_once()
+
+
+def approve_all_plans(plan: Plan) -> bool:
+    return True
+
+
+def exit_code(outcome: TurnOutcome) -> int:
+    """0 success, 1 failure, 3 refused work, 4 needs input (see the module docstring)."""
+    if outcome.is_error:
+        return EXIT_FAILURE
+    if outcome.result.stop_reason == "needs_input":
+        return EXIT_NEEDS_INPUT
+    if outcome.refused:
+        return EXIT_REFUSED
+    return EXIT_OK if outcome.result.ok else EXIT_FAILURE
+
+
+def result_object(session: AgentSession, outcome: TurnOutcome) -> dict[str, Any]:
+    """The ``{"type": "result", ...}`` object of ``--output-format json|stream-json``."""
+    result = outcome.result
+    usage = {role: cost.to_dict() for role, cost in result.cost_by_role.items()}
+    cost = {role: round(c.cost, 8) for role, c in result.cost_by_role.items()}
+    cost["total"] = round(sum(c.cost for c in result.cost_by_role.values()), 8)
+    return {
+        "type": "result",
+        "result": result.text,
+        "session_id": session.session_id,
+        "turns": outcome.requests,
+        "duration_ms": outcome.duration_ms,
+        "stop_reason": result.stop_reason,
+        "route": str(result.route),
+        "usage": usage,
+        "cost_usd": cost,
+        "subagents": session.subagents(),
+        # Background jobs still running as the run ends: stopped with it unless kept.
+        "jobs": [job.to_dict() for job in session.jobs.running()],
+        # What the model asked the user (stop reason needs_input); run -c "<answer>" answers.
+        "questions": session.pending_questions(),
+        **({"goal": session.goal.to_dict()} if session.goal is not None else {}),
+        "is_error": outcome.is_error,
+        "refused": outcome.refused,
+        "permission_denials": [
+            {"tool": d.tool, "subject": d.subject, "reason": d.reason} for d in outcome.denials
+        ],
+        "exit_code": exit_code(outcome),
+        "mcp_problems": session.mcp_problems(),
+    }

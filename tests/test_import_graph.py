@@ -1,0 +1,126 @@
+"""Imports point down only (docs/architecture.md, DESIGN.md "Layers"): no frontend imports
+another frontend, no lower layer imports a higher one, and the provider layer and the tools
+know nothing of each other. Every import counts, the lazy ones inside functions too."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import reasonix
+
+SOURCE = Path(reasonix.__file__).parent
+
+FRONTENDS = frozenset({"cli", "acp", "web", "batch"})
+
+#: Top-level modules and packages of ``reasonix`` by layer, highest first.
+LAYERS: dict[str, int] = {
+    # the package itself (the public API's lazy table) and ``python -m reasonix``
+    "__init__": 6,
+    "__main__": 6,
+    **dict.fromkeys(FRONTENDS, 5),
+    "app": 4,
+    "control": 3,
+    "agent": 2,
+    # parts, and what the layers that need them use: may import each other
+    **dict.fromkeys(("tools", "providers", "mcp", "extensions", "safety", "store", "testing"), 1),
+    # plain typed data, no I/O (the config loader reads its files)
+    **dict.fromkeys(
+        ("messages", "events", "errors", "config", "redaction", "terminal_text", "_version"), 0
+    ),
+}
+
+#: Modules whose layer is not their package's: the model table is plain data (names, limits,
+#: prices) that the configuration reads.
+MODULE_LAYERS = {"reasonix.providers.models": 0}
+
+#: Pairs of packages of one layer that must not know each other.
+STRANGERS = {frozenset({"providers", "tools"})}
+
+
+def _layer(module: str) -> int:
+    for name, layer in MODULE_LAYERS.items():
+        if module == name or module.startswith(name + "."):
+            return layer
+    return LAYERS[module.split(".")[1]]
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    """``(line, module)`` of every import of a ``reasonix`` module in ``path``."""
+    out: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            base = node.module
+            names = [base]
+            # ``from reasonix import app``: a package named in the import list
+            if base == "reasonix":
+                names = [f"reasonix.{alias.name}" for alias in node.names]
+            out += [(node.lineno, name) for name in names]
+        elif isinstance(node, ast.Import):
+            out += [(node.lineno, alias.name) for alias in node.names]
+    return [(line, m) for line, m in out if m.startswith("reasonix.")]
+
+
+def violations(source: Path = SOURCE) -> list[str]:
+    found: list[str] = []
+    for path in sorted(source.rglob("*.py")):
+        rel = path.relative_to(source)
+        here = "reasonix." + ".".join(rel.with_suffix("").parts).removesuffix(".__init__")
+        top = rel.parts[0] if len(rel.parts) > 1 else rel.stem
+        for line, module in _imports(path):
+            there = module.split(".")[1]
+            if there == top:
+                continue
+            where = f"{rel}:{line} imports {module}"
+            if top in FRONTENDS and there in FRONTENDS:
+                found.append(f"{where}: one frontend ({top}) imports another ({there})")
+            elif _layer(here) < _layer(module):
+                found.append(f"{where}: a lower layer ({top}) imports a higher one ({there})")
+            elif frozenset({top, there}) in STRANGERS:
+                found.append(f"{where}: {top} and {there} must not know each other")
+    return found
+
+
+def test_every_package_has_a_layer() -> None:
+    tops = {
+        p.stem if p.is_file() else p.name
+        for p in SOURCE.iterdir()
+        if (p.is_file() and p.suffix == ".py") or (p / "__init__.py").is_file()
+    }
+    assert tops <= set(LAYERS), f"give these a layer in LAYERS: {sorted(tops - set(LAYERS))}"
+
+
+def test_imports_point_down_only() -> None:
+    assert violations() == []
+
+
+def _copy(tmp_path: Path) -> Path:
+    import shutil
+
+    copy = tmp_path / "reasonix"
+    shutil.copytree(SOURCE, copy, ignore=shutil.ignore_patterns("__pycache__", "static"))
+    return copy
+
+
+@pytest.mark.parametrize(
+    ("module", "planted", "said"),
+    [
+        # batch reaching into the CLI for a helper: the old cycle
+        ("batch/runner.py", "from reasonix.cli.headless import run_headless", "one frontend"),
+        # lazily, inside a function, still counts
+        ("web/server.py", "def f():\n    import reasonix.acp.server", "one frontend"),
+        ("control/gate.py", "from reasonix.app.session import AgentSession", "lower layer"),
+        ("tools/limits.py", "from reasonix.agent.session import Session", "lower layer"),
+        ("config/loader.py", "from reasonix.safety import sandbox", "lower layer"),
+        ("providers/sse.py", "from reasonix.tools.registry import Tool", "must not know"),
+    ],
+)
+def test_a_planted_violation_is_found(tmp_path: Path, module: str, planted: str, said: str) -> None:
+    copy = _copy(tmp_path)
+    assert violations(copy) == []  # the copy is as clean as the source
+    target = copy / module
+    target.write_text(target.read_text(encoding="utf-8") + "\n\n" + planted + "\n")
+    found = violations(copy)
+    assert len(found) == 1 and said in found[0] and module in found[0], found
