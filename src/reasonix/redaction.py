@@ -154,10 +154,13 @@ def default_secrets() -> SecretSet:
     return _DEFAULT
 
 
-def remember_environment(extra_names: Iterable[str] = ()) -> None:
+def remember_environment(
+    extra_names: Iterable[str] = (), environ: Mapping[str, str] | None = None
+) -> None:
     """Read the environment's secrets now (call before anything removes keys from it), with
-    ``extra_names``: variables holding keys whatever they are called."""
-    _DEFAULT.add_environment(os.environ, extra_names)
+    ``extra_names``: variables holding keys whatever they are called. ``environ``: an
+    environment held apart from the process's (default: the process's own)."""
+    _DEFAULT.add_environment(os.environ if environ is None else environ, extra_names)
 
 
 def register_secret(value: str | None, label: str = "api key") -> None:

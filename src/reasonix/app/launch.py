@@ -113,7 +113,7 @@ def load(
         raise StartupError(str(exc)) from None
     # Before anything removes keys from the environment: their values are redacted from
     # whatever is stored or shown, whatever the variables are called.
-    remember_environment(p.api_key_env for p in config.providers.values())
+    remember_environment((p.api_key_env for p in config.providers.values()), environ)
     return config
 
 

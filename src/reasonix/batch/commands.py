@@ -19,7 +19,6 @@ agent's own.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +29,7 @@ from reasonix.errors import ReasonixError
 if TYPE_CHECKING:
     from reasonix.safety.confinement import BashConfinement, Confiner
 
-__all__ = ["CommandRefused", "TaskCommands", "register_keys"]
+__all__ = ["CommandRefused", "TaskCommands"]
 
 #: How much of a command's output its log keeps (head and tail, the middle cut with a note).
 LOG_LIMIT = 1_000_000
@@ -104,13 +103,3 @@ class TaskCommands:
         if open_:
             output = UNCONFINED_NOTE + "\n" + output
         return code, redact(output)
-
-
-def register_keys(key_vars: tuple[str, ...], environ: Mapping[str, str] | None) -> None:
-    """Make the providers' keys known to redaction in this process (a Ray worker has not read
-    them as the command line did), whatever their variables are called."""
-    from reasonix.redaction import register_secret
-
-    source = os.environ if environ is None else environ
-    for name in key_vars:
-        register_secret(source.get(name), f"${name}")

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from reasonix.batch.commands import TaskCommands, register_keys
+from reasonix.batch.commands import TaskCommands
 from reasonix.batch.tasks import BatchTask
 from reasonix.batch.workspace import diff, prepare_copy
 from reasonix.errors import ConfigError, ReasonixError
@@ -131,6 +131,8 @@ async def _run(
         configured = overrides.get("budget.max_session_usd")
         cap = budget_left if configured is None else min(float(configured), budget_left)
         overrides["budget.max_session_usd"] = max(cap, 0.0)
+    # Loading registers the keys for redaction (a Ray worker has not read them as the command
+    # line did), whatever their variables are called.
     try:
         config = load(
             copy,
@@ -145,7 +147,6 @@ async def _run(
     if problems:
         raise ConfigError(" ".join(problems))
     keys = tuple(sorted({p.api_key_env for p in config.providers.values() if p.api_key_env}))
-    register_keys(keys, settings.environ)
     commands = TaskCommands(
         copy,
         settings.timeout,
