@@ -6,13 +6,16 @@ through the real CLI."""
 
 from __future__ import annotations
 
+import gzip
 import ipaddress
 import json
 import threading
 import time
-from collections.abc import Iterator
+import zlib
+from collections.abc import AsyncIterator, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,6 +24,7 @@ from reasonix.safety.permissions import PermissionEngine
 from reasonix.testing import Reply
 from reasonix.tools.builtin import WebOptions, default_tools
 from reasonix.tools.builtin.web import AddressPolicy, WebFetchTool
+from reasonix.tools.builtin.web_body import BodyError, decoded_body
 from reasonix.tools.registry import ToolContext, ToolRegistry
 from tests.test_cli_support import Project, project
 
@@ -306,9 +310,40 @@ async def test_later_pages_come_from_the_same_copy(
 ) -> None:
     site, routes, hits = web_site
     fetcher = WebFetchTool(LOOPBACK)
-    first = await fetcher.web_fetch(f"{site}/large.txt", max_chars=100)
+    ctx = ToolContext(workspace=Path.cwd())
+    first = await fetcher.web_fetch(ctx, f"{site}/large.txt", max_chars=100)
     routes["/large.txt"] = (200, {"Content-Type": "text/plain"}, b"changed meanwhile")
-    second = await fetcher.web_fetch(f"{site}/large.txt", offset=100, max_chars=100)
+    second = await fetcher.web_fetch(ctx, f"{site}/large.txt", offset=100, max_chars=100)
     assert not first.is_error and not second.is_error
     assert first.content.split("\n\n", 1)[1] + second.content.split("\n\n", 1)[1] == LARGE[:200]
     assert hits == ["/large.txt"]
+
+
+async def _chunks(data: bytes, size: int = 7) -> AsyncIterator[bytes]:
+    for i in range(0, len(data), size):
+        yield data[i : i + size]
+
+
+@pytest.mark.parametrize(
+    ("encoding", "encode"),
+    [
+        ("gzip", gzip.compress),
+        ("x-gzip", gzip.compress),
+        ("deflate", zlib.compress),  # the standard's zlib-wrapped form
+        ("deflate", lambda d: zlib.compress(d)[2:-4]),  # the raw form some servers send
+        ("gzip, deflate", lambda d: zlib.compress(gzip.compress(d))),
+        ("identity", lambda d: d),
+        ("", lambda d: d),
+    ],
+)
+async def test_bodies_decode_exactly_in_small_pieces(encoding: str, encode: Any) -> None:
+    text = LARGE.encode()
+    body, cut = await decoded_body(_chunks(encode(text)), encoding, len(text) + 1)
+    assert body == text and not cut
+    body, cut = await decoded_body(_chunks(encode(text)), encoding, 1000)
+    assert body == text[:1000] and cut
+
+
+async def test_a_corrupt_body_is_an_error() -> None:
+    with pytest.raises(BodyError, match="gzip data is corrupt"):
+        await decoded_body(_chunks(b"not gzip at all"), "gzip", 1000)

@@ -101,6 +101,10 @@ class ToolContext:
     state: dict[str, Any] = field(default_factory=dict)
     #: what the call will do (the tool's preview), for the permission layer to show
     preview: str = ""
+    #: asks the permission policy about other arguments of the same tool, for a tool that
+    #: learns where it really goes while it runs (``web_fetch`` following a redirect); None
+    #: when the registry has no policy
+    recheck: Callable[[Mapping[str, Any]], Awaitable[PermissionDecision]] | None = None
 
 
 class Permission(enum.StrEnum):
@@ -660,6 +664,12 @@ class ToolRegistry:
             if not decision.allowed:
                 why = decision.reason or "refused by the permission rules"
                 return ToolResult.error(f"{PERMISSION_DENIED} {name}: {why}")
+            policy, asked = self.policy, dataclasses.replace(ctx, preview="")
+
+            async def recheck(other: Mapping[str, Any]) -> PermissionDecision:
+                return await policy.check(t, other, asked)
+
+            ctx = dataclasses.replace(ctx, recheck=recheck)
         return await self._run(t, args, ctx)
 
     async def _run(self, t: Tool, args: dict[str, Any], ctx: ToolContext) -> ToolResult:

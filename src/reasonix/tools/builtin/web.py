@@ -5,8 +5,16 @@
   address it resolves to is checked: loopback, private, link-local (cloud metadata), shared,
   multicast and reserved addresses are refused unless the user's own configuration allows them
   (``[web] allow_private = true``, or the host, the address or its network in
-  ``[web] allow_hosts``). The connection then goes to the address that was checked, so a second
-  DNS answer cannot swap in another one (TLS still verifies the certificate for the host name).
+  ``[web] allow_hosts``). An IPv6 address that carries an IPv4 one (IPv4-mapped, -compatible
+  and -translated, NAT64's ``64:ff9b::/96``, 6to4) is judged by the IPv4 address; NAT64's
+  local-use ``64:ff9b:1::/48`` and Teredo are refused. The connection then goes to the address
+  that was checked, so a second DNS answer cannot swap in another one (TLS still verifies the
+  certificate for the host name).
+- Every redirect hop is also a permission question of its own (``ToolContext.recheck``): an
+  allow rule for one URL does not cover where it redirects; a hop no rule allows asks, and is
+  refused where no one can answer; a deny rule refuses it in every mode.
+- The body is read as sent and decoded here, within ``max_bytes`` at every step and at most two
+  ``Content-Encoding`` layers (:mod:`reasonix.tools.builtin.web_body`).
 - HTML becomes markdown through trafilatura (main-content extraction: menus, footers and
   scripts dropped; headings, lists, tables, code and links kept); plain text, JSON, XML, YAML
   and other textual types are returned as they are; anything else (images, PDFs, archives) is
@@ -29,20 +37,25 @@ import ipaddress
 import re
 import socket
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from reasonix.tools.builtin.files import builtin_tool
-from reasonix.tools.registry import Effect, Tool, ToolResult
+from reasonix.tools.builtin.web_body import ACCEPT_ENCODING, BodyError, decoded_body
+from reasonix.tools.registry import Effect, PermissionDecision, Tool, ToolContext, ToolResult
 
 if TYPE_CHECKING:
     import httpx
+
+_T = TypeVar("_T")
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 DEFAULT_PAGE_CHARS = 20_000
+#: How long a question about a redirect may wait for its answer.
+QUESTION_SECONDS = 600
 #: Pages larger than this would be cut again when the result enters the session.
 MAX_PAGE_CHARS = 30_000
 
@@ -97,14 +110,41 @@ class FetchRefused(Exception):
     it."""
 
 
+#: IPv6 prefixes whose last 32 bits are an IPv4 address the packet ends up at: IPv4-compatible
+#: (``::a.b.c.d``, deprecated), IPv4-mapped (``::ffff:a.b.c.d``), IPv4-translated
+#: (``::ffff:0:a.b.c.d``) and the NAT64 well-known prefix (``64:ff9b::a.b.c.d``).
+_EMBEDDING = tuple(
+    ipaddress.IPv6Network(n) for n in ("::/96", "::ffff:0:0/96", "::ffff:0:0:0/96", "64:ff9b::/96")
+)
+#: IPv6 ranges refused whatever they carry: NAT64's local-use prefix (each network chooses where
+#: in it the IPv4 address sits, so it cannot be read back) and Teredo (a tunnel to wherever).
+_TUNNELS = tuple(ipaddress.IPv6Network(n) for n in ("64:ff9b:1::/48", "2001::/32"))
+
+
+def embedded_ipv4(address: IPAddress) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address stands for (empty for one that embeds none): the
+    forms of :data:`_EMBEDDING`, 6to4 (``2002:a.b.c.d::/48``) and Teredo's server and client."""
+    if not isinstance(address, ipaddress.IPv6Address):
+        return []
+    found: list[ipaddress.IPv4Address] = []
+    if any(address in net for net in _EMBEDDING) and int(address) & 0xFFFFFFFF > 1:
+        found.append(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
+    if address.sixtofour is not None:
+        found.append(address.sixtofour)
+    if address.teredo is not None:
+        found.extend(address.teredo)
+    return found
+
+
 def _blocked(address: IPAddress) -> bool:
-    """Whether ``address`` is not a public unicast address."""
+    """Whether ``address`` is not a public unicast address: an IPv6 address that carries an
+    IPv4 one is judged by the IPv4 address (:func:`embedded_ipv4`), tunnels are refused."""
     if isinstance(address, ipaddress.IPv6Address):
-        mapped = address.ipv4_mapped or address.sixtofour
-        if mapped is not None:
-            return _blocked(mapped)
-        if address.teredo is not None:
+        if any(address in net for net in _TUNNELS):
             return True
+        inner = embedded_ipv4(address)
+        if inner:
+            return any(_blocked(v4) for v4 in inner)
     return not address.is_global or address.is_multicast
 
 
@@ -128,7 +168,10 @@ class AddressPolicy:
     def address_allowed(self, address: IPAddress) -> bool:
         if not _blocked(address):
             return True
-        return self.allow_private or any(address in net for net in self.networks)
+        if self.allow_private:
+            return True
+        # An allowed network covers the IPv6 forms of its addresses too.
+        return any(a in net for a in (address, *embedded_ipv4(address)) for net in self.networks)
 
 
 async def resolve(host: str, port: int) -> list[IPAddress]:
@@ -226,6 +269,7 @@ class WebFetchTool:
 
     async def web_fetch(
         self,
+        ctx: ToolContext,
         url: Annotated[str, "http(s) URL"],
         offset: Annotated[int, "character to start at (from a previous page's next offset)"] = 0,
         max_chars: Annotated[int, f"page size (default {DEFAULT_PAGE_CHARS})"] = (
@@ -240,7 +284,7 @@ class WebFetchTool:
         page = self._pages.get(url)
         if page is None:
             try:
-                page = await asyncio.wait_for(self._fetch(url), self.options.timeout)
+                page = await self._fetch(url, ctx.recheck)
             except FetchRefused as exc:
                 return ToolResult.error(f"web_fetch refused {url}: {exc}")
             except TimeoutError:
@@ -257,11 +301,16 @@ class WebFetchTool:
         while len(self._pages) > 16:
             self._pages.popitem(last=False)
 
-    async def _fetch(self, url: str) -> _Page:
+    async def _fetch(self, url: str, recheck: Recheck | None = None) -> _Page:
+        """Fetch ``url``, following redirects here. Each hop is checked against the address
+        policy and (``recheck``) the permission rules, as a call of its own would be: an allow
+        rule for one URL does not cover wherever it redirects. ``[web] timeout`` bounds the
+        network time of the whole fetch; a question a hop asks is not counted."""
         import httpx
 
         opts = self.options
         current = _parse(url)
+        deadline = _Deadline(opts.timeout)
         async with httpx.AsyncClient(
             transport=self.transport,
             follow_redirects=False,
@@ -269,19 +318,26 @@ class WebFetchTool:
             timeout=httpx.Timeout(opts.timeout),
         ) as client:
             for _hop in range(opts.max_redirects + 1):
-                pinned, headers, extensions = await self._pin(current)
+                pinned, headers, extensions = await deadline.run(self._pin(current))
                 request = client.build_request(
                     "GET", pinned, headers=headers, extensions=extensions
                 )
-                response = await client.send(request, stream=True)
+                response = await deadline.run(client.send(request, stream=True))
                 try:
                     if response.status_code in _REDIRECTS and "location" in response.headers:
                         target = current.join(response.headers["location"])
                         current = _parse(str(target), redirected_from=str(current))
-                        continue
-                    return await self._read(response, str(current))
+                    else:
+                        return await deadline.run(self._read(response, str(current)))
                 finally:
                     await response.aclose()
+                if recheck is not None:
+                    decision = await recheck({"url": str(current)})
+                    if not decision.allowed:
+                        raise FetchRefused(
+                            f"it redirects to {current}, which the permission rules do not "
+                            f"allow: {decision.reason or 'refused'}"
+                        )
         raise FetchRefused(f"more than {opts.max_redirects} redirects")
 
     async def _pin(self, url: httpx.URL) -> tuple[httpx.URL, dict[str, str], dict[str, Any]]:
@@ -304,7 +360,7 @@ class WebFetchTool:
             "User-Agent": self.options.user_agent,
             "Accept": "text/html,application/xhtml+xml,text/markdown,text/plain,application/json;"
             "q=0.9,*/*;q=0.5",
-            "Accept-Encoding": "gzip, deflate",
+            "Accept-Encoding": ACCEPT_ENCODING,
         }
         extensions: dict[str, Any] = {}
         if url.scheme == "https":
@@ -313,16 +369,12 @@ class WebFetchTool:
 
     async def _read(self, response: httpx.Response, url: str) -> _Page:
         limit = self.options.max_bytes
-        chunks: list[bytes] = []
-        total = 0
-        cut = False
-        async for chunk in response.aiter_bytes():
-            chunks.append(chunk)
-            total += len(chunk)
-            if total > limit:
-                cut = True
-                break
-        body = b"".join(chunks)[:limit]
+        try:
+            # The bytes as sent, decoded here within the limit (see web_body).
+            encoding = response.headers.get("content-encoding", "")
+            body, cut = await decoded_body(response.aiter_raw(), encoding, limit)
+        except BodyError as exc:
+            raise FetchRefused(str(exc)) from None
         header = response.headers.get("content-type", "")
         media = _media_type(header)
         note = f"the download stopped at {limit} bytes ([web] max_bytes)" if cut else ""
@@ -344,6 +396,24 @@ class WebFetchTool:
             f"it is {media}, not text ({len(body)} bytes read); web_fetch returns text, "
             "markdown, JSON and HTML pages only."
         )
+
+
+Recheck = Callable[[Mapping[str, Any]], Awaitable[PermissionDecision]]
+
+
+class _Deadline:
+    """What is left of the fetch's network time; :meth:`run` bounds one step by it."""
+
+    def __init__(self, seconds: float) -> None:
+        self.left = seconds
+
+    async def run(self, step: Awaitable[_T]) -> _T:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        try:
+            return await asyncio.wait_for(step, max(self.left, 0.0))
+        finally:
+            self.left -= loop.time() - started
 
 
 def _parse(url: str, redirected_from: str | None = None) -> httpx.URL:
@@ -395,5 +465,7 @@ def web_tool(options: WebOptions | None = None) -> Tool:
         fetcher.web_fetch,
         name="web_fetch",
         category="web",
-        timeout=(options or WebOptions()).timeout + 15,
+        # [web] timeout bounds the network time; this leaves room for a question a redirect
+        # asks (see WebFetchTool._fetch).
+        timeout=(options or WebOptions()).timeout + 15 + QUESTION_SECONDS,
     )
