@@ -82,3 +82,58 @@ def test_provider_class_is_exported_lazily() -> None:
     )
     assert "reasonix" in loaded
     assert "httpx" not in loaded
+
+
+#: The interactive app draws its prompt before it opens the session: what it imports up to the
+#: prompt (the app module, configuration, trust, keys, the store, the bwrap probe) leaves out the
+#: session's subsystems, which load in the background while the user types.
+NOT_BEFORE_PROMPT = [
+    "reasonix.app.session",
+    "reasonix.app.assembly",
+    "reasonix.app.persistence",
+    "reasonix.app.turn",
+    "reasonix.control",
+    "reasonix.agent",
+    "reasonix.mcp",
+    "reasonix.tools.registry",
+    "reasonix.tools.builtin",
+    "reasonix.safety.checkpoints",
+    "reasonix.safety.permissions",
+    "reasonix.safety.sandbox",
+    "reasonix.providers.openai_compat",
+    "reasonix.extensions",
+    "httpx",
+    "mcp",
+    "pydantic",
+]
+#: How many of our modules the prompt may need (it needed 91 when everything loaded first).
+MAX_OWN_MODULES_BEFORE_PROMPT = 36
+
+BEFORE_PROMPT = (
+    "import reasonix.cli.interactive, reasonix.app.launch, reasonix.safety.confinement\n"
+    "import reasonix.config, reasonix.config.trust, reasonix.safety.environment, reasonix.store\n"
+)
+
+
+def modules_after(code: str) -> set[str]:
+    """Every module (full dotted names) a fresh interpreter has imported after ``code``."""
+    script = f"import sys, json\n{code}\nprint(json.dumps(sorted(sys.modules)))\n"
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    return set(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def test_interactive_prompt_loads_no_session_subsystem() -> None:
+    loaded = modules_after(BEFORE_PROMPT)
+    early = sorted(m for m in loaded for p in NOT_BEFORE_PROMPT if m == p or m.startswith(p + "."))
+    assert early == [], early
+    own = sorted(m for m in loaded if m.split(".")[0] == "reasonix")
+    assert len(own) <= MAX_OWN_MODULES_BEFORE_PROMPT, own
+
+
+def test_the_session_subsystems_still_load_when_the_session_opens() -> None:
+    # Control for the test above: the names it forbids are the ones the session really uses.
+    loaded = modules_after(BEFORE_PROMPT + "import reasonix.app.session")
+    for name in ("reasonix.control", "reasonix.agent", "reasonix.safety.checkpoints"):
+        assert name in loaded

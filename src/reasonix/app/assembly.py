@@ -379,6 +379,10 @@ def _as_configured(config: Config, server: McpServerConfig) -> McpServerConfig:
     )
 
 
+#: The notice code of "starting MCP servers (N)…" (frontends may show it as a status line).
+MCP_STARTING = "mcp_starting"
+
+
 async def start_configured_mcp(
     config: Config,
     workspace: Path,
@@ -398,7 +402,13 @@ async def start_configured_mcp(
         servers += [_as_configured(config, s) for s in extra]
     for problem in skipped:
         sink.emit(NoticeEvent("mcp", "mcp_server_skipped", f"MCP server skipped: {problem}"))
-    return await start_mcp(servers, data_dir, sink) if servers else None
+    if not servers:
+        return None
+    # Starting servers can take seconds: say what is being waited for, never a blank screen.
+    count = sum(1 for s in servers if s.enabled)
+    if count:
+        sink.emit(NoticeEvent("mcp", MCP_STARTING, f"starting MCP servers ({count})…"))
+    return await start_mcp(servers, data_dir, sink)
 
 
 async def start_mcp(servers: list[McpServerConfig], data_dir: Path, sink: Sink) -> McpManager:

@@ -19,7 +19,7 @@ import signal
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, TypeVar, cast
+from typing import IO, TYPE_CHECKING, Any, TypeVar, cast
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
@@ -32,26 +32,23 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from reasonix.app.approvals import proposed_session_rules
-from reasonix.app.goal import parse_goal_args
-from reasonix.app.jobs import jobs_badge
-from reasonix.app.mentions import attach_mentions
-from reasonix.app.recap import recap
-from reasonix.app.session import AgentSession
-from reasonix.app.turn import Turn
 from reasonix.cli.commands import EXIT_OK, UsageError, start
-from reasonix.cli.picker import QuestionPicker, jobs_command
 from reasonix.cli.render import TerminalRenderer
-from reasonix.cli.sessions import session_line
 from reasonix.cli.status import LiveStatus, StatusFile, fit
-from reasonix.config import Config
-from reasonix.control.plan import Plan
 from reasonix.errors import ReasonixError
-from reasonix.safety.permissions import ApprovalAnswer, ApprovalRequest, Rule
-from reasonix.store import SessionStore, default_store_path
+from reasonix.store import default_store_path
 from reasonix.store.private import private_dir, private_file
 from reasonix.terminal_text import printable, terminal_safe
-from reasonix.tools.ask import describe_questions
+
+if TYPE_CHECKING:
+    # The session and what it brings (control, agents, tools, snapshots, MCP) load after the
+    # prompt is on the screen (see App.main): start-up time is a feature.
+    from reasonix.app.session import AgentSession
+    from reasonix.app.turn import Turn
+    from reasonix.config import Config
+    from reasonix.control.plan import Plan
+    from reasonix.safety.permissions import ApprovalAnswer, ApprovalRequest
+    from reasonix.store import SessionStore
 
 T = TypeVar("T")
 
@@ -164,6 +161,10 @@ def _warm_up_imports() -> None:
             import httpx  # noqa: F401
 
     threading.Thread(target=load, name="reasonix-warm-up", daemon=True).start()
+
+
+class _OpenFailed(Exception):
+    """Ends the first prompt when the session could not be opened (``main`` says why)."""
 
 
 class KeyWatcher:
@@ -283,6 +284,9 @@ class PromptApprover:
         self.app = app
 
     async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
+        from reasonix.app.approvals import proposed_session_rules
+        from reasonix.safety.permissions import ApprovalAnswer, Rule
+
         app = self.app
         app.renderer.end_line()
         app.console.print(
@@ -395,6 +399,7 @@ class App:
             self.console = Console(highlight=False)
         self.renderer = TerminalRenderer(self.console)
         self.runtime: AgentSession | None = None
+        self._opening: asyncio.Task[None] | None = None
         self._turn: Turn | None = None
         self._quit_armed = False
         self._quit_now = False
@@ -506,26 +511,11 @@ class App:
     # -- main loop ---------------------------------------------------------------------------------
 
     async def main(self) -> int:
-        try:
-            self.runtime = await AgentSession.open(
-                self.config,
-                Path.cwd(),
-                store=self.store,
-                approver=PromptApprover(self),
-                sink=self,
-                resume_id=self.args.resume,
-                continue_last=self.args.continue_last,
-                plan_approver=self.approve_plan,
-                environ=self.environ,
-                asker=QuestionPicker(self.exclusive, self.ask, self._said),
-            )
-        except ReasonixError as exc:
-            raise UsageError(str(exc)) from None
-        self.renderer.set_models(self.runtime.models())
-        self._banner()
-        if questions := self.runtime.pending_questions():
-            lines = ["The model asked (type your answer):", *describe_questions(questions)]
-            self.console.print(terminal_safe("\n".join(lines)), markup=False)
+        # The prompt comes first: the session (and the subsystems it imports, the MCP servers
+        # it starts) opens in the background while the user types the first task, which waits
+        # for it only if it is not ready yet (so the first request has every tool).
+        self._header()
+        self._opening = asyncio.create_task(self._open())
         _warm_up_imports()
         try:
             while not self._quit_now:
@@ -545,10 +535,14 @@ class App:
                         continue
                     except EOFError:
                         break
+                    except _OpenFailed:
+                        break
                 self._quit_armed = False
                 text = text.strip()
                 if not text:
                     continue
+                if not await self._ready():
+                    break
                 if text.startswith("/"):
                     if await self.command(text) == "exit":
                         break
@@ -557,12 +551,90 @@ class App:
         finally:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
-            await self.runtime.aclose()
-            self.console.print(f"[dim]Session {self.runtime.session_id} saved.[/dim]")
+            # Never leave MCP servers half started: let the opening finish, then close.
+            with contextlib.suppress(Exception):
+                await self._opening
+            if self.runtime is not None:
+                await self.runtime.aclose()
+                self.console.print(f"[dim]Session {self.runtime.session_id} saved.[/dim]")
+        failure = self._opening.exception() if not self._opening.cancelled() else None
+        if isinstance(failure, ReasonixError):
+            raise UsageError(str(failure)) from None
+        if failure is not None:
+            raise failure
         return EXIT_OK
+
+    async def _open(self) -> None:
+        """Import the session's subsystems (in a thread, so the prompt stays live) and open the
+        session; then show the banner above the prompt. A failure ends the prompt."""
+        import importlib
+
+        try:
+            mod = await asyncio.to_thread(importlib.import_module, "reasonix.app.session")
+            picker = await asyncio.to_thread(importlib.import_module, "reasonix.cli.picker")
+            self.runtime = await mod.AgentSession.open(
+                self.config,
+                Path.cwd(),
+                store=self.store,
+                approver=PromptApprover(self),
+                sink=self,
+                resume_id=self.args.resume,
+                continue_last=self.args.continue_last,
+                plan_approver=self.approve_plan,
+                environ=self.environ,
+                asker=picker.QuestionPicker(self.exclusive, self.ask, self._said),
+            )
+        except BaseException:
+            app = self.session.app
+            if app.is_running:
+                app.exit(exception=_OpenFailed())
+            raise
+        self._above(self._opened)
+
+    async def _ready(self) -> bool:
+        """Wait for the session to open (saying so when it is not open yet); False if it
+        failed (``main`` reports why)."""
+        opening = self._opening
+        if opening is not None and not opening.done():
+            self.console.print("[dim]waiting for the session to open…[/dim]")
+            with contextlib.suppress(Exception):
+                await asyncio.shield(opening)
+        return self.runtime is not None
+
+    def _above(self, show: Callable[[], None]) -> None:
+        """Print with ``show`` above a live prompt (or right away when none is on screen)."""
+        app = self.session.app
+        if app.is_running:
+            from prompt_toolkit.application import run_in_terminal
+
+            run_in_terminal(show)
+        else:
+            show()
+
+    def _header(self) -> None:
+        """What is known before the session opens: shown at once, never a blank screen."""
+        from reasonix._version import __version__
+
+        self.console.print(
+            f"[bold]reasonix[/bold] {__version__} · "
+            "[dim]/help for commands; Esc+Enter for a new line[/dim]"
+        )
+
+    def _opened(self) -> None:
+        rt = self.runtime
+        assert rt is not None
+        self.renderer.set_models(rt.models())
+        self._banner()
+        if questions := rt.pending_questions():
+            from reasonix.tools.ask import describe_questions
+
+            lines = ["The model asked (type your answer):", *describe_questions(questions)]
+            self.console.print(terminal_safe("\n".join(lines)), markup=False)
 
     def _attach(self, text: str) -> str:
         """``@path`` mentions: attach the files at the tail of the message, and say so."""
+        from reasonix.app.mentions import attach_mentions
+
         attached = attach_mentions(text, Path.cwd())
         for path in attached.paths:
             self.renderer.line(f"attached @{path}", "dim")
@@ -577,8 +649,7 @@ class App:
         what = "resumed" if rt.resumed else "new"
         # Model names and the mode come from configuration files: shown, never obeyed.
         self.console.print(
-            f"[bold]reasonix[/bold] · {_shown(models)} · mode {_shown(rt.mode)} · {what} session "
-            f"{_shown(rt.session_id)}\n[dim]/help for commands; Esc+Enter for a new line[/dim]"
+            f"{_shown(models)} · mode {_shown(rt.mode)} · {what} session {_shown(rt.session_id)}"
         )
         if rt.bash.notice:
             self.console.print(f"[bold yellow]warning:[/bold yellow] {escape(rt.bash.notice)}")
@@ -591,6 +662,8 @@ class App:
         """A short recap of the last turns of a resumed session."""
         rt = self.runtime
         assert rt is not None
+        from reasonix.app.recap import recap
+
         turns = recap(rt.marks, rt.controller.executor.session.snapshot(), turns=3)
         if not turns:
             return
@@ -605,6 +678,14 @@ class App:
     # -- turns -------------------------------------------------------------------------------------
 
     def emit(self, event: Any) -> None:
+        if self._turn is None and self.session.app.is_running:
+            # Between turns (the session opening, MCP servers starting) the prompt owns the
+            # screen: print above it, not through it.
+            self._above(lambda: self._show(event))
+            return
+        self._show(event)
+
+    def _show(self, event: Any) -> None:
         status = self.status
         if status is not None and status.active:
             status.observe(event)
@@ -723,6 +804,8 @@ class App:
                     for help_line in custom:
                         out(printable(help_line), markup=False)
             elif name == "jobs":
+                from reasonix.cli.picker import jobs_command
+
                 for job_line in await jobs_command(rt, arg):
                     out(printable(job_line), markup=False)
             elif name == "skills":
@@ -783,6 +866,8 @@ class App:
             elif name == "clear":
                 out(await rt.clear(), markup=False)
             elif name == "sessions":
+                from reasonix.cli.sessions import session_line
+
                 infos = rt.sessions()
                 for info in infos:
                     mark = "*" if info.id == rt.session_id else " "
@@ -854,6 +939,8 @@ class App:
 
 def _start_goal(verb: str, rest: str, arg: str) -> Callable[[AgentSession], Turn]:
     resume = verb == "resume"
+    from reasonix.app.goal import parse_goal_args
+
     wanted = parse_goal_args(rest if resume else arg, objective=not resume)
 
     def start(session: AgentSession) -> Turn:
@@ -879,6 +966,8 @@ def toolbar_text(rt: AgentSession, width: int) -> str:
         percent = use.fraction * 100
         ctx = f"{percent:.1f}%" if 0 < percent < 10 else f"{percent:.0f}%"
         roles.append((use.role, use.model, ctx, hit, spent))
+    from reasonix.app.jobs import jobs_badge
+
     head = f"{rt.mode}"
     if badge := jobs_badge(rt.jobs):  # beside the mode, so a narrow terminal still shows it
         head += f" │ {badge}"

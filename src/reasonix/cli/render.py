@@ -484,6 +484,9 @@ class TerminalRenderer:
 
     def _on_notice(self, event: Any) -> None:
         assert isinstance(event, NoticeEvent)
+        if event.code == "mcp_starting":  # progress, not a problem
+            self.line(event.message, "dim")
+            return
         self.line(f"note: {event.message}", "yellow")
 
     def _on_error(self, event: Any) -> None:
