@@ -123,17 +123,27 @@ def test_session_ids_sort_by_time_and_latest_is_per_workspace(
     second = store.create_session(ws_a)
     other = store.create_session(ws_b)
     assert re.fullmatch(r"\d{8}-\d{6}-[0-9a-f]{4}", first)
+    # A session in which no turn ran is never the latest, nor listed (unless asked for).
+    assert store.latest_session(ws_a) is None
+    assert store.list_sessions(ws_a) == []
+    assert [s.id for s in store.list_sessions(ws_a, include=[second])] == [second]
+    store.append_message(first, "executor", 0, UserMessage("first turn"))
+    store.append_message(second, "executor", 0, UserMessage("second turn"))
+    store.append_message(other, "executor", 0, UserMessage("other turn"))
+    empty = store.create_session(ws_a)
     assert store.latest_session(ws_a) == second
     assert store.latest_session(ws_b) == other
     assert store.latest_session(tmp_path / "c") is None
     # Activity, not creation, decides which is latest.
-    store.append_message(first, "executor", 0, UserMessage("resumed"))
+    store.append_message(first, "executor", 1, UserMessage("resumed"))
     assert store.latest_session(ws_a) == first
     # The same folder spelled differently is the same workspace.
     assert store.latest_session(str(ws_a) + "/./") == first
     assert [s.id for s in store.list_sessions(ws_a)] == [first, second]
     assert [s.id for s in store.list_sessions()] == [first, other, second]
     assert len(store.list_sessions(limit=1)) == 1
+    assert store.drop_if_empty(empty) and not store.drop_if_empty(first)
+    assert store.get_session(empty) is None and store.get_session(first) is not None
 
 
 def test_title_status_meta_and_delete(store: SessionStore, tmp_path: Path) -> None:
@@ -355,6 +365,7 @@ def test_undecodable_workspace_path_and_title(store: SessionStore, tmp_path: Pat
     store.set_title(sid, "caf\udce9 bug")
     info = store.get_session(sid)
     assert info is not None and info.title == "caf\\xe9 bug"
+    store.append_message(sid, "executor", 0, UserMessage("a turn"))
     assert store.latest_session(folder) == sid
     assert [s.id for s in store.list_sessions(folder)] == [sid]
 
@@ -364,6 +375,8 @@ def test_claims_are_exclusive_across_stores_and_released(tmp_path: Path) -> None
     with SessionStore(db) as a, SessionStore(db) as b:
         older = a.create_session(tmp_path)
         newer = a.create_session(tmp_path)
+        for i, sid in enumerate((older, newer)):
+            a.append_message(sid, "executor", 0, UserMessage(f"turn {i}"))
         assert a.claim(newer) and a.claim(newer)  # idempotent for its holder
         assert not b.claim(newer)
         assert b.in_use(newer) and not a.in_use(newer)

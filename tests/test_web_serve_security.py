@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from reasonix.messages import UserMessage
 from reasonix.store import SessionStore
 from reasonix.testing import FakeDeepSeekServer, Reply
 from tests.support.web import Served, serve
@@ -334,6 +335,7 @@ def test_sessions_of_other_folders_need_all(proj: Project, served: Served, tmp_p
         elsewhere = tmp_path / "other"
         elsewhere.mkdir()
         sid = store.create_session(elsewhere, "another folder's")
+        store.append_message(sid, "executor", 0, UserMessage("a turn there"))
     finally:
         store.close()
     assert sid not in [s["id"] for s in c.get("/api/sessions").json()["sessions"]]

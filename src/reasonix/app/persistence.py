@@ -360,7 +360,12 @@ class SessionRecord:
             self.report(str(exc))
 
     def release(self) -> None:
-        """Give up this process's claim on the session."""
+        """Give up this process's claim on the session; a session in which no turn ran is not
+        kept (a launch that sent nothing must not become the folder's latest session)."""
+        try:
+            self.store.drop_if_empty(self.session_id)
+        except SessionStoreError as exc:
+            self.report(str(exc))
         self.store.release(self.session_id)
 
     def _has_title(self) -> bool:

@@ -534,8 +534,8 @@ class AgentSession:
         return "\n".join(lines)
 
     def sessions(self, limit: int = 20) -> list[SessionInfo]:
-        """This workspace's sessions, most recent first."""
-        return self.store.list_sessions(self.workspace, limit=limit)
+        """This workspace's sessions in which a turn ran, most recent first, and this one."""
+        return self.store.list_sessions(self.workspace, limit=limit, include=[self.session_id])
 
     @staticmethod
     def list_sessions(
@@ -721,6 +721,7 @@ class AgentSession:
         cost_before = self._controller.cost.snapshot()
         began = time.monotonic()
         self._events.route = Route.EXECUTOR_ONLY
+        self._record.set_status("running")
 
         async def work() -> TurnOutcome:
             try:
@@ -741,13 +742,15 @@ class AgentSession:
                 GateDecision(route, "interrupted"),
                 cost_by_role=self._controller.cost.since(cost_before),
             )
-            return TurnOutcome(
+            outcome = TurnOutcome(
                 result,
                 tuple(r for r in self._permission_log[log_start:] if not r.allowed),
                 duration_ms=int((time.monotonic() - began) * 1000),
                 requests=self._events.requests - requests_before,
                 interrupted=True,
             )
+            self._record.set_status(outcome.session_status)
+            return outcome
 
         turn = Turn(len(self._record.marks), work(), interrupted)
         self._events.turn = turn
@@ -756,14 +759,15 @@ class AgentSession:
     def _outcome(
         self, result: TurnResult, log_start: int, requests_before: int, began: float
     ) -> TurnOutcome:
-        self._record.set_status("error" if result.stop_reason == "error" else "active")
         self._report_git_error()
-        return TurnOutcome.judge(
+        outcome = TurnOutcome.judge(
             result,
             self._permission_log[log_start:],
             int((time.monotonic() - began) * 1000),
             self._events.requests - requests_before,
         )
+        self._record.set_status(outcome.session_status)
+        return outcome
 
     # -- goals ------------------------------------------------------------------------------------
 

@@ -48,6 +48,13 @@ class TurnOutcome:
     def is_error(self) -> bool:
         return self.result.stop_reason == "error"
 
+    @property
+    def session_status(self) -> str:
+        """The stored session's status after this turn (see ``SESSION_STATUSES``)."""
+        if self.interrupted:
+            return "interrupted"
+        return _SESSION_STATUS.get(self.result.stop_reason, "finished")
+
     @classmethod
     def judge(
         cls,
@@ -67,6 +74,17 @@ class TurnOutcome:
                 refused = True
         denials = tuple(r for r in records if not r.allowed)
         return cls(result, denials, refused, duration_ms, requests)
+
+
+#: The session's status after a turn that ended for this reason; any other reason: finished.
+#: ``waiting``: for the user's answer to a question, or for a plan's approval.
+_SESSION_STATUS = {
+    "error": "failed",
+    "plan_failed": "failed",
+    "cancelled": "interrupted",
+    "needs_input": "waiting",
+    "plan_only": "waiting",
+}
 
 
 class _End:

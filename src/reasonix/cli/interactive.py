@@ -870,8 +870,9 @@ class App:
 
                 infos = rt.sessions()
                 for info in infos:
-                    mark = "*" if info.id == rt.session_id else " "
-                    out(f"{mark} {session_line(info)}", markup=False)
+                    current = info.id == rt.session_id
+                    line = f"{'*' if current else ' '} {session_line(info)}"
+                    out(f"{line}  (current)" if current else line, markup=False)
             elif name == "resume":
                 if not arg:
                     out("Usage: /resume <ID> (see /sessions)")

@@ -28,7 +28,7 @@ def session_line(info: SessionInfo) -> str:
     counts = info.message_counts
     msgs = f"{counts.get('executor', 0)}+{counts.get('planner', 0)} msgs"
     title = info.title or "(untitled)"
-    return f"{info.id}  {when}  {msgs:>12}  {info.status:<6}  {title}"
+    return f"{info.id}  {when}  {msgs:>12}  {info.status:<11}  {title}"
 
 
 def run_sessions(args: argparse.Namespace) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from reasonix.store.sqlite import (
     DATA_DIR_ENV,
+    SESSION_STATUSES,
     SessionInfo,
     SessionStore,
     StoreSink,
@@ -13,6 +14,7 @@ from reasonix.store.sqlite import (
 
 __all__ = [
     "DATA_DIR_ENV",
+    "SESSION_STATUSES",
     "SessionInfo",
     "SessionStore",
     "StoreSink",

@@ -35,9 +35,9 @@ import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -401,8 +401,9 @@ class SessionStore:
                 try:
                     conn.execute(
                         "INSERT INTO sessions (id, workspace, title, created_at, updated_at, "
-                        "activity, executor_model, planner_model, meta) VALUES (?, ?, ?, ?, ?, "
-                        "(SELECT COALESCE(MAX(activity), 0) + 1 FROM sessions), ?, ?, ?)",
+                        "activity, executor_model, planner_model, meta, status) VALUES (?, ?, ?, "
+                        "?, ?, (SELECT COALESCE(MAX(activity), 0) + 1 FROM sessions), ?, ?, ?, "
+                        "'new')",
                         (
                             session_id,
                             _workspace_key(workspace),
@@ -423,36 +424,76 @@ class SessionStore:
         """The session's row, or None if there is no such session."""
         with self._op("read a session") as conn:
             row = conn.execute(_SESSION_SELECT + " WHERE id = ?", (session_id,)).fetchone()
-            return _session_info(conn, row) if row else None
+            info = _session_info(conn, row) if row else None
+        return self._with_status(info) if info is not None else None
 
     def list_sessions(
-        self, workspace: str | os.PathLike[str] | None = None, limit: int = 20
+        self,
+        workspace: str | os.PathLike[str] | None = None,
+        limit: int = 20,
+        *,
+        include: Iterable[str] = (),
     ) -> list[SessionInfo]:
-        """Most recently active first; only ``workspace``'s sessions when given."""
+        """Most recently active first; only ``workspace``'s sessions when given. A session in
+        which no turn ever ran (a launch that sent nothing) is not listed, unless its id is in
+        ``include`` (the one a frontend has open)."""
+        shown = list(include)
+        marks = ",".join("?" * len(shown))
+        keep = f"({_HAS_TURN} OR id IN ({marks}))" if shown else _HAS_TURN
         with self._op("list sessions") as conn:
             if workspace is None:
                 rows = conn.execute(
-                    _SESSION_SELECT + " ORDER BY activity DESC LIMIT ?", (limit,)
+                    _SESSION_SELECT + f" WHERE {keep} ORDER BY activity DESC LIMIT ?",
+                    (*shown, limit),
                 ).fetchall()
             else:
                 rows = conn.execute(
-                    _SESSION_SELECT + " WHERE workspace = ? ORDER BY activity DESC LIMIT ?",
-                    (_workspace_key(workspace), limit),
+                    _SESSION_SELECT
+                    + f" WHERE workspace = ? AND {keep} ORDER BY activity DESC LIMIT ?",
+                    (_workspace_key(workspace), *shown, limit),
                 ).fetchall()
-            return [_session_info(conn, r) for r in rows]
+            infos = [_session_info(conn, r) for r in rows]
+        return [self._with_status(info) for info in infos]
 
     def latest_session(self, workspace: str | os.PathLike[str]) -> str | None:
-        """Id of the most recently active session in ``workspace`` that no other store has
-        claimed (for ``--continue``: never the session another reasonix is writing to)."""
+        """Id of the most recently active session in ``workspace`` in which a turn ran and
+        that no other store has claimed (for ``--continue``: never an empty launch, never the
+        session another reasonix is writing to)."""
         with self._op("find the latest session") as conn:
             rows = conn.execute(
-                "SELECT id FROM sessions WHERE workspace = ? ORDER BY activity DESC LIMIT 50",
+                f"SELECT id FROM sessions WHERE workspace = ? AND {_HAS_TURN} "
+                "ORDER BY activity DESC LIMIT 50",
                 (_workspace_key(workspace),),
             ).fetchall()
         for row in rows:
             if not self.in_use(str(row[0])):
                 return str(row[0])
         return None
+
+    def has_turn(self, session_id: str) -> bool:
+        """Whether a turn ever ran in the session (it has messages or a turn mark)."""
+        with self._op("read a session") as conn:
+            row = conn.execute(
+                f"SELECT 1 FROM sessions WHERE id = ? AND {_HAS_TURN}", (session_id,)
+            ).fetchone()
+        return row is not None
+
+    def drop_if_empty(self, session_id: str) -> bool:
+        """Delete the session if no turn ever ran in it (a launch that sent nothing is not
+        kept); True when it was deleted."""
+        with self._op("delete an empty session") as conn:
+            cur = conn.execute(
+                f"DELETE FROM sessions WHERE id = ? AND NOT {_HAS_TURN}", (session_id,)
+            )
+        return cur.rowcount > 0
+
+    def _with_status(self, info: SessionInfo) -> SessionInfo:
+        """``info`` with the status a user should see: one left ``running`` by a process that
+        is gone was interrupted; the names of older releases read as today's."""
+        status = _OLD_STATUS.get(info.status, info.status)
+        if status == "running" and info.id not in self._claims and not self.in_use(info.id):
+            status = "interrupted"
+        return info if status == info.status else replace(info, status=status)
 
     def set_title(self, session_id: str, title: str) -> None:
         """Rename a session."""
@@ -464,7 +505,8 @@ class SessionStore:
                 raise SessionStoreError(f"no session {session_id!r} in {self.path}")
 
     def set_status(self, session_id: str, status: str) -> None:
-        """Mark a session (``active``, ``done``, ``error``, ...)."""
+        """Mark a session: one of :data:`SESSION_STATUSES` (``running``, ``finished``,
+        ``interrupted``, ``failed``, ``waiting``), or a caller's own word."""
         with self._op("set the status") as conn:
             cur = conn.execute("UPDATE sessions SET status = ? WHERE id = ?", (status, session_id))
             if cur.rowcount == 0:
@@ -767,6 +809,19 @@ def _unlock_fd(fd: int) -> None:
     except OSError:
         pass
 
+
+#: A session in which a turn ran: it has messages, or a recorded turn mark.
+_HAS_TURN = (
+    "(EXISTS (SELECT 1 FROM messages WHERE messages.session_id = sessions.id) OR EXISTS "
+    "(SELECT 1 FROM events WHERE events.session_id = sessions.id AND events.kind = 'turn_mark'))"
+)
+
+#: What a session's status says, as the session facade sets it. ``waiting``: for the user's
+#: answer to a question or a plan's approval.
+SESSION_STATUSES = ("new", "running", "finished", "interrupted", "failed", "waiting")
+
+#: Statuses stored by older releases, read as today's (``active`` was set after every turn).
+_OLD_STATUS = {"active": "finished", "error": "failed"}
 
 _SESSION_SELECT = (
     "SELECT id, workspace, title, created_at, updated_at, executor_model, planner_model, "

@@ -208,7 +208,7 @@ class Dashboard:
                 self._start(session, text)
             return {"id": session.session_id}
         folder = None if self.every_folder else self.workspace
-        infos = self.store.list_sessions(folder, limit=LIST_LIMIT)
+        infos = self.store.list_sessions(folder, limit=LIST_LIMIT, include=list(self._open))
         return {"sessions": [self._summary(i) for i in infos]}
 
     async def _session(self, request: Request) -> dict[str, Any]:
