@@ -348,7 +348,7 @@ def test_control_without_a_bound_the_fill_succeeds(lab: Lab) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Background jobs (run_in_background): the same sandbox, but no undo when they end
+# Background jobs (run_in_background): the same sandbox, and the same undo when they end
 
 
 def _plant_from_a_job(repo: Lab) -> Path:
@@ -367,17 +367,14 @@ def _plant_from_a_job(repo: Lab) -> Path:
     return marker
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a background job's sandbox keeps existing protected files read-only, but what it "
-    "creates among them (.mcp.json, reasonix.toml, .claude/) is not undone when it ends: the "
-    "job ends at any time, possibly after an approved write_file of the same file, which an "
-    "undo would destroy; a kept job ([jobs] keep_on_exit) even outlives the session",
-)
-def test_a_background_job_cannot_plant_what_runs_outside(repo: Lab) -> None:
+def test_a_background_job_cannot_plant_what_runs_outside(
+    repo: Lab, request: pytest.FixtureRequest
+) -> None:
     _trusted(repo)
     marker = _plant_from_a_job(repo)
+    record(request, "bash confinement escapes", 1, int(marker.exists()))
     assert not marker.exists()
+    assert not (repo.root / ".mcp.json").exists()
 
 
 def test_control_a_background_job_plant_runs_unconfined(repo: Lab) -> None:

@@ -41,6 +41,8 @@ import asyncio
 import dataclasses
 import hashlib
 import itertools
+import json
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +60,7 @@ from reasonix.tools.registry import Effect, Tool, ToolContext, ToolRegistry, Too
 
 if TYPE_CHECKING:
     from reasonix.extensions.agents import AgentProfile
+    from reasonix.safety.permissions import Subject
 
 __all__ = [
     "SUBAGENT_PROMPT",
@@ -225,6 +228,37 @@ class Delegator:
         self._bound: asyncio.Semaphore | None = None
         self._written: dict[str, _WriterResult] = {}
         self._models: dict[str, ModelChoice] = {}
+        if writers is not None:
+            # task_apply of a diff that touches what makes code run later asks in every mode
+            # but yolo, like a file tool's write of it.
+            policy = registry.policy
+            engine = getattr(policy, "engine", policy)
+            checks = getattr(engine, "ask_checks", None)
+            if isinstance(checks, list):
+                checks.append(self.protected_apply)
+
+    def protected_apply(self, tool: Tool, subject: Subject) -> str | None:
+        """Why ``task_apply`` of this subject must ask: its diff writes protected paths of the
+        workspace (:func:`reasonix.safety.protected.protection`, from the workspace's own git
+        configuration, not the copy's), or None."""
+        if tool.name != "task_apply" or self.writers is None or not subject.values:
+            return None
+        try:
+            arguments = json.loads(subject.values[0])
+        except ValueError:
+            return None
+        task_id = arguments.get("task_id") if isinstance(arguments, dict) else None
+        entry = self._written.get(str(task_id).strip())
+        if entry is None:
+            return None
+        from reasonix.safety.protected import protection
+
+        workspace = Path(os.path.realpath(self.writers.workspace))
+        hits = [n for n in entry.diff.names if protection(workspace / n, workspace) is not None]
+        if not hits:
+            return None
+        shown = ", ".join(hits[:5]) + (f" and {len(hits) - 5} more" if len(hits) > 5 else "")
+        return f"its changes write {shown}, which make code run later outside the sandbox"
 
     def tool(self) -> Tool:
         """The ``task`` tool for the parent's registry (read-only, so calls in one step run in

@@ -64,10 +64,12 @@ def config_files(git_dir: Path) -> list[Path]:
     return files
 
 
-def command_settings(text: str) -> list[str]:
-    """The settings in git configuration ``text`` that name a program (``core.fsmonitor``, ...);
-    a line that cannot be read is reported as ``?`` so a caller stays careful."""
-    found: list[str] = []
+def config_entries(text: str) -> list[tuple[str, str]]:
+    """The ``(key, value)`` pairs of git configuration ``text`` in order (``section.key`` or
+    ``section.sub.key``, the section and key in lower case, a subsection as written; a key
+    without ``=`` has the value ``""``); a line that cannot be read gives the key ``?``, so a
+    caller stays careful."""
+    found: list[tuple[str, str]] = []
     section = ""
     lines = text.splitlines()
     k = 0
@@ -80,7 +82,7 @@ def command_settings(text: str) -> list[str]:
         while line.startswith("["):
             match = _SECTION.match(line)
             if match is None:
-                found.append("?")
+                found.append(("?", ""))
                 line = ""
                 break
             name, sub = match.group(1).lower(), match.group(2)
@@ -91,16 +93,52 @@ def command_settings(text: str) -> list[str]:
             continue
         match = _KEY.match(line)
         if match is None or not section:
-            found.append("?")
+            found.append(("?", ""))
             continue
         key = f"{section}.{match.group(1).lower()}"
-        value = line[match.end() :].strip().strip('"') if match.group(2) == "=" else ""
-        # Subsections keep their case, but the pattern is written in lower case.
-        if _COMMAND_KEYS.fullmatch(key.lower()):
-            found.append(key)
-        elif section == "alias" and value.startswith("!"):
-            found.append(key)  # a shell command
+        value = _value(line[match.end() :]) if match.group(2) == "=" else ""
+        found.append((key, value))
     return found
+
+
+def _value(raw: str) -> str:
+    """A configuration value as git reads it: quotes removed, escapes applied, a comment
+    outside quotes dropped."""
+    out: list[str] = []
+    quoted = False
+    k = 0
+    while k < len(raw):
+        c = raw[k]
+        if c == "\\" and k + 1 < len(raw):
+            nxt = raw[k + 1]
+            out.append({"n": "\n", "t": "\t", "b": "\b"}.get(nxt, nxt))
+            k += 2
+            continue
+        if c == '"':
+            quoted = not quoted
+        elif c in "#;" and not quoted:
+            break
+        else:
+            out.append(c)
+        k += 1
+    return "".join(out).strip()
+
+
+def is_command_setting(key: str, value: str) -> bool:
+    """Whether the setting ``key`` (as :func:`config_entries` gives it) names a program git
+    runs."""
+    # Subsections keep their case, but the pattern is written in lower case.
+    if _COMMAND_KEYS.fullmatch(key.lower()):
+        return True
+    return key.startswith("alias.") and key.count(".") == 1 and value.startswith("!")
+
+
+def command_settings(text: str) -> list[str]:
+    """The settings in git configuration ``text`` that name a program (``core.fsmonitor``, ...);
+    a line that cannot be read is reported as ``?`` so a caller stays careful."""
+    return [
+        key for key, value in config_entries(text) if key == "?" or is_command_setting(key, value)
+    ]
 
 
 def repository_obstacle(start: Path) -> str | None:

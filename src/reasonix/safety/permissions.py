@@ -5,9 +5,10 @@ call it decides, in this order:
 
 1. a matching **deny** rule refuses the call (in every mode);
 2. ``plan`` mode refuses every tool that is not read-only; ``yolo`` allows the rest;
-3. a write to our own configuration (``reasonix.toml``, ``.mcp.json``, ``.reasonix/``,
-   ``.claude/``, ``.git/``) asks, as does any other check in ``ask_checks``; so does a matching
-   **ask** rule;
+3. a write to what makes code run later outside the sandbox (our own configuration, other
+   agents', shell start-up files, git's machinery and what the repository's configuration names:
+   :func:`reasonix.safety.protected.protection`) asks, as does any other check in
+   ``ask_checks``; so does a matching **ask** rule;
 4. a matching **allow** rule, or a rule the user allowed for the session, allows;
 5. otherwise the mode decides from the tool's annotations:
 
@@ -76,8 +77,6 @@ from reasonix.safety.patterns import (
 from reasonix.safety.shell_lexer import Script
 from reasonix.safety.shell_lexer import parse as parse_shell
 from reasonix.safety.shell_rules import (
-    OWN_CONFIG_DIRS,
-    OWN_CONFIG_NAMES,
     allow_obstacle,
     rule_matches,
     script_forms,
@@ -161,6 +160,9 @@ class Subject:
     forms: frozenset[tuple[str | None, ...]] = frozenset()
     obstacle: str | None = None
     plain: tuple[str, ...] = ()
+    #: for a path: why writing it could make code run later outside the sandbox
+    #: (:func:`reasonix.safety.protected.protection`), or None
+    protected: str | None = None
 
     def describe(self) -> str:
         """The subject for a person to read; control and bidi characters are shown escaped so
@@ -239,12 +241,19 @@ def call_subject(tool: Tool, arguments: Mapping[str, Any], workspace: Path) -> S
         )
     if tool.category == "web" and isinstance(arguments.get("url"), str):
         return Subject("args", (arguments["url"],))
-    if tool.category in PATH_CATEGORIES:
+    # An edit without a path (task_apply's task id) is judged by its arguments.
+    if tool.category in PATH_CATEGORIES and (tool.category == "read" or "path" in arguments):
         raw = arguments.get("path", ".")
         if isinstance(raw, str):
             rel = _rule_path(raw, workspace)
             folder = os.path.isdir(os.path.join(workspace, rel))
-            return Subject("path", (rel,), folder=folder)
+            guarded = None
+            if not tool.read_only and tool.category != "read" and not rel.startswith("/"):
+                from reasonix.safety.protected import protection
+
+                base = Path(os.path.realpath(workspace))
+                guarded = protection(base / rel, base)
+            return Subject("path", (rel,), folder=folder, protected=guarded)
     return Subject("args", (canonical_json(dict(arguments)),))
 
 
@@ -642,22 +651,16 @@ def session_rules_for(tool: Tool, subject: Subject) -> tuple[str, ...]:
 
 
 def own_config_write(tool: Tool, subject: Subject) -> str | None:
-    """A file tool writing our own configuration (``reasonix.toml``, ``.mcp.json``,
-    ``.reasonix/``, ``.claude/``, ``.git/``) always asks: it changes what the next run trusts,
-    starts or allows. (bash: no allow rule covers a command naming them, see
-    :func:`~reasonix.safety.shell_rules.allow_obstacle`.)"""
+    """A file tool writing what makes code run later outside the sandbox (our own
+    configuration, other agents', shell start-up files, ``.git/`` and what the repository's own
+    git configuration names: a hooks path, an included file, ...) always asks: it changes what
+    the next run, the user's next ``git commit`` or another program obeys. (bash: no allow rule
+    covers a command naming them, see :func:`~reasonix.safety.shell_rules.allow_obstacle`.)"""
     if subject.kind != "path" or tool.read_only or tool.category == "read":
         return None
-    rel = subject.values[0]
-    if rel.startswith("/"):
+    if subject.protected is None:
         return None
-    parts = [p for p in rel.split("/") if p and p != "."]
-    if len(parts) == 1 and parts[0] in OWN_CONFIG_NAMES:
-        return f"it writes {parts[0]}, our own configuration"
-    hit = next((p for p in parts if p in OWN_CONFIG_DIRS), None)
-    if hit is not None:
-        return f"it writes inside {hit}/, our own configuration"
-    return None
+    return f"it writes {subject.protected}"
 
 
 #: Tools that read the contents of every file below a folder ``path``.

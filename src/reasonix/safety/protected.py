@@ -1,40 +1,98 @@
-"""What a confined command may not change in its writable workspace: the files that make code run
-later, outside the sandbox.
+"""What no writer may change unasked in its writable workspace: the files that make code run
+later, outside the sandbox. One list, used by every writer path.
 
-The workspace is writable by design, but a few files in it are read by programs that run
-unconfined afterwards, without anyone reviewing them: reasonix's own configuration
-(``reasonix.toml``, ``.mcp.json``, ``.reasonix/``, ``.claude/`` — in a folder the user trusts,
-the next run starts the MCP servers and hooks they name, outside any sandbox) and the
-repository's git machinery (``.git/config`` and ``.git/hooks``, which the user's own ``git
-status`` or ``git commit`` obeys: ``core.fsmonitor``, a ``pre-commit`` hook). A command in the
-sandbox could otherwise plant one of them and escape it the next time the user runs git or
-reasonix.
+The workspace is writable by design, but some files in it are read by programs that run
+unconfined afterwards, without anyone reviewing them:
 
-So :func:`bind_arguments` makes those that exist read-only inside the sandbox (and binds
-``.git`` onto itself so it cannot be renamed away and replaced), and :class:`CreationGuard`
-removes after the call those the command created (a ``.git`` it created only when that
-repository names a program or holds a hook: ``git init`` stays) and restores a symlink among
-them it changed. :meth:`CreationGuard.finish` says what it undid, for the tool result.
+- reasonix's own configuration (``reasonix.toml``, ``.mcp.json``, ``.reasonix/``, ``.claude/``):
+  in a folder the user trusts, the next run starts the MCP servers and hooks they name;
+- other agents' and editors' configuration (``.cursor/``, ``.gemini/``, ``.codex/``,
+  ``.vscode/`` whose tasks run on opening the folder, ``.envrc`` that direnv runs, ...);
+- shell start-up files (``.bashrc``, ``.profile``, ...: a workspace that is a home folder);
+- the repository's git machinery (``.git/config``, ``.git/hooks``, ...) *and what that
+  configuration names inside the work tree*, read from the repository's actual configuration
+  (:func:`git_named_paths`): the hooks folder of ``core.hooksPath`` (husky's ``.husky/``), the
+  files ``include.path`` and ``includeIf.*.path`` include, the ``.gitattributes`` that selects
+  filter, diff and merge drivers when the configuration defines any, ``core.attributesFile``, a
+  program in the work tree that a setting runs (``core.fsmonitor = ./watch.sh``), and the
+  configuration files of hook managers (``.pre-commit-config.yaml``, ``lefthook.yml``, ...)
+  when the repository has hooks.
 
-Not covered: the same names in subfolders (a run started from a subfolder reads its own
-``.mcp.json``), nested repositories a command creates below the workspace root, and every
-ordinary file of the project (a ``Makefile``, a test, ``package.json``): those are the work
-itself and show in ``git diff``.
+:func:`protected_paths` is the list; :func:`protection` says which entry covers a path (for the
+file tools, which ask before writing one in every mode but yolo, and for the allow rules, which
+never cover a command naming one). For confined commands, :func:`bind_arguments` makes those
+that exist read-only inside the sandbox (and binds ``.git`` onto itself so it cannot be renamed
+away and replaced), and :class:`CreationGuard` removes after the call those the command created
+(a ``.git`` it created only when that repository names a program or holds a hook: ``git init``
+stays) and restores a symlink among them it changed. :meth:`CreationGuard.finish` says what it
+undid, for the tool result. A background job's guard lives as long as the job
+(:func:`forget_created` drops from it what a file tool was approved to write meanwhile).
+
+Not covered: the same names in subfolders for bash (a run started from a subfolder reads its
+own ``.mcp.json``; the file tools do ask for our folders at any depth), nested repositories a
+command creates below the workspace root, ``.gitattributes`` files in subfolders, and what the
+programs a hook runs read in turn (``package.json`` scripts, a ``Makefile``): those are
+ordinary project files, the work itself, and show in ``git diff``.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import stat
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reasonix.safety.git_repository import git_dir_obstacle, has_hooks
+from reasonix.safety.git_repository import (
+    config_entries,
+    git_dir_obstacle,
+    has_hooks,
+    is_command_setting,
+)
 
-#: Our own configuration, at a workspace root.
+#: Our own configuration, at a workspace root (the folders are protected at any depth for the
+#: file tools).
 OWN_CONFIG: tuple[str, ...] = ("reasonix.toml", ".mcp.json", ".reasonix", ".claude")
+#: Other agents' and editors' configuration, which they obey unconfined.
+OTHER_AGENTS_CONFIG: tuple[str, ...] = (
+    ".cursor",
+    ".gemini",
+    ".codex",
+    ".windsurf",
+    ".continue",
+    ".vscode",
+    ".zed",
+    ".aider.conf.yml",
+    ".envrc",
+)
+#: Shell start-up files (what a workspace that is a home folder would run at the next login).
+SHELL_STARTUP: tuple[str, ...] = (
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".profile",
+    ".zshrc",
+    ".zshenv",
+    ".zprofile",
+    ".zlogin",
+    ".config/fish",
+)
+#: Configuration that the hooks a hook manager installs read (and run the commands of).
+HOOK_MANAGER_CONFIG: tuple[str, ...] = (
+    ".pre-commit-config.yaml",
+    "lefthook.yml",
+    "lefthook.yaml",
+    ".lefthook.yml",
+    ".lefthook.yaml",
+    "lefthook-local.yml",
+    ".lefthook",
+    ".overcommit.yml",
+    ".husky",
+)
 #: Inside ``.git``: what makes git run a program (the configuration, hooks, the git folders of
 #: submodules and linked worktrees, and the file that points a repository at another one's
 #: configuration).
@@ -46,12 +104,164 @@ GIT_MACHINERY: tuple[str, ...] = (
     "worktrees",
     "commondir",
 )
+#: Hook names git runs, for a hooks path that is the work tree itself.
+_HOOK_NAMES = (
+    "applypatch-msg", "pre-applypatch", "post-applypatch", "pre-commit", "pre-merge-commit",
+    "prepare-commit-msg", "commit-msg", "post-commit", "pre-rebase", "post-checkout",
+    "post-merge", "pre-push", "pre-receive", "update", "post-receive", "post-update",
+    "reference-transaction", "push-to-checkout", "pre-auto-gc", "post-rewrite",
+    "sendemail-validate", "fsmonitor-watchman", "post-index-change",
+)  # fmt: skip
+_MAX_CONFIG_BYTES = 1 << 20
+_MAX_INCLUDES = 32
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or path.is_relative_to(root)
+
+
+def _resolved(value: str, base: Path) -> Path:
+    expanded = os.path.expanduser(value) if value.startswith("~") else value
+    return Path(os.path.realpath(os.path.join(base, expanded)))
+
+
+def _read_config(path: Path) -> str:
+    try:
+        if not path.is_file() or path.stat().st_size > _MAX_CONFIG_BYTES:
+            return ""
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def _git_dir_at(root: Path) -> Path | None:
+    dot_git = root / ".git"
+    if dot_git.is_dir():
+        return dot_git
+    if dot_git.is_file():
+        try:
+            first = (dot_git.read_text(errors="replace")[:4096].strip().splitlines() or [""])[0]
+        except OSError:
+            return None
+        if first.startswith("gitdir:"):
+            return Path(os.path.realpath(root / first[len("gitdir:") :].strip()))
+    return None
+
+
+def git_named_paths(root: Path) -> list[tuple[Path, str]]:
+    """The paths inside ``root`` that the repository's own configuration makes git run or
+    obey, each with the setting that names it (see the module docstring); empty outside a
+    repository."""
+    from reasonix.safety.git_repository import config_files
+
+    git_dir = _git_dir_at(root)
+    if git_dir is None:
+        return []
+    found: dict[Path, str] = {}
+
+    def add(path: Path, why: str) -> None:
+        if path != root and _inside(path, root) and path not in found:
+            found[path] = why
+
+    queue = list(config_files(git_dir))
+    seen: set[Path] = set()
+    drivers = hooks_path = False
+    while queue and len(seen) < _MAX_INCLUDES:
+        config = queue.pop(0)
+        real = Path(os.path.realpath(config))
+        if real in seen:
+            continue
+        seen.add(real)
+        for key, value in config_entries(_read_config(real)):
+            low = key.lower()
+            if not value:
+                continue
+            if low == "core.hookspath":
+                hooks_path = True
+                folder = _resolved(value, root)
+                if folder == root:
+                    for name in _HOOK_NAMES:
+                        add(root / name, "core.hooksPath")
+                    continue
+                add(folder, "core.hooksPath")
+                if _inside(folder, root):
+                    top = root / folder.relative_to(root).parts[0]
+                    if top.name.startswith("."):
+                        # husky's .husky/_ runs the scripts in .husky/
+                        add(top, "core.hooksPath")
+            elif low == "include.path" or (low.startswith("includeif.") and low.endswith(".path")):
+                included = _resolved(value, real.parent)
+                add(included, key)
+                queue.append(included)
+            elif low == "core.attributesfile":
+                add(_resolved(value, root), key)
+            if low.startswith(("filter.", "diff.", "merge.")) and low.count(".") >= 2:
+                drivers = True
+            if is_command_setting(key, value) and not low.startswith(("include", "core.hookspath")):
+                for word in _words(value):
+                    if "/" in word or os.path.lexists(root / word):
+                        add(_resolved(word, root), key)
+    if drivers:
+        add(root / ".gitattributes", "the drivers of the repository's configuration")
+        add(git_dir / "info" / "attributes", "the drivers of the repository's configuration")
+    if hooks_path or has_hooks(git_dir):
+        for name in HOOK_MANAGER_CONFIG:
+            add(root / name, "the repository's hooks")
+    return list(found.items())
+
+
+def _words(value: str) -> list[str]:
+    text = value[1:] if value.startswith("!") else value
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return text.split()
 
 
 def protected_paths(root: Path) -> list[Path]:
     """The protected paths of one workspace root, ``.git`` itself included."""
     git = root / ".git"
-    return [*(root / name for name in OWN_CONFIG), git, *(git / name for name in GIT_MACHINERY)]
+    fixed = [
+        *(root / name for name in (*OWN_CONFIG, *OTHER_AGENTS_CONFIG, *SHELL_STARTUP)),
+        git,
+        *(git / name for name in GIT_MACHINERY),
+    ]
+    out = list(dict.fromkeys(fixed))
+    for path, _why in git_named_paths(root):
+        if path not in out:
+            out.append(path)
+    return out
+
+
+def protection(path: Path, root: Path) -> str | None:
+    """Why writing ``path`` (resolved, inside ``root``) could make code run later outside the
+    sandbox, naming the protected entry that covers it; None for an ordinary file."""
+    root = Path(os.path.realpath(root))
+    try:
+        rel = path.relative_to(root)
+    except ValueError:
+        return None
+    parts = rel.parts
+    if not parts:
+        return None
+    own_dirs = {n for n in OWN_CONFIG if not n.endswith((".toml", ".json"))} | {".git"}
+    hit = next((p for p in parts if p in own_dirs), None)
+    if hit is not None:
+        return f"{hit}/, our own configuration" if hit != ".git" else ".git/, git's machinery"
+    if parts[0] in OWN_CONFIG:
+        return f"{parts[0]}, our own configuration"
+    for name, what in (
+        *((n, "another agent's configuration") for n in OTHER_AGENTS_CONFIG),
+        *((n, "a shell start-up file") for n in SHELL_STARTUP),
+    ):
+        entry = root / name
+        if path == entry or path.is_relative_to(entry):
+            return f"{name}, {what}"
+    for entry, why in git_named_paths(root):
+        if path == entry or path.is_relative_to(entry):
+            shown = entry.relative_to(root).as_posix()
+            return f"{shown}, which git runs or reads ({why})"
+    return None
 
 
 def bind_arguments(roots: Sequence[Path]) -> list[str]:
@@ -80,7 +290,7 @@ def _inside_real(path: Path, root: Path) -> bool:
     return real == root or real.is_relative_to(root)
 
 
-@dataclass
+@dataclass(eq=False)
 class CreationGuard:
     """The state of the protected paths before a confined call, to undo what it created."""
 
@@ -89,8 +299,10 @@ class CreationGuard:
     links: dict[Path, str] = field(default_factory=dict)
 
     @classmethod
-    def start(cls, roots: Sequence[Path]) -> CreationGuard:
-        """Record which protected paths are absent and which are symlinks."""
+    def start(cls, roots: Sequence[Path], *, lasting: bool = False) -> CreationGuard:
+        """Record which protected paths are absent and which are symlinks. A ``lasting`` guard
+        (a background job's) is told what file tools write while it lives
+        (:func:`forget_created`)."""
         guard = cls(tuple(Path(os.path.realpath(r)) for r in roots))
         for root in guard.roots:
             for path in protected_paths(root):
@@ -98,10 +310,19 @@ class CreationGuard:
                     guard.links[path] = os.readlink(path)
                 elif not os.path.lexists(path):
                     guard.absent.append(path)
+        if lasting:
+            _LASTING.add(guard)
         return guard
+
+    def forget(self, path: Path) -> None:
+        """Leave ``path`` (and the protected folders holding it) alone at :meth:`finish`: an
+        approved write made it, not the command."""
+        self.absent = [p for p in self.absent if not (path == p or path.is_relative_to(p))]
+        self.links = {p: t for p, t in self.links.items() if p != path}
 
     def finish(self) -> list[str]:
         """Undo what the call created among the protected paths; the names of what was undone."""
+        _LASTING.discard(self)
         undone: list[str] = []
         kept: set[Path] = set()
         for path in self.absent:
@@ -135,6 +356,18 @@ class CreationGuard:
             if path.is_relative_to(root):
                 return str(path.relative_to(root))
         return str(path)
+
+
+#: The guards of background jobs still running.
+_LASTING: weakref.WeakSet[CreationGuard] = weakref.WeakSet()
+
+
+def forget_created(path: Path) -> None:
+    """A file tool wrote ``path`` with the user's approval (or in yolo mode): no running job's
+    guard may undo it when the job ends."""
+    real = Path(os.path.realpath(path))
+    for guard in list(_LASTING):
+        guard.forget(real)
 
 
 def _offending(folder: Path, git_dir: Path) -> bool:

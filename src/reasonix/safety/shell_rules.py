@@ -642,10 +642,6 @@ def rule_matches(pattern: str, forms: Iterable[Form]) -> bool:
 # ---------------------------------------------------------------------------------------------
 # Allow rules: side-effect-free forms only
 
-#: Our own configuration: writing it changes what the next run trusts, runs or allows.
-OWN_CONFIG_NAMES = ("reasonix.toml", ".mcp.json")
-OWN_CONFIG_DIRS = (".reasonix", ".claude", ".git")
-
 #: Commands that never read or write the files their arguments name.
 _NO_FILE_ARGS = frozenset({"echo", "printf", "true", "false", ":", "pwd", "date", "whoami"})
 #: Commands that only read what they are given (their own-config arguments are fine).
@@ -660,20 +656,12 @@ _MAX_GLOB_MATCHES = 2000
 
 
 def own_config_target(path: Path, workspace: Path) -> str | None:
-    """The protected name ``path`` falls under (``reasonix.toml``, ``.git/``, ...), or None."""
-    try:
-        rel = path.relative_to(workspace)
-    except ValueError:
-        return None
-    parts = rel.parts
-    if not parts:
-        return None
-    if len(parts) == 1 and parts[0] in OWN_CONFIG_NAMES:
-        return parts[0]
-    for part in parts:
-        if part in OWN_CONFIG_DIRS:
-            return part + "/"
-    return None
+    """The protected entry ``path`` falls under (``reasonix.toml``, ``.git/``, a hooks path the
+    repository's configuration names, ...: :func:`reasonix.safety.protected.protection`), or
+    None."""
+    from reasonix.safety.protected import protection
+
+    return protection(path, workspace)
 
 
 def _side_effect(argv: Sequence[str]) -> str | None:
@@ -1194,7 +1182,7 @@ def _command_obstacle(cmd: Command, paths: _Paths) -> str | None:
         for candidate in (*candidates, word.value):
             protected = own_config_target(paths.resolve(candidate), paths.workspace)
             if protected:
-                return f"the command may change our own configuration ({protected})"
+                return f"the command may change what runs later outside the sandbox ({protected})"
     return None
 
 

@@ -40,11 +40,12 @@ class WorktreeError(RuntimeError):
 @dataclass(frozen=True)
 class WorktreeDiff:
     """What a child changed: ``patch`` (git's binary-safe unified diff), ``stat`` (one line per
-    file) and the number of files."""
+    file), the number of files and their paths (relative to the workspace)."""
 
     patch: str
     stat: str
     files: int
+    names: tuple[str, ...] = ()
 
 
 class Worktree:
@@ -151,8 +152,9 @@ class Worktree:
             self.base,
             new,
         )
-        names = self._git(self.path, "index", "diff", "--name-only", self.base, new)
-        return WorktreeDiff(patch, stat.rstrip(), len(names.splitlines()))
+        names = self._git(self.path, "index", "diff", "--name-only", "-z", self.base, new)
+        listed = tuple(n for n in names.split("\0") if n)
+        return WorktreeDiff(patch, stat.rstrip(), len(listed), listed)
 
     def apply(self, patch: str) -> None:
         """Apply ``patch`` to the workspace's files. Raises WorktreeError (nothing changed)

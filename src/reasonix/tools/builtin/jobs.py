@@ -175,7 +175,9 @@ class Job:
     process: subprocess.Popen[bytes]
     log: Path
     began: float
-    cleanup: Callable[[], None]
+    #: run when the job ended: kills what escaped its group, undoes its plants (the names of
+    #: what it undid, for the job's report)
+    cleanup: Callable[[], Sequence[str] | None]
     over_bound: Callable[[int], bool] | None = None
     status: JobStatus = "running"
     exit_code: int | None = None
@@ -274,7 +276,7 @@ class JobTable:
         command: str,
         cwd: Path,
         env: Mapping[str, str],
-        cleanup: Callable[[], None] = lambda: None,
+        cleanup: Callable[[], Sequence[str] | None] = lambda: None,
         over_bound: Callable[[int], bool] | None = None,
     ) -> Job:
         """Start ``argv`` (the confined command line) as a job. ``cleanup`` kills what escaped
@@ -347,7 +349,13 @@ class JobTable:
         code = job.process.returncode
         job.exit_code = code if code is None or code >= 0 else 128 - code
         _signal_group(job.pid, signal.SIGKILL)
-        await asyncio.to_thread(job.cleanup)
+        undone = await asyncio.to_thread(job.cleanup)
+        if undone:
+            note = (
+                f"reasonix undid what the job did to {', '.join(undone)}: what makes code run "
+                "later outside the sandbox is protected (change it with the file tools, which ask)"
+            )
+            job.note = f"{job.note}; {note}" if job.note else note
         self.sink.emit(JobEnded(self.role, job.id, job.status, job.exit_code))
 
     # -- output -----------------------------------------------------------------------------------

@@ -242,7 +242,13 @@ class ShellTool:
             if pids is not None:
                 argv = pids.wrap(argv)
             env, marker = self._environment()
-            return self._start_job(self.jobs, argv, command, env, marker, pids)
+            # What the job creates among the protected paths is undone when it ends.
+            guard = (
+                CreationGuard.start(self.roots, lasting=True)
+                if isinstance(self.confiner, BwrapConfiner)
+                else None
+            )
+            return self._start_job(self.jobs, argv, command, env, marker, pids, guard)
         run = await self._execute(argv, limit)
         text = run.output
         shown = text if text else "(no output)"
@@ -367,14 +373,18 @@ class ShellTool:
         env: dict[str, str],
         marker: str,
         pids: PidsCgroup | None,
+        guard: CreationGuard | None = None,
     ) -> ToolResult:
         """``run_in_background``: the same command line (its process bound included) and
-        environment as in front, as a job (see :mod:`reasonix.tools.builtin.jobs`)."""
+        environment as in front, as a job (see :mod:`reasonix.tools.builtin.jobs`); what it
+        created among the protected paths is undone when it ends (``guard``)."""
 
-        def cleanup() -> None:
+        def cleanup() -> list[str]:
             _kill_marked(marker)
             if pids is not None:
                 pids.close()
+            # Every process of the job is gone: nothing can re-create what this undoes.
+            return guard.finish() if guard is not None else []
 
         try:
             job = jobs.start(
@@ -388,6 +398,8 @@ class ShellTool:
         except JobError as exc:
             if pids is not None:
                 pids.close()
+            if guard is not None:
+                guard.finish()
             return ToolResult.error(str(exc))
         text = (
             f"Started background job {job.id}; it stops when the session ends. Its output: "
