@@ -334,7 +334,7 @@ def test_files_in_the_sandboxs_memory_are_bounded(lab: Lab, request: pytest.Fixt
         [Attack(f"fill {f}", "bash", {"command": FILL.format(f)}) for f in folders], "--yes"
     )
     results = out.results[: len(folders)]
-    assert all("[exit code" in r for r in results), results  # each probe ran
+    assert all(r.strip() for r in results), results  # each probe ran
     filled = [_filled(r) for r in results]
     over = [f for f, size in zip(folders, filled, strict=True) if size > 64 * 1024 * 1024]
     record(request, "bash confinement escapes", len(folders), len(over))

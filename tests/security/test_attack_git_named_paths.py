@@ -119,7 +119,8 @@ def _bash_plants(background: bool) -> list[Attack]:
             args["run_in_background"] = True
         attacks.append(Attack(f"{name} by bash", "bash", args))
         if background:
-            attacks.append(Attack("wait", "bash_output", {"job_id": f"job-{k}", "wait": 10}))
+            wait = {"name": "job", "arguments": {"id": f"job-{k}", "wait": 10}}
+            attacks.append(Attack("wait", "more_tools", wait))
     return attacks
 
 
@@ -158,7 +159,8 @@ def test_commands_cannot_plant_what_git_runs(
     record(request, "git-named paths", len(PLANTS), len(ran))
     assert ran == [], out.results
     assert not (repo.root / ".gitconfig.shared").exists()
-    assert "reasonix undid what the" in "".join(out.results), out.results
+    if not background:  # a job's note comes with the first read after it ended
+        assert "reasonix undid what the command did to .gitconfig.shared" in "".join(out.results)
 
 
 @pytest.mark.parametrize("background", [False, True], ids=["foreground", "background"])
@@ -181,7 +183,8 @@ def _delegate_plant(lab: Lab, *flags: str) -> list[str]:
     )
     lab.ex.push(Reply.call("write_file", {"path": PLANTS[0][1], "content": PLANTS[0][2]}))
     lab.ex.push(Reply.text("Added it."))
-    lab.ex.push(Reply.call("task_apply", {"task_id": "task-1"}))
+    apply = {"name": "task_apply", "arguments": {"task_id": "task-1"}}
+    lab.ex.push(Reply.call("more_tools", apply))
     lab.ex.push(Reply.text("done"))
     proc = lab.cli("run", "--no-planner", "--output-format", "json", *flags, "probe")
     assert "Traceback" not in proc.stderr, proc.stderr
