@@ -5,7 +5,8 @@ symlinks kept as links), a git URL is cloned. Before the agent runs, the copy ge
 the copy's own git history when it is a repository (the diff is then relative to its ``HEAD``,
 so a clean checkout gives exactly the task's change, as SWE-bench expects), or a fresh private
 repository with one commit of everything for a plain folder. Our git commands run with the
-allowlisted environment, hooks off, no system or global config.
+allowlisted environment, hooks off, no system or global config, and never inside a repository
+the task made below the copy's root (whose own configuration could name a program).
 """
 
 from __future__ import annotations
@@ -73,4 +74,6 @@ def diff(copy: Path) -> str:
     """Everything that differs from the copy's ``HEAD``: edits, new files (also untracked
     ones), deletions, mode changes; binary files as git binary patches."""
     _git(copy, "add", "-A", "--intent-to-add")
-    return _git(copy, "diff", "--binary", "HEAD").stdout
+    # ``dirty`` keeps a repository the task made below the root as its commit line, without
+    # the ``git status`` inside it that would obey its own configuration here, on the host.
+    return _git(copy, "diff", "--binary", "--ignore-submodules=dirty", "HEAD").stdout
