@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -11,22 +10,26 @@ from reasonix.providers.models import ModelInfo, Prices
 from reasonix.providers.openai_compat import OpenAICompatProvider
 from reasonix.store import SessionStore
 from reasonix.testing import FakeDeepSeekServer
-from reasonix.testing.fake_server import RecordedRequest
+from tests.support.network import loopback_only
+from tests.support.timeout import limit_seconds, time_limit
 
 
-def wire_prefix_violations(requests: list[RecordedRequest]) -> list[str]:
-    """Every request's serialised messages must be a byte-exact prefix of the next one's, and
-    the tool schemas identical. Returns what broke (empty = invariant holds)."""
-    problems = []
-    for i in range(1, len(requests)):
-        prev, cur = requests[i - 1].body, requests[i].body
-        prev_msgs = [json.dumps(m, sort_keys=False) for m in prev["messages"]]
-        cur_msgs = [json.dumps(m, sort_keys=False) for m in cur["messages"]]
-        if cur_msgs[: len(prev_msgs)] != prev_msgs:
-            problems.append(f"request {i} is not a prefix extension of request {i - 1}")
-        if json.dumps(prev.get("tools")) != json.dumps(cur.get("tools")):
-            problems.append(f"tool schemas changed at request {i}")
-    return problems
+@pytest.fixture(autouse=True)
+def _loopback_only(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every test: no request of the test process leaves loopback (tests/support/network.py);
+    one that tried fails even if the code under test swallowed the refusal."""
+    refused: list[str] = []
+    with loopback_only(refused):
+        yield
+    if refused:
+        pytest.fail(f"requests off loopback were refused: {refused}", pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def _time_limit(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every test: a time limit (tests/support/timeout.py), so a loop fails instead of hanging."""
+    with time_limit(limit_seconds(), request.node.nodeid):
+        yield
 
 
 @pytest.fixture

@@ -16,28 +16,10 @@ from reasonix.events import CollectingSink, Event, TextDeltaEvent, UsageEvent
 from reasonix.messages import AssistantMessage, ToolMessage
 from reasonix.testing import FakeDeepSeekServer, Fault, Reply
 from reasonix.tools.registry import ToolRegistry, tool
-from tests.conftest import wire_prefix_violations
+from tests.support.agents import counting_tools
+from tests.support.wire import wire_prefix_violations
 
 ProviderFactory = Callable[..., Any]
-
-
-def counting_tools() -> ToolRegistry:
-    @tool(read_only=True)
-    def lookup(key: str) -> str:
-        """Look a key up."""
-        return f"value of {key}: " + ("data " * (len(key) % 7 + 3))
-
-    @tool
-    def store(key: str, value: str) -> str:
-        """Store a value."""
-        return f"stored {key}={value}"
-
-    @tool
-    def crash() -> str:
-        """Raises."""
-        raise RuntimeError("tool blew up")
-
-    return ToolRegistry([lookup, store, crash])
 
 
 async def test_multi_step_loop_with_thinking_replays_reasoning(

@@ -18,8 +18,8 @@ from reasonix.events import CollectingSink
 from reasonix.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage
 from reasonix.store import SessionStore
 from reasonix.testing import FakeDeepSeekServer, Reply
+from tests.support.project import project_toml
 from tests.support.sessions import ENV, open_session
-from tests.test_cli_support import project_toml
 
 
 async def test_config_reaches_the_wire_and_store(

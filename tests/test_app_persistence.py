@@ -15,9 +15,9 @@ from reasonix.config import load_config
 from reasonix.messages import UserMessage
 from reasonix.store import SessionStore
 from reasonix.testing import FakeDeepSeekServer, Reply
-from tests.conftest import wire_prefix_violations
+from tests.support.project import project_toml
 from tests.support.sessions import ENV, open_session
-from tests.test_cli_support import project_toml
+from tests.support.wire import wire_prefix_violations
 
 #: One role and no approval questions: these tests are about what the store keeps.
 EXECUTOR_ONLY_YOLO: dict[str, object] = {"planner.enabled": False, "permissions.mode": "yolo"}

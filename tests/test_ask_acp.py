@@ -14,9 +14,9 @@ from acp import schema as s
 from acp import spawn_agent_process
 
 from reasonix.testing import Reply
-from tests.test_acp import EditorClient, acp_agent, text
-from tests.test_ask_headless import QUESTIONS
-from tests.test_cli_support import Project, project
+from tests.support.acp import EditorClient, acp_agent, text
+from tests.support.project import Project, project
+from tests.support.questions import QUESTIONS
 
 __all__ = ["project"]
 

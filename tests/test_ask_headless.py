@@ -10,31 +10,10 @@ import json
 from typing import Any
 
 from reasonix.testing import Reply
-from tests.test_cli_support import Project, json_lines, project
+from tests.support.project import Project, json_lines, project
+from tests.support.questions import QUESTIONS
 
 __all__ = ["project"]
-
-QUESTIONS: list[dict[str, Any]] = [
-    {
-        "question": "Which database should the service use?",
-        "header": "Database",
-        "options": [
-            {"label": "SQLite", "description": "one file, no server"},
-            {"label": "Postgres", "description": "a server, for many writers"},
-        ],
-        "multiSelect": False,
-    },
-    {
-        "question": "Which extras do you want?",
-        "header": "Extras",
-        "options": [
-            {"label": "Metrics", "description": "a /metrics endpoint"},
-            {"label": "Tracing", "description": "OpenTelemetry spans"},
-            {"label": "Admin UI", "description": "a small admin page"},
-        ],
-        "multiSelect": True,
-    },
-]
 
 
 def ask(questions: list[dict[str, Any]] = QUESTIONS) -> Reply:

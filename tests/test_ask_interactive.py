@@ -13,9 +13,9 @@ import pytest
 
 from reasonix.testing import Reply
 from tests.security.support import processes_with_arg, still_running
-from tests.test_ask_headless import QUESTIONS
-from tests.test_cli_interactive import spawn
-from tests.test_cli_support import Project, project
+from tests.support.interactive import spawn
+from tests.support.project import Project, project
+from tests.support.questions import QUESTIONS
 
 __all__ = ["project"]
 

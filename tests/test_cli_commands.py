@@ -9,7 +9,7 @@ from pathlib import Path
 
 from reasonix.cli.main import COMMANDS, USAGE, main
 from reasonix.testing import Reply
-from tests.test_cli_support import KEY_ENV, Project, json_lines, project
+from tests.support.project import KEY_ENV, Project, json_lines, project
 
 __all__ = ["project"]
 

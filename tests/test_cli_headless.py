@@ -11,7 +11,7 @@ import pytest
 from reasonix.app.environment import without_environment
 from reasonix.store import SessionStore
 from reasonix.testing import Fault, Reply
-from tests.test_cli_support import KEY_ENV, Project, json_lines, project
+from tests.support.project import KEY_ENV, Project, json_lines, project
 
 __all__ = ["project"]
 

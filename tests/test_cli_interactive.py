@@ -12,35 +12,13 @@ import pytest
 
 from reasonix.store import SessionStore
 from reasonix.testing import Fault, Reply
-from tests.conftest import wire_prefix_violations
-from tests.test_cli_support import Project, project
+from tests.support.interactive import spawn, wait_for
+from tests.support.project import Project, project
+from tests.support.wire import wire_prefix_violations
 
 __all__ = ["project"]
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")
-
-
-def spawn(project: Project, *args: str) -> pexpect.spawn:
-    env = project.env(PROMPT_TOOLKIT_NO_CPR="1", TERM="xterm-256color", COLUMNS="120")
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "reasonix", *args],
-        cwd=str(project.root),
-        env=env,
-        encoding="utf-8",
-        timeout=20,
-        dimensions=(40, 120),
-    )
-    return child
-
-
-def wait_for(predicate: object, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if callable(predicate) and predicate():
-            return
-        time.sleep(0.02)
-    raise AssertionError("condition not reached")
 
 
 def test_interactive_session_end_to_end(project: Project) -> None:

@@ -11,7 +11,7 @@ from reasonix.messages import AssistantMessage, UserMessage
 from reasonix.store import SessionStore
 from reasonix.testing import Reply
 from reasonix.tools.builtin.files import READ_MAX_BYTES
-from tests.test_cli_support import Project, json_lines, project
+from tests.support.project import Project, json_lines, project
 
 __all__ = ["project"]
 

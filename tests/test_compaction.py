@@ -26,8 +26,8 @@ from reasonix.messages import (
 from reasonix.testing import FakeDeepSeekServer, FunctionProvider, Reply
 from reasonix.testing.fake_server import RecordedRequest
 from reasonix.tools.registry import ToolRegistry, tool
-from tests.conftest import wire_prefix_violations
 from tests.support.agents import fake_tools, session_problems
+from tests.support.wire import wire_prefix_violations
 
 ProviderFactory = Callable[..., Any]
 

@@ -13,7 +13,7 @@ from reasonix.providers.balance import Balance, fetch_balance
 from reasonix.providers.openai_compat import OpenAICompatProvider
 from reasonix.store import SessionStore
 from reasonix.testing import FakeDeepSeekServer, Fault, Reply
-from tests.test_cli_support import KEY_ENV, project_toml
+from tests.support.project import KEY_ENV, project_toml
 
 EMPTY = {
     "is_available": False,

@@ -13,8 +13,8 @@ from typing import Any
 
 from reasonix.store import SessionStore
 from reasonix.testing import Reply
-from tests.conftest import wire_prefix_violations
-from tests.test_cli_support import Project, json_lines, project
+from tests.support.project import Project, json_lines, project
+from tests.support.wire import wire_prefix_violations
 
 __all__ = ["project"]
 

@@ -13,7 +13,7 @@ from reasonix.errors import ConfigError
 from reasonix.messages import Usage
 from reasonix.providers.models import CNY_PRICES, PRESETS, get_model_info, price_usage
 from reasonix.testing import Reply
-from tests.test_cli_support import Project, project
+from tests.support.project import Project, project
 
 __all__ = ["project"]
 

@@ -13,8 +13,8 @@ from reasonix.agent import Agent, AgentOptions
 from reasonix.agent.compaction import SUMMARY_ACK
 from reasonix.messages import AssistantMessage
 from reasonix.testing import FakeDeepSeekServer, Fault, Reply
-from tests.conftest import wire_prefix_violations
-from tests.test_agent_e2e import counting_tools
+from tests.support.agents import counting_tools
+from tests.support.wire import wire_prefix_violations
 
 ProviderFactory = Callable[..., Any]
 

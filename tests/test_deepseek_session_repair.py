@@ -19,7 +19,7 @@ import httpx
 from reasonix.store import SessionStore
 from reasonix.testing import Reply
 from reasonix.testing.fake_server import REASONING_MUST_BE_PASSED
-from tests.test_cli_support import Project, json_lines, project
+from tests.support.project import Project, json_lines, project
 
 __all__ = ["project"]
 

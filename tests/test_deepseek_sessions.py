@@ -17,8 +17,8 @@ import pytest
 
 from reasonix.testing import FakeDeepSeekServer, Fault, Reply
 from reasonix.testing.fake_server import RecordedRequest
-from tests.conftest import wire_prefix_violations
-from tests.test_cli_support import Project
+from tests.support.project import Project
+from tests.support.wire import wire_prefix_violations
 
 UNIT = 128
 

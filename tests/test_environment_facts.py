@@ -10,7 +10,7 @@ from pathlib import Path
 from reasonix.agent.prompts import EXECUTOR_SYSTEM_PROMPT, PLANNER_SYSTEM_PROMPT
 from reasonix.app.environment import environment_facts
 from reasonix.testing import Reply
-from tests.test_cli_support import Project, project
+from tests.support.project import Project, project
 
 __all__ = ["project"]
 

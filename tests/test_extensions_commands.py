@@ -20,7 +20,7 @@ from reasonix.safety.sandbox import Sandbox
 from reasonix.testing import Reply
 from reasonix.tools.builtin import default_tools
 from reasonix.tools.registry import ToolContext, ToolRegistry
-from tests.test_cli_support import Project, project
+from tests.support.project import Project, project
 
 __all__ = ["project"]
 

@@ -26,7 +26,7 @@ from reasonix.safety.permissions import ApprovalAnswer, ApprovalRequest
 from reasonix.store import SessionStore
 from reasonix.testing import FakeDeepSeekServer, Reply
 from reasonix.testing.project import fake_project_toml
-from tests.test_cli_support import KEY_ENV, Project, json_lines, project
+from tests.support.project import KEY_ENV, Project, json_lines, project
 
 __all__ = ["project"]
 

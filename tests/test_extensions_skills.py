@@ -17,8 +17,8 @@ import pytest
 
 from reasonix.extensions.skills import SkillTool, load_skills, skill_folders, skill_tool
 from reasonix.testing import Reply
-from tests.conftest import wire_prefix_violations
-from tests.test_cli_support import Project, project
+from tests.support.project import Project, project
+from tests.support.wire import wire_prefix_violations
 
 __all__ = ["project"]
 

@@ -18,8 +18,8 @@ from reasonix.control import Controller, Options
 from reasonix.events import CollectingSink, ErrorEvent, RetryEvent, UsageEvent, UsageSource
 from reasonix.testing import FakeDeepSeekServer, Fault, Reply
 from reasonix.tools.registry import ToolRegistry, tool
+from tests.support.faults import Tally, accounting_problems, session_problems, tally
 from tests.support.sleep import no_sleep
-from tests.test_faults_support import Tally, accounting_problems, session_problems, tally
 
 __all__ = ["tally"]
 

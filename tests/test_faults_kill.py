@@ -28,8 +28,8 @@ from reasonix.messages import message_to_dict
 from reasonix.store import SessionStore
 from reasonix.testing import FakeDeepSeekServer, Fault, Reply
 from reasonix.testing.fake_server import RecordedRequest
-from tests.test_cli_support import Project
-from tests.test_faults_support import Tally, tally
+from tests.support.faults import Tally, tally
+from tests.support.project import Project
 
 __all__ = ["tally"]
 

@@ -18,8 +18,8 @@ from reasonix.mcp import McpManager, McpServerConfig, ServerState
 from reasonix.messages import ToolMessage
 from reasonix.testing import FakeDeepSeekServer, Reply
 from reasonix.tools.registry import ToolRegistry
+from tests.support.faults import Tally, accounting_problems, session_problems, tally
 from tests.support.mcp import FAKE
-from tests.test_faults_support import Tally, accounting_problems, session_problems, tally
 
 __all__ = ["tally"]
 

@@ -19,8 +19,8 @@ from reasonix.messages import Message, ToolCall
 from reasonix.testing import FakeDeepSeekServer, Fault, Reply
 from reasonix.testing.script import StreamPart
 from reasonix.tools.registry import ToolRegistry, tool
-from tests.conftest import wire_prefix_violations
-from tests.test_faults_support import Tally, accounting_problems, session_problems, tally
+from tests.support.faults import Tally, accounting_problems, session_problems, tally
+from tests.support.wire import wire_prefix_violations
 
 __all__ = ["tally"]
 

@@ -25,8 +25,8 @@ from reasonix.messages import AssistantMessage, ToolCall
 from reasonix.testing import FakeDeepSeekServer, Fault, Reply
 from reasonix.testing.fake_server import RecordedRequest
 from reasonix.tools.registry import ToolRegistry, tool
+from tests.support.faults import Tally, accounting_problems, session_problems, tally
 from tests.support.sleep import no_sleep
-from tests.test_faults_support import Tally, accounting_problems, session_problems, tally
 
 __all__ = ["tally"]
 

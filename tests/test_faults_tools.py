@@ -18,7 +18,7 @@ from reasonix.messages import ToolMessage
 from reasonix.testing import FakeDeepSeekServer, Reply
 from reasonix.tools.builtin import ShellOptions, default_tools
 from reasonix.tools.registry import Tool, ToolRegistry
-from tests.test_faults_support import Tally, accounting_problems, session_problems, tally
+from tests.support.faults import Tally, accounting_problems, session_problems, tally
 
 __all__ = ["tally"]
 

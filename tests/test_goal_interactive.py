@@ -12,9 +12,9 @@ import pytest
 
 from reasonix.testing import Fault, Reply
 from reasonix.testing.fake_server import RecordedRequest
-from tests.conftest import wire_prefix_violations
-from tests.test_cli_interactive import spawn, wait_for
-from tests.test_cli_support import Project, project
+from tests.support.interactive import spawn, wait_for
+from tests.support.project import Project, project
+from tests.support.wire import wire_prefix_violations
 
 __all__ = ["project"]
 

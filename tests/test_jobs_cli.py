@@ -15,7 +15,7 @@ import secrets
 from reasonix.testing import Reply
 from reasonix.testing.fake_server import RecordedRequest
 from tests.security.support import processes_with_arg, still_running
-from tests.test_cli_support import Project, json_lines, project
+from tests.support.project import Project, json_lines, project
 
 __all__ = ["project"]
 

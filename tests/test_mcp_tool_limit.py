@@ -13,7 +13,7 @@ from pathlib import Path
 from reasonix.mcp.overflow import PROXY_CALL, PROXY_LIST, PROXY_READ, fit_mcp_tools
 from reasonix.testing import Reply
 from reasonix.tools.registry import Tool, ToolContext, ToolRegistry, ToolResult
-from tests.test_cli_support import Project, json_lines, project
+from tests.support.project import Project, json_lines, project
 
 __all__ = ["project"]
 

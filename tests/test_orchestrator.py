@@ -39,8 +39,8 @@ from reasonix.messages import (
 from reasonix.providers.models import ModelInfo, Prices, price_usage
 from reasonix.testing import FakeDeepSeekServer, Reply, ScriptedProvider
 from reasonix.tools.registry import Effect, ToolContext, ToolRegistry, ToolResult, tool
-from tests.conftest import wire_prefix_violations
 from tests.support.agents import fake_tools, session_problems
+from tests.support.wire import wire_prefix_violations
 
 ProviderFactory = Callable[..., Any]
 

@@ -5,7 +5,7 @@ denied calls ends saying what was refused and how to allow it, without paying th
 from __future__ import annotations
 
 from reasonix.testing import Reply
-from tests.test_cli_support import Project, json_lines, project
+from tests.support.project import Project, json_lines, project
 
 __all__ = ["project"]
 

@@ -81,7 +81,7 @@ async def test_every_frontend_saying_yes_needs_confinement_or_an_acknowledgement
     from reasonix.store import SessionStore
     from reasonix.testing import FakeDeepSeekServer
     from tests.security.support import path_without
-    from tests.test_cli_support import KEY_ENV, project_toml
+    from tests.support.project import KEY_ENV, project_toml
 
     environ = {KEY_ENV: "sk-test", "PATH": path_without(tmp_path, "bwrap"), "HOME": str(tmp_path)}
     with FakeDeepSeekServer() as ex, FakeDeepSeekServer() as pl:

@@ -4,7 +4,7 @@ session spent, so resuming does not start a fresh allowance."""
 from __future__ import annotations
 
 from reasonix.testing import Reply
-from tests.test_cli_support import Project, json_lines, project
+from tests.support.project import Project, json_lines, project
 
 __all__ = ["project"]
 

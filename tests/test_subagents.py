@@ -10,8 +10,8 @@ import pytest
 from reasonix.control.delegation import SUBAGENT_PROMPT
 from reasonix.testing import Fault, Reply
 from reasonix.testing.fake_server import RecordedRequest
-from tests.conftest import wire_prefix_violations
-from tests.test_cli_support import Project, json_lines, project
+from tests.support.project import Project, json_lines, project
+from tests.support.wire import wire_prefix_violations
 
 __all__ = ["project"]
 

@@ -11,8 +11,8 @@ import pytest
 from reasonix.control.delegation import SUBAGENT_PROMPT, WRITER_PROMPT
 from reasonix.testing import Reply
 from reasonix.testing.fake_server import RecordedRequest
-from tests.test_cli_interactive import spawn
-from tests.test_cli_support import Project, project
+from tests.support.interactive import spawn
+from tests.support.project import Project, project
 
 __all__ = ["project"]
 

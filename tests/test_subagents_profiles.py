@@ -12,7 +12,7 @@ import pytest
 from reasonix.providers.models import Prices, get_model_info
 from reasonix.testing import Reply
 from reasonix.testing.fake_server import RecordedRequest
-from tests.test_cli_support import Project, json_lines, project, project_toml
+from tests.support.project import Project, json_lines, project, project_toml
 
 __all__ = ["project"]
 

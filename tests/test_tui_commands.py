@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from reasonix.testing import Reply
-from tests.test_cli_support import Project, project
-from tests.tui_support import Terminal
+from tests.support.project import Project, project
+from tests.support.tui import Terminal
 
 __all__ = ["project"]
 

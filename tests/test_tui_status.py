@@ -6,23 +6,13 @@ import sys
 
 import pytest
 
-from reasonix.testing import Fault, Reply
-from tests.test_cli_support import Project, project
-from tests.tui_support import Terminal
+from reasonix.testing import Reply
+from tests.support.project import Project, project
+from tests.support.tui import Terminal, slow
 
 __all__ = ["project"]
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")
-
-
-def slow(reply: Reply, seconds: float = 4.0) -> Reply:
-    """``reply`` after ``seconds`` of silence: a model with latency."""
-    return Reply(
-        content=reply.content,
-        reasoning=reply.reasoning,
-        tool_calls=reply.tool_calls,
-        fault=Fault(stall_seconds=seconds),
-    )
 
 
 def test_status_line_during_a_slow_turn(project: Project) -> None:

@@ -26,7 +26,7 @@ from reasonix.tools.builtin import WebOptions, default_tools
 from reasonix.tools.builtin.web import AddressPolicy, WebFetchTool
 from reasonix.tools.builtin.web_body import BodyError, decoded_body
 from reasonix.tools.registry import ToolContext, ToolRegistry
-from tests.test_cli_support import Project, project
+from tests.support.project import Project, project
 
 __all__ = ["project"]
 

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from reasonix.testing import Reply
+from tests.support.project import Project, project
 from tests.support.web import Served, serve
-from tests.test_cli_support import Project, project
 
 __all__ = ["project"]
 

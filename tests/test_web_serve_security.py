@@ -18,8 +18,8 @@ import pytest
 from reasonix.messages import UserMessage
 from reasonix.store import SessionStore
 from reasonix.testing import FakeDeepSeekServer, Reply
+from tests.support.project import Project
 from tests.support.web import Served, serve
-from tests.test_cli_support import Project
 
 TIMEOUT = httpx.Timeout(30.0)
 

@@ -14,7 +14,7 @@ import pytest
 
 from reasonix.testing import Reply
 from tests.security.support import record
-from tests.test_cli_support import Project, project
+from tests.support.project import Project, project
 
 __all__ = ["project"]
 

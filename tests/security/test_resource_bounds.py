@@ -20,7 +20,7 @@ from reasonix.config import LimitsConfig
 from reasonix.testing import Reply
 from reasonix.tools.limits import ToolLimits
 from reasonix.tools.registry import Tool, ToolContext, ToolRegistry
-from tests.test_cli_support import Project, json_lines, project
+from tests.support.project import Project, json_lines, project
 
 __all__ = ["project"]
 

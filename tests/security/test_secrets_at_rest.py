@@ -28,7 +28,7 @@ import pytest
 
 from reasonix.testing import FakeDeepSeekServer, Fault, Reply
 from reasonix.testing.project import fake_project_toml
-from tests.test_cli_support import Project, json_lines
+from tests.support.project import Project, json_lines
 
 TOKEN = "ghp_Zq9XrT4mWv2LbN8cKd6PfHs3JyA7uE1oGi5R"
 LOOKALIKE = "ghp_Aa1BbCc2DdEe3FfGg4HhIi5JjKk6LlMm7NnO"  # same shape, not a secret we know

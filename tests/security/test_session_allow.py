@@ -15,8 +15,8 @@ import pytest
 
 from reasonix.testing import Reply
 from tests.security.support import record
-from tests.test_cli_support import Project, project
-from tests.tui_support import Terminal
+from tests.support.project import Project, project
+from tests.support.tui import Terminal
 
 __all__ = ["project"]
 

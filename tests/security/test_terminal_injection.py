@@ -25,7 +25,7 @@ import pytest
 
 from reasonix.terminal_text import strip_escape_sequences, terminal_safe
 from reasonix.testing import Fault, Reply
-from tests.test_cli_support import Project, json_lines, project
+from tests.support.project import Project, json_lines, project
 
 __all__ = ["project"]
 

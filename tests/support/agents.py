@@ -52,3 +52,22 @@ def session_problems(messages: tuple[Any, ...]) -> list[str]:
     if messages and isinstance(messages[-1], UserMessage):
         problems.append("ends on a user message")
     return problems
+
+
+def counting_tools() -> ToolRegistry:
+    @tool(read_only=True)
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return f"value of {key}: " + ("data " * (len(key) % 7 + 3))
+
+    @tool
+    def store(key: str, value: str) -> str:
+        """Store a value."""
+        return f"stored {key}={value}"
+
+    @tool
+    def crash() -> str:
+        """Raises."""
+        raise RuntimeError("tool blew up")
+
+    return ToolRegistry([lookup, store, crash])

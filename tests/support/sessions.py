@@ -9,7 +9,7 @@ from reasonix.app import AgentSession
 from reasonix.config import load_config
 from reasonix.store import SessionStore
 from reasonix.testing import FakeDeepSeekServer
-from tests.test_cli_support import KEY_ENV, project_toml
+from tests.support.project import KEY_ENV, project_toml
 
 #: The environment the project's key is read from.
 ENV = {KEY_ENV: "sk-test"}

@@ -1,5 +1,5 @@
 """The real ``python -m reasonix serve`` as a subprocess, for the dashboard's tests: start it in
-a :class:`~tests.test_cli_support.Project`, read the one URL line it prints, stop it."""
+a :class:`~tests.support.project.Project`, read the one URL line it prints, stop it."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from tests.test_cli_support import Project
+from tests.support.project import Project
 
 URL_LINE = re.compile(r"^http://(127\.0\.0\.1|\[::1\]):(\d+)/#token=([A-Za-z0-9_-]{40,})$")
 

@@ -12,7 +12,8 @@ from collections.abc import Callable
 import pexpect
 import pyte
 
-from tests.test_cli_support import Project
+from reasonix.testing import Fault, Reply
+from tests.support.project import Project
 
 
 class _AnsweringScreen(pyte.Screen):  # type: ignore[misc]
@@ -101,3 +102,13 @@ class Terminal:
 
     def close(self) -> None:
         self.child.close(force=True)
+
+
+def slow(reply: Reply, seconds: float = 4.0) -> Reply:
+    """``reply`` after ``seconds`` of silence: a model with latency."""
+    return Reply(
+        content=reply.content,
+        reasoning=reply.reasoning,
+        tool_calls=reply.tool_calls,
+        fault=Fault(stall_seconds=seconds),
+    )

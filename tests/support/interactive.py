@@ -1,0 +1,33 @@
+"""The interactive app in a pseudo-terminal (pexpect) for end-to-end tests."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import pexpect
+
+from tests.support.project import Project
+
+
+def spawn(project: Project, *args: str) -> pexpect.spawn:
+    env = project.env(PROMPT_TOOLKIT_NO_CPR="1", TERM="xterm-256color", COLUMNS="120")
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "reasonix", *args],
+        cwd=str(project.root),
+        env=env,
+        encoding="utf-8",
+        timeout=20,
+        dimensions=(40, 120),
+    )
+    return child
+
+
+def wait_for(predicate: object, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if callable(predicate) and predicate():
+            return
+        time.sleep(0.02)
+    raise AssertionError("condition not reached")
