@@ -13,7 +13,7 @@ import pytest
 
 from reasonix.testing import Reply
 from tests.support.mcp import FAKE
-from tests.test_cli_support import Project, project
+from tests.support.project import Project, project
 
 __all__ = ["project"]
 

@@ -10,7 +10,7 @@ import json
 
 from reasonix.testing import Reply
 from tests.support.prefix import BUDGET, budget_problems, first_request, schema_tokens
-from tests.test_cli_support import Project, project
+from tests.support.project import Project, project
 
 __all__ = ["project"]
 

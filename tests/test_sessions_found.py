@@ -9,7 +9,7 @@ import sys
 
 from reasonix.store import SessionStore
 from reasonix.testing import Reply
-from tests.test_cli_support import Project, json_lines, project
+from tests.support.project import Project, json_lines, project
 
 __all__ = ["project"]
 
