@@ -101,7 +101,7 @@ async def shipped_session(
         user = conf / "config.toml"
         user.write_text(fake_project_toml(ex.base_url, pl.base_url, key_env=KEY_ENV) + config_extra)
         config = load_config(ws, environ=environ, user_config=user)
-        from reasonix.cli.headless import YesApprover, approve_all_plans
+        from reasonix.app.headless import YesApprover, approve_all_plans
 
         store = SessionStore(data / "sessions.db")
         try:

@@ -28,7 +28,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from reasonix.agent.compaction import PLAN_STATE_KEY, compact_session
+from reasonix.agent.compaction import PLAN_STATE_KEY, compact_session, economic_inputs
+from reasonix.agent.economics import CompactionAccount, EconomicInputs, economic_verdict
 from reasonix.agent.prefix import PrefixShape, PrefixTracker
 from reasonix.agent.progress import LEDGER_KEY, ProgressLedger
 from reasonix.agent.prompts import EXECUTOR_SYSTEM_PROMPT
@@ -151,6 +152,9 @@ class AgentOptions:
     #: compact when the last prompt reached this share of the context window (None: never)
     compaction_threshold: float | None = 0.8
     compaction_keep_turns: int = 4
+    #: "window": compact at the threshold only; "economic": also as soon as it pays
+    #: (:mod:`reasonix.agent.economics`)
+    compaction_policy: Literal["window", "economic"] = "window"
     #: override the provider's context window (tests, small local models)
     context_window: int | None = None
     #: the host's hooks around tool calls and compaction (None: none)
@@ -214,6 +218,11 @@ class Agent:
         self._tracker = PrefixTracker()
         self._last_prompt_tokens: int | None = None
         self._compact_at = 0  # no automatic compaction below this prompt size (after a refusal)
+        self._steps_since_compact = 0
+        self._summary_tokens: int | None = None
+        #: what this session's compactions saved (USD), from the requests made since
+        prices = self.options.prices or provider.info.prices
+        self.compaction_account = CompactionAccount(hit=prices.hit, miss=prices.miss)
         self._recent_calls: list[str] = []
         self._tail_notes: list[str] = []
         #: what the calls left open in the last step wait for (see ``needs_input``)
@@ -261,30 +270,71 @@ class Agent:
     def context_window(self) -> int:
         return self.options.context_window or self.provider.info.context_window
 
-    async def compact(self, reason: str = "manual") -> CompactionEvent:
+    async def compact(
+        self, reason: str = "manual", *, keep_recent_turns: int | None = None
+    ) -> CompactionEvent:
         """Compact the session now (``/compact``)."""
         if self.options.hooks is not None:
             await self.options.hooks.before_compact("manual" if reason == "manual" else "auto")
-        return await compact_session(
-            self, keep_recent_turns=self.options.compaction_keep_turns, reason=reason
+        keep = keep_recent_turns
+        if keep is None:
+            keep = self.options.compaction_keep_turns
+        before, spent = self._last_prompt_tokens, self.cost_total
+        event = await compact_session(self, keep_recent_turns=keep, reason=reason)
+        if event.accepted:
+            self._steps_since_compact = 0
+            self._summary_tokens = max(1, event.chars_summary // 4)
+            self.compaction_account.compacted(before, self.cost_total - spent)
+        return event
+
+    def economic_inputs(self) -> EconomicInputs | None:
+        """What the economic policy would weigh now (None before the first request)."""
+        last = self._last_prompt_tokens
+        if last is None:
+            return None
+        prices = self.options.prices or self.provider.info.prices
+        return economic_inputs(
+            self,
+            prompt_tokens=last,
+            schema_chars=len(self.tools.schema_bytes()),
+            steps_since_reset=self._steps_since_compact,
+            summary_tokens=self._summary_tokens,
+            hit=prices.hit,
+            miss=prices.miss,
+            output=prices.output,
         )
 
     async def _maybe_compact(self) -> None:
+        """Between steps: compact at the window threshold, or (economic policy) when it pays."""
         threshold = self.options.compaction_threshold
         last = self._last_prompt_tokens
         window = self.context_window
-        if threshold is None or last is None or last < max(threshold * window, self._compact_at):
+        if last is None or last < self._compact_at:
+            return
+        keep: int | None = None
+        if threshold is not None and last >= threshold * window:
+            reason = f"prompt reached {last} of {window} tokens"
+            retry_at = last + max(1, (window - last) // 2)
+        elif self.options.compaction_policy == "economic":
+            inputs = self.economic_inputs()
+            verdict = economic_verdict(inputs) if inputs is not None else None
+            if verdict is None or not verdict.compact:
+                return
+            reason, keep = verdict.reason, 0
+            retry_at = last + max(1, last // 4)
+        else:
             return
         accepted = False
         try:
-            event = await self.compact(reason=f"prompt reached {last} of {window} tokens")
+            event = await self.compact(reason=reason, keep_recent_turns=keep)
             accepted = event.accepted
         except ProviderError as exc:
             # A failed summary must not cost the turn: keep the history and go on.
             self.sink.emit(NoticeEvent(self.role, "compaction_failed", str(exc)))
-        # After a refusal or failure, try again only once the prompt has grown halfway to the
-        # window, not on every step: each attempt is a paid summary request.
-        self._compact_at = 0 if accepted else last + max(1, (window - last) // 2)
+        # After a refusal or failure, try again only once the prompt has grown (halfway to
+        # the window; by a quarter for the economic policy), not on every step: each attempt
+        # is a paid summary request.
+        self._compact_at = 0 if accepted else retry_at
         self._last_prompt_tokens = None  # measure afresh after the rewrite
 
     def _todo_changed(self, items: tuple[TodoItem, ...]) -> None:
@@ -338,6 +388,7 @@ class Agent:
                     break
                 steps += 1
                 await self._maybe_compact()
+                self._steps_since_compact += 1
                 finished = await self._request()
                 assistant = finished.message
                 if finished.finish_reason == "content_filter":
@@ -564,6 +615,7 @@ class Agent:
         prev = self.prefix_shapes[-1] if self.prefix_shapes else None
         self.prefix_shapes.append(shape)
         prev_prompt, self._last_prompt_tokens = self._last_prompt_tokens, usage.prompt_tokens
+        self.compaction_account.request(usage.prompt_tokens)
         if prev is None or prev_prompt is None or shape.epoch != prev.epoch:
             return  # first request, or a planned rewrite (compaction/rewind): no expectation
         expected = prev_prompt

@@ -7,14 +7,20 @@ recent turns verbatim. The summary request itself is the session's current prefi
 instruction, so it is served from the cache. The result is accepted only if it is much smaller
 than what it replaces; otherwise the history is kept and the refusal reported. Either way an
 event says what happened; afterwards requests are prefix extensions again.
+
+Superseded tool outputs go first: in the recent steps kept verbatim, the output of a call made
+again later (a file read again, a test re-run) is replaced by a one-line note. When to compact
+by price is :mod:`reasonix.agent.economics`; :func:`economic_inputs` measures a session for it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from typing import Protocol
 
+from reasonix.agent.economics import DEFAULT_SUMMARY_TOKENS, EconomicInputs, coming_steps
 from reasonix.agent.session import Session
 from reasonix.events import CompactionEvent, NoticeEvent, Sink, UsageSource
 from reasonix.messages import (
@@ -23,6 +29,7 @@ from reasonix.messages import (
     ModelRequest,
     StreamFinished,
     SystemMessage,
+    ToolMessage,
     Usage,
     UserMessage,
     wire_messages,
@@ -41,6 +48,12 @@ SUMMARY_ACK = "Understood. I will continue from this summary."
 CONTINUE_NOTE = "The latest steps follow verbatim; continue the current task."
 REQUEST_NOTE = "The request being worked on, verbatim:"
 PLAN_STATE_KEY = StateKey("plan_markdown", str)
+SUPERSEDED_NOTE = "[superseded: the same call ran again later; its newer output follows]"
+#: Characters per token, for estimating what a compaction would leave (the fake server's and,
+#: roughly, DeepSeek's rate for code and English).
+CHARS_PER_TOKEN = 4
+#: Messages kept verbatim by an economic compaction (the cut is made inside the current turn).
+ECONOMIC_KEEP_MESSAGES = 8
 
 
 class CompactionHost(Protocol):
@@ -99,6 +112,58 @@ def recent_cut(
                 continue
             return i
     return start
+
+
+def economic_inputs(
+    host: CompactionHost,
+    *,
+    prompt_tokens: int,
+    schema_chars: int,
+    steps_since_reset: int,
+    summary_tokens: int | None,
+    hit: float,
+    miss: float,
+    output: float,
+) -> EconomicInputs:
+    """The inputs of :func:`reasonix.agent.economics.economic_verdict` for ``host``'s session
+    now: the size after an economic compaction is estimated from what it would keep (system
+    prompt, tool schemas, the recent messages, the carried todo list and plan, the summary)."""
+    messages = host.session.snapshot()
+    cut = recent_cut(messages, 0, ECONOMIC_KEEP_MESSAGES)
+    system = [m for m in messages[:1] if isinstance(m, SystemMessage)]
+    kept_chars = _chars([*system, *messages[cut:]]) + schema_chars
+    kept_chars += sum(len(part) for part in host.carried_state())
+    summary = summary_tokens if summary_tokens is not None else DEFAULT_SUMMARY_TOKENS
+    return EconomicInputs(
+        prompt_tokens=prompt_tokens,
+        after_tokens=kept_chars // CHARS_PER_TOKEN + summary,
+        summary_tokens=summary,
+        coming_steps=coming_steps(steps_since_reset),
+        hit=hit,
+        miss=miss,
+        output=output,
+    )
+
+
+def elide_superseded(kept: Sequence[Message]) -> list[Message]:
+    """``kept`` with the output of every call made again later (same tool, same arguments)
+    replaced by :data:`SUPERSEDED_NOTE`."""
+    calls: dict[str, str] = {}
+    for m in kept:
+        if isinstance(m, AssistantMessage):
+            for c in m.tool_calls:
+                calls[c.id] = f"{c.name}\0{c.arguments}"
+    last: dict[str, int] = {}
+    for i, m in enumerate(kept):
+        if isinstance(m, ToolMessage) and m.tool_call_id in calls:
+            last[calls[m.tool_call_id]] = i
+    out: list[Message] = []
+    for i, m in enumerate(kept):
+        key = calls.get(m.tool_call_id) if isinstance(m, ToolMessage) else None
+        if isinstance(m, ToolMessage) and key is not None and last[key] != i:
+            m = dataclasses.replace(m, content=SUPERSEDED_NOTE)
+        out.append(m)
+    return out
 
 
 async def compact_session(
@@ -166,7 +231,7 @@ async def compact_session(
         asked = _in_progress_request(middle)
         carried = f"\n\n{REQUEST_NOTE}\n{asked}" if asked else ""
         new_messages.append(UserMessage(block + carried + "\n\n" + CONTINUE_NOTE))
-    new_messages += messages[cut:]
+    new_messages += elide_superseded(messages[cut:])
     agent.session.rewrite(new_messages, reason="compaction")
     return _report(agent, True, reason, before, len(new_messages), replaced, len(block))
 

@@ -256,6 +256,7 @@ def make_controller(
             system_prompt=system_prompt_with_memory(system_prompt, memory),
             compaction_threshold=config.compaction.threshold,
             compaction_keep_turns=config.compaction.keep_recent_turns,
+            compaction_policy=config.compaction.policy,
             model=role.model,
             thinking=thinking,
             reasoning_effort=effort,

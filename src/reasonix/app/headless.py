@@ -89,6 +89,8 @@ def result_object(session: AgentSession, outcome: TurnOutcome) -> dict[str, Any]
         "route": str(result.route),
         "usage": usage,
         "cost_usd": cost,
+        # what compaction saved, net of its own cost (USD)
+        "compaction": session.compaction_savings(),
         "subagents": session.subagents(),
         # Background jobs still running as the run ends: stopped with it unless kept.
         "jobs": [job.to_dict() for job in session.jobs.running()],

@@ -441,6 +441,21 @@ class AgentSession:
         ``compaction`` (and any other usage source, such as subagents, as it appears)."""
         return self._controller.cost.snapshot()
 
+    def compaction_savings(self) -> dict[str, Any]:
+        """What this run's compactions saved, net of their summaries and the cache misses after
+        them (USD, from the requests actually made), per role that compacted and in total."""
+        agents = [self._controller.executor, self._controller.planner]
+        roles = {
+            a.role: {
+                "compactions": a.compaction_account.compactions,
+                "saved_usd": round(a.compaction_account.saved, 8),
+            }
+            for a in agents
+            if a is not None and a.compaction_account.compactions
+        }
+        total = sum(r["saved_usd"] for r in roles.values())
+        return {"roles": roles, "saved_usd": round(total, 8)}
+
     def subagents(self) -> list[dict[str, Any]]:
         """Every subagent (``task``) of this run: its description, status, tokens and cost."""
         delegator = self._controller.delegator
@@ -492,6 +507,14 @@ class AgentSession:
         runs of the same session."""
         here = self.cost()
         table = format_cost_table(here, self.config.ui.currency)
+        saved = self.compaction_savings()
+        if saved["roles"]:
+            count = sum(r["compactions"] for r in saved["roles"].values())
+            table += (
+                f"\nCompaction saved ${saved['saved_usd']:.6f} net ({count} compaction"
+                f"{'s' if count != 1 else ''}: the shorter history re-read each step, less the "
+                "summaries and the cache misses after them)."
+            )
         children = self.subagents()
         if children:
             lines = []

@@ -43,6 +43,7 @@ PermissionMode: TypeAlias = Literal["ask", "auto-edit", "plan", "yolo"]
 ProviderKind: TypeAlias = Literal["openai"]
 ProjectRule: TypeAlias = Literal["trusted", "add", "lower", "never"]
 SandboxMode: TypeAlias = Literal["auto", "bwrap", "off"]
+CompactionPolicy: TypeAlias = Literal["economic", "window"]
 
 #: Valid values of the enum-like keys, in the order error messages list them.
 EFFORTS: tuple[str, ...] = get_args(Effort)
@@ -219,9 +220,16 @@ class WorkspaceConfig:
 
 @dataclass(frozen=True, slots=True)
 class CompactionConfig:
-    """Compact when the prompt passes ``threshold`` of the context window; keep the last
-    ``keep_recent_turns`` user turns verbatim."""
+    """When to compact: ``economic`` (default) as soon as the expected saving over the coming
+    steps repays the summary and the cache miss after it (:mod:`reasonix.agent.economics`), and
+    in any case at ``threshold`` of the context window; ``window`` only at the threshold,
+    keeping the last ``keep_recent_turns`` user turns verbatim."""
 
+    policy: CompactionPolicy = setting(
+        "economic",
+        "economic: when it pays (and at the threshold); window: at the threshold only",
+        what="compaction policy",
+    )
     threshold: float = setting(0.8, "fraction of the context window", minimum=0.01, maximum=1.0)
     keep_recent_turns: int = setting(4, "user turns kept verbatim", minimum=0)
 

@@ -265,8 +265,7 @@ class ShellTool:
             shown += f"\n[timed out after {limit:g} s; the command and its children were killed]"
             outcome = f"timeout\n{text}"
         else:
-            if run.code != 0:  # success is the norm: no line for it
-                shown += f"\n[exit code {run.code}]"
+            shown += f"\n[exit code {run.code}]" if run.code else ""  # none on success
             outcome = f"{run.code}\n{text}"
         effect = Effect(
             "command",
