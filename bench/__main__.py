@@ -24,6 +24,7 @@ def sections() -> dict[str, Section]:
         cache,
         delegation,
         edits,
+        install,
         memory,
         overhead,
         prefix,
@@ -42,6 +43,7 @@ def sections() -> dict[str, Section]:
         "batch": batch.run_batch,
         "snapshots": snapshots.run_snapshots,
         "delegation": delegation.run_delegation,
+        "install": install.run_install,
     }
 
 

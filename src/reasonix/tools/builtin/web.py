@@ -15,8 +15,8 @@
   refused where no one can answer; a deny rule refuses it in every mode.
 - The body is read as sent and decoded here, within ``max_bytes`` at every step and at most two
   ``Content-Encoding`` layers (:mod:`reasonix.tools.builtin.web_body`).
-- HTML becomes markdown through trafilatura (main-content extraction: menus, footers and
-  scripts dropped; headings, lists, tables, code and links kept); plain text, JSON, XML, YAML
+- HTML becomes markdown (navigation, headers, footers, forms and scripts dropped; headings,
+  lists, tables, code and links kept); plain text, JSON, XML, YAML
   and other textual types are returned as they are; anything else (images, PDFs, archives) is
   refused with a message that names the type. There is no summariser: the same page always
   gives the same text.
@@ -27,7 +27,7 @@
 - Not read-only: it reaches the network, so in ``ask`` mode it asks, and rules such as
   ``web_fetch(https://docs.python.org/*)`` allow or deny by URL.
 
-httpx and trafilatura are imported on the first call only.
+httpx and the HTML converter are imported on the first call only.
 """
 
 from __future__ import annotations
@@ -209,45 +209,39 @@ def is_textual(media_type: str) -> bool:
 
 
 def html_to_markdown(html: bytes | str, url: str = "") -> str:
-    """Readable markdown of an HTML page: the main content with headings, lists, tables, code
-    and links; the page's whole text when no main content is found. Deterministic."""
-    import trafilatura
+    """Readable markdown of an HTML page: headings, lists, tables, code and links, with what is
+    not content (navigation, headers, footers, asides, forms, scripts, styles) dropped; the
+    page's whole text when nothing is left after that. Deterministic.
 
-    _quiet_trafilatura()
-    text = trafilatura.extract(
-        html,
-        url=url or None,
-        output_format="markdown",
-        include_links=True,
-        include_tables=True,
-        include_formatting=True,
-        include_images=False,
-        include_comments=False,
-        favor_recall=True,
-        with_metadata=False,
+    The converter is ``html-to-markdown`` (one compiled wheel, no dependencies); the text is
+    the page's own, in its order: there is no reader-mode guessing and no summariser."""
+    import html_to_markdown as converter
+
+    page = _as_str(html)
+    drop = ["nav", "header", "footer", "aside", "form", "script", "style", "noscript", "template"]
+    common: dict[str, Any] = {
+        "skip_images": True,
+        "extract_metadata": False,  # the title is added by the caller
+        "compact_tables": True,
+        "autolinks": False,
+        "base_url": url or None,
+    }
+    main = converter.ConversionOptions(
+        **common,
+        preprocessing=converter.PreprocessingOptions(
+            enabled=True, preset="standard", remove_navigation=True, remove_forms=True
+        ),
+        exclude_selectors=drop,
     )
+    text = (converter.convert(page, main).content or "").strip()
     if not text:
-        text = trafilatura.html2txt(html)
-    if not text:
-        # A fragment without <html>/<body> (an error page, a snippet): its text as it stands.
-        text = trafilatura.html2txt(f"<html><body>{_as_str(html)}</body></html>")
-    return (text or "").strip()
+        whole = converter.ConversionOptions(**common, exclude_selectors=["script", "style"])
+        text = (converter.convert(page, whole).content or "").strip()
+    return text
 
 
 def _as_str(html: bytes | str) -> str:
     return html.decode("utf-8", "replace") if isinstance(html, bytes) else html
-
-
-def _quiet_trafilatura() -> None:
-    """trafilatura logs what it could not extract at ERROR; with no handler configured Python
-    would print that on the user's terminal. The outcome is reported in the tool result."""
-    import logging
-
-    for name in ("trafilatura", "htmldate", "courlan", "justext"):
-        logger = logging.getLogger(name)
-        logger.propagate = False
-        if not logger.handlers:
-            logger.addHandler(logging.NullHandler())
 
 
 class WebFetchTool:
