@@ -8,17 +8,18 @@ Two questions, answered from :mod:`reasonix.safety.shell_lexer`'s parse:
   and ``"rm"`` are ``rm``), a command's folder is dropped (``/bin/rm``), and wrappers are seen
   through (``env -i``, ``nice``, ``timeout``, ``command -p``, ``exec``, ``xargs``, ``sudo``,
   ``nohup``, ``setsid``, ``stdbuf``, ``bash -c``/``-lc``, ``eval`` of literal text, ``trap``,
-  ``find -exec``, the shell text of ``mapfile -C``, tar's and git's command options,
-  ``script -c``, ``man -P``, ``vim -c '!...'``; ``$(...)`` written inside quoted text, which
-  arithmetic and array subscripts evaluate later). What cannot be known becomes a form of one
-  unknown token, which every rule matches: deny when unsure (a ``$var`` in command position,
+  ``find -exec``, the shell text of ``mapfile -C``, tar's and git's command options, ``script
+  -c``, ``man -P``, ``vim -c '!...'``; ``$(...)`` written inside quoted text, which arithmetic and
+  array subscripts evaluate later), and what programs delete themselves is also written as the
+  ``rm`` that would delete the same (``find -delete``, ``rsync --delete``, ``git clean``,
+  ``shred``, ...: :mod:`reasonix.safety.shell_deletes`). What cannot be known becomes a form of
+  one unknown token, which every rule matches: deny when unsure (a ``$var`` in command position,
   ``/dev/tcp``, a shell or ``source`` reading its script from stdin or a descriptor, ``hash -p``,
   ``at``, sed ``e``, awk ``system()``, a wrapper whose options are not modelled, a line the lexer
   cannot analyse). :func:`rule_matches` compares a rule's pattern with the forms after the same
   normalisation on both sides (short flags split and combined, known long flags mapped to short
-  ones, so ``rm -rf`` also covers ``rm -fr``, ``rm -r -f``, ``rm --recursive --force``,
-  ``rm -rfv``), and it matches when some value of the
-  unknown tokens would match.
+  ones, so ``rm -rf`` also covers ``rm -fr``, ``rm -r -f``, ``rm --recursive --force``, ``rm
+  -rfv``), and it matches when some value of the unknown tokens would match.
 - **May an allow rule cover it?** :func:`allow_obstacle` says why not, or None: only the
   side-effect-free forms of a command are covered. Never a line the lexer cannot analyse, a
   substitution, a redirection into a file, environment assignments, a word whose value is known
@@ -53,6 +54,7 @@ from reasonix.safety.git_repository import (
     has_hooks,
     repository_obstacle,
 )
+from reasonix.safety.shell_deletes import deleting_forms
 from reasonix.safety.shell_lexer import Command, Script, Word, embedded_substitutions, parse
 
 Token = str | None
@@ -181,6 +183,8 @@ def _unwrap(tokens: Form, depth: int) -> set[Form]:
         if depth >= _MAX_NESTING:
             forms.add((None,))
             continue
+        # What the program deletes itself, as the rm command that would (rules about rm cover it).
+        pending.extend(deleting_forms(name, rest))
         if name in _SHELLS:
             forms |= _shell_forms(rest, depth)
         elif name == "eval":

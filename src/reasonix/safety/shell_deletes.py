@@ -1,0 +1,183 @@
+"""What common programs delete, written as the ``rm`` command that would delete the same.
+
+A deny rule is written over the command people think of (``deny = ["bash(rm *)"]``), but many
+programs delete files themselves: ``find … -delete``, ``rsync --delete``, ``git clean -f``,
+``git rm``, ``shred``, ``truncate``, ``unlink``, ``tar --remove-files``. For each, the table
+below gives the ``rm`` form of what it deletes — ``find src -delete`` is ``rm -rf src``,
+``rsync -a --delete a/ b/`` is ``rm -rf b/``, ``shred -u key`` is ``rm -f key`` — and
+:func:`reasonix.safety.shell_rules.script_forms` adds it to the forms a command may run. So
+every rule about ``rm`` (``bash(rm *)``, ``bash(rm -rf *)``, ``bash(rm ~/*)``) also covers
+them, and so does irreversible detection, which reads the same forms (a deleted target outside
+the workspace is what no snapshot can bring back). ``find -exec rm`` and ``xargs rm`` need no
+row: they run ``rm`` itself, which the wrappers' unwrapping already shows.
+
+Flags: ``-rf`` for what deletes whole trees (``find -delete``, ``git clean``, ``rsync
+--delete``, ``tar --remove-files``, ``srm``/``wipe``), ``-f`` for what destroys named files'
+contents (``shred``, ``truncate``), none for plain removal of names (``unlink``, ``git rm``
+without ``-r``). A token not known before the command runs (``$x``) stays unknown, which every
+rule matches; an unknown word in ``find``'s expression may be ``-delete`` and counts as one.
+
+One row per program, so the per-program table of shell knowledge can take these as they are.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+
+__all__ = ["DELETERS", "deleting_forms"]
+
+Token = str | None
+Form = tuple[Token, ...]
+
+
+def deleting_forms(name: str, rest: Form) -> list[Form]:
+    """The ``rm`` forms of what ``name rest…`` deletes (empty when it deletes nothing)."""
+    row = DELETERS.get(name)
+    return row(rest) if row is not None else []
+
+
+def _operands(rest: Form, valued: Sequence[str] = ()) -> list[Token]:
+    """The words that are not options nor an option's value (``--`` ends the options)."""
+    out: list[Token] = []
+    skip = False
+    ended = False
+    for tok in rest:
+        if skip:
+            skip = False
+            continue
+        if ended or tok is None or not tok.startswith("-") or tok == "-":
+            out.append(tok)
+        elif tok == "--":
+            ended = True
+        elif tok in valued:
+            skip = True
+    return out
+
+
+def _short_letters(rest: Form) -> set[str]:
+    return {c for t in rest if t and t.startswith("-") and not t.startswith("--") for c in t[1:]}
+
+
+def _find(rest: Form) -> list[Form]:
+    paths: list[Token] = []
+    for tok in rest:
+        if tok is not None and tok.startswith(("-", "(", "!")):
+            break
+        paths.append(tok)
+    expression = rest[len(paths) :]
+    if "-delete" in expression or None in expression:
+        return [("rm", "-rf", *(paths or ["."]))]
+    return []
+
+
+def _rsync(rest: Form) -> list[Form]:
+    operands = _operands(rest, ("-e", "--rsh", "--rsync-path", "-f", "--filter", "--exclude"))
+    out: list[Form] = []
+    deletes = any(t is not None and (t == "--del" or t.startswith("--delete")) for t in rest)
+    if deletes and operands:
+        out.append(("rm", "-rf", operands[-1]))
+    if any(t in ("--remove-source-files", "--remove-sent-files") for t in rest) and operands:
+        out.append(("rm", *operands[:-1]))
+    return out
+
+
+_GIT_VALUED = ("-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path")
+
+
+def _git(rest: Form) -> list[Form]:
+    base: Token = "."
+    k = 0
+    while k < len(rest):
+        tok = rest[k]
+        if tok is None:
+            return []  # an unknown global option or subcommand: the forms have an unknown word
+        if tok in _GIT_VALUED:
+            value = rest[k + 1] if k + 1 < len(rest) else None
+            if tok in ("-C", "--work-tree"):
+                base = None if value is None or base is None else _join(base, value)
+            k += 2
+            continue
+        if tok.startswith("--work-tree="):
+            base = tok.partition("=")[2]
+        if not tok.startswith("-"):
+            break
+        k += 1
+    if k >= len(rest):
+        return []
+    sub, args = rest[k], rest[k + 1 :]
+    letters = _short_letters(args)
+    dry = "n" in letters or "--dry-run" in args
+    if sub == "clean" and not dry:
+        paths = _operands(args, ("-e", "--exclude"))
+        return [("rm", "-rf", *_under(base, paths or ["."]))]
+    if sub == "rm" and not dry and "--cached" not in args:
+        flags = ("-r",) if "r" in letters else ()
+        return [("rm", *flags, *_under(base, _operands(args, ("--pathspec-from-file",))))]
+    return []
+
+
+def _under(base: Token, paths: Sequence[Token]) -> list[Token]:
+    """``paths`` as seen from where the command starts (``git -C dir``)."""
+    if base == ".":
+        return list(paths)
+    if base is None:
+        return [None for _ in paths]
+    return [None if p is None else _join(base, p) for p in paths]
+
+
+def _join(base: str, path: str) -> str:
+    return os.path.normpath(os.path.join(base, path))
+
+
+def _shred(rest: Form) -> list[Form]:
+    files = _operands(rest, ("-n", "-s", "--iterations", "--size", "--random-source"))
+    return [("rm", "-f", *files)] if files else []
+
+
+def _truncate(rest: Form) -> list[Form]:
+    files = _operands(rest, ("-s", "-r", "--size", "--reference", "-o"))
+    return [("rm", "-f", *files)] if files else []
+
+
+def _unlink(rest: Form) -> list[Form]:
+    return [("rm", *_operands(rest))] if rest else []
+
+
+def _wipe(rest: Form) -> list[Form]:
+    files = _operands(rest)
+    return [("rm", "-rf", *files)] if files else []
+
+
+def _old_style(word: Token) -> bool:
+    """tar's first word as letters without a dash (``tar czf out.tgz dir``), naming a file."""
+    return word is not None and word.isalpha() and "f" in word
+
+
+def _tar(rest: Form) -> list[Form]:
+    if "--remove-files" not in rest:
+        return []
+    operands = _operands(rest, ("-C", "--directory", "-T", "--files-from", "-X", "--exclude-from"))
+    letters = _short_letters(rest)
+    # The archive: the value of -f (bundled as in -czf), or the first word of old-style "czf".
+    if ("f" in letters or "--file" in rest) and operands:
+        operands = operands[1:]
+    elif rest[:1] == tuple(operands[:1]) and _old_style(operands[0]):
+        operands = operands[2:]
+    return [("rm", "-rf", *operands)] if operands else []
+
+
+#: The programs that delete files themselves, and the ``rm`` forms of what they delete.
+DELETERS: dict[str, Callable[[Form], list[Form]]] = {
+    "find": _find,
+    "rsync": _rsync,
+    "git": _git,
+    "shred": _shred,
+    "truncate": _truncate,
+    "unlink": _unlink,
+    "srm": _wipe,
+    "wipe": _wipe,
+    "tar": _tar,
+    "gtar": _tar,
+    "bsdtar": _tar,
+}
