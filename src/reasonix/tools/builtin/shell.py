@@ -33,7 +33,6 @@ import os
 import secrets
 import shutil
 import signal
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,9 +50,9 @@ from reasonix.safety.confinement import (
 )
 from reasonix.safety.environment import build_environment
 from reasonix.safety.protected import CreationGuard
-from reasonix.terminal_text import strip_escape_sequences
 from reasonix.tools.builtin.files import builtin_tool
 from reasonix.tools.builtin.jobs import JobError, JobTable
+from reasonix.tools.builtin.shell_output import CappedOutput, pump
 from reasonix.tools.registry import Effect, Tool, ToolContext, ToolResult
 
 SECRET_ENV_PATTERNS: tuple[str, ...] = (
@@ -73,7 +72,6 @@ _QUIET_ENV = {
     "GIT_EDITOR": "true",
     "NO_COLOR": "1",
 }
-_READ_CHUNK = 65536
 
 
 @dataclass(frozen=True)
@@ -148,45 +146,6 @@ def options_confiner(options: ShellOptions) -> Confiner:
             )
         return BwrapConfiner(found, home=Path(os.path.realpath(Path.home())))
     return NoConfiner()
-
-
-class _CappedOutput:
-    """Keeps the first and last ``limit // 2`` bytes of a stream and counts the rest."""
-
-    def __init__(self, limit: int) -> None:
-        self.half = max(limit // 2, 1)
-        self.head = bytearray()
-        self.tail: deque[bytes] = deque()
-        self.tail_size = 0
-        self.total = 0
-
-    def feed(self, chunk: bytes) -> None:
-        self.total += len(chunk)
-        room = self.half - len(self.head)
-        if room > 0:
-            self.head += chunk[:room]
-            chunk = chunk[room:]
-        if not chunk:
-            return
-        self.tail.append(chunk)
-        self.tail_size += len(chunk)
-        while self.tail and self.tail_size - len(self.tail[0]) >= self.half:
-            self.tail_size -= len(self.tail.popleft())
-
-    def text(self) -> str:
-        tail = b"".join(self.tail)
-        if len(tail) > self.half:
-            tail = tail[len(tail) - self.half :]
-        cut = self.total - len(self.head) - len(tail)
-        head_text = _clean(bytes(self.head))
-        if cut <= 0:
-            return head_text + _clean(tail)
-        note = f"\n[... output capped: {cut:,} bytes cut from the middle ...]\n"
-        return head_text + note + _clean(tail)
-
-
-def _clean(data: bytes) -> str:
-    return strip_escape_sequences(data.decode("utf-8", "replace"))
 
 
 class ShellTool:
@@ -303,7 +262,7 @@ class ShellTool:
         guard = (
             CreationGuard.start(self.roots) if isinstance(self.confiner, BwrapConfiner) else None
         )
-        output = _CappedOutput(opts.output_limit)
+        output = CappedOutput(opts.output_limit)
         env, marker = self._environment()
         # Our own pipe rather than asyncio's: asyncio's wait() also waits for its pipes to close,
         # which a background process holding stdout would delay until the timeout.
@@ -325,7 +284,7 @@ class ShellTool:
             raise
         finally:
             os.close(write_fd)
-        reader = asyncio.create_task(_pump(read_fd, output))
+        reader = asyncio.create_task(pump(read_fd, output))
         timed_out = False
         watchdog = self._watchdog(proc)
         try:
@@ -458,18 +417,6 @@ class ShellTool:
             category="bash",
             timeout=self.options.max_timeout + 30,
         )
-
-
-async def _pump(read_fd: int, output: _CappedOutput) -> None:
-    loop = asyncio.get_running_loop()
-    stream = asyncio.StreamReader()
-    pipe = os.fdopen(read_fd, "rb", buffering=0)
-    transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stream), pipe)
-    try:
-        while chunk := await stream.read(_READ_CHUNK):
-            output.feed(chunk)
-    finally:
-        transport.close()
 
 
 _MARKER_ENV = "REASONIX_COMMAND"
