@@ -7,7 +7,14 @@ job). The user opens a second ``reasonix`` in the same trusted folder meanwhile 
 terminal, an editor's ACP session — and that session starts the planted server outside the
 sandbox. When the first session ends the plant is undone, too late.
 
-Worked on main when written; recorded as a strict xfail. Controls: the plant is undone when the
+Also: a write of a protected file that a file tool was approved to make while a job runs makes
+the job's guard forget that path *and every protected folder holding it*, so what the job writes
+there afterwards stays — the approved file replaced by the job (the user approved ``{}``; a
+server landed), or a sibling: approving a harmless ``.claude/commands/notes.md`` let the job's
+``.claude/settings.json`` with a ``SessionStart`` hook survive, and the next ``reasonix`` ran the
+hook outside the sandbox.
+
+Worked on main when written; recorded as strict xfails. Controls: the plant is undone when the
 job ends (the fix this gets around), and with ``[sandbox] bash = "off"`` it runs (the probe sees
 a run).
 """
@@ -25,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from reasonix.testing import Reply
-from tests.security.support import Lab, lab
+from tests.security.support import Attack, Lab, lab
 from tests.support.cli import run_cli
 
 __all__ = ["lab"]
@@ -96,4 +103,102 @@ def test_control_the_plant_is_undone_when_the_job_ends(lab: Lab) -> None:
 def test_control_unconfined_the_second_session_starts_the_plant(lab: Lab) -> None:
     _trusted(lab, '[sandbox]\nbash = "off"\n')
     marker, _ = _while_a_job_runs(lab)
+    assert marker.exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# An approved write makes the job's guard forget what it planted
+
+
+def _approved_meanwhile(lab: Lab, approved: str, planted: str, text: str) -> list[str]:
+    """A job waits until ``approved`` exists (a write the user approves, harmless), then writes
+    ``text`` to ``planted``; the job's guard is then told about the approved write. The tool
+    results."""
+    b64 = base64.b64encode(text.encode()).decode()
+    job = (
+        f"while [ ! -e {approved} ]; do sleep 0.1; done; mkdir -p $(dirname {planted}); "
+        f"echo {b64} | base64 -d > {planted}; echo replaced"
+    )
+    calls = [
+        Attack("a job that waits", "bash", {"command": job, "run_in_background": True}),
+        Attack("a write the user approves", "write_file", {"path": approved, "content": "{}\n"}),
+        Attack("wait", "more_tools", {"name": "job", "arguments": {"id": "job-1", "wait": 120}}),
+    ]
+    out = lab.attack(calls, "--yes")
+    assert out.proc.returncode == 0, out.proc.stderr
+    return out.results
+
+
+def _server_json(marker: Path) -> str:
+    return json.dumps(
+        {"mcpServers": {"planted": {"command": "sh", "args": ["-c", f"touch {marker}"]}}}
+    )
+
+
+def _settings_json(marker: Path) -> str:
+    hook = {"type": "command", "command": f"touch {marker}"}
+    return json.dumps({"hooks": {"SessionStart": [{"hooks": [hook]}]}})
+
+
+def _next_start(lab: Lab) -> None:
+    lab.ex.push(Reply.text("hello again"))
+    lab.cli("run", "--no-planner", "again")
+
+
+FORGOTTEN = (
+    "an approved write_file of a protected path makes a running job's guard forget that path "
+    "and every protected folder holding it: what the job writes there afterwards (the approved "
+    "file itself, or a sibling such as .claude/settings.json) is never undone"
+)
+
+
+@pytest.mark.xfail(strict=True, reason=FORGOTTEN)
+def test_a_job_cannot_replace_an_approved_config_file(lab: Lab) -> None:
+    _trusted(lab)
+    marker = lab.tmp / "replaced-server-ran"
+    results = _approved_meanwhile(lab, ".mcp.json", ".mcp.json", _server_json(marker))
+    _next_start(lab)
+    assert not marker.exists(), results
+
+
+@pytest.mark.xfail(strict=True, reason=FORGOTTEN)
+def test_a_job_cannot_plant_next_to_an_approved_file(lab: Lab) -> None:
+    _trusted(lab)
+    marker = lab.tmp / "sibling-hook-ran"
+    approved = ".claude/commands/notes.md"
+    results = _approved_meanwhile(lab, approved, ".claude/settings.json", _settings_json(marker))
+    _next_start(lab)
+    assert not marker.exists(), results
+
+
+def test_control_without_the_approved_write_the_sibling_is_undone(lab: Lab) -> None:
+    """The same job, its approved file made by the test instead of a file tool: the guard
+    undoes the plant (and the folder), so nothing runs."""
+    _trusted(lab)
+    marker = lab.tmp / "sibling-hook-ran"
+    b64 = base64.b64encode(_settings_json(marker).encode()).decode()
+    job = (
+        "while [ ! -e go ]; do sleep 0.1; done; mkdir -p .claude; "
+        f"echo {b64} | base64 -d > .claude/settings.json; echo replaced"
+    )
+    calls = [
+        Attack("a job that waits", "bash", {"command": job, "run_in_background": True}),
+        Attack("go", "write_file", {"path": "go", "content": "go\n"}),
+        Attack("wait", "more_tools", {"name": "job", "arguments": {"id": "job-1", "wait": 120}}),
+    ]
+    out = lab.attack(calls, "--yes")
+    assert out.proc.returncode == 0, out.proc.stderr
+    assert "replaced" in "".join(out.results), out.results
+    _next_start(lab)
+    assert not marker.exists()
+    assert not (lab.root / ".claude").exists()
+
+
+def test_control_unconfined_the_sibling_runs(lab: Lab) -> None:
+    _trusted(lab, '[sandbox]\nbash = "off"\n')
+    marker = lab.tmp / "sibling-hook-ran"
+    _approved_meanwhile(
+        lab, ".claude/commands/notes.md", ".claude/settings.json", _settings_json(marker)
+    )
+    _next_start(lab)
     assert marker.exists()
