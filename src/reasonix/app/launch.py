@@ -63,9 +63,10 @@ EXIT_REFUSED = 3
 #: the model asked the user a question (``ask``); answer with ``reasonix run -c``
 EXIT_NEEDS_INPUT = 4
 
-#: ``confirm_trust(config, preview)``: the folder is not trusted and ``config`` left project
-#: files out; ``preview`` is the configuration with them. True: the user trusts the folder.
-ConfirmTrust = Callable[["Config", "Config"], bool]
+#: ``confirm_trust(question)``: the folder is not trusted and its project files were left
+#: out; ``question`` lists every item trusting it would make take effect
+#: (:func:`reasonix.config.trust.trust_question`). True: the user trusts the folder.
+ConfirmTrust = Callable[[str], bool]
 
 
 def overrides_from(args: Any) -> dict[str, Any]:
@@ -196,17 +197,37 @@ def _decide_trust(
     overrides: Mapping[str, Any],
     confirm_trust: ConfirmTrust | None,
 ) -> Config:
-    """Ask (when a frontend can) whether to trust a folder whose project files were left out;
-    "yes" is remembered with a hash of the files and the configuration loaded with them."""
-    if confirm_trust is None or config.trusted or not config.ignored:
+    """Ask (when a frontend can) whether to trust a folder whose project files were left out,
+    listing every item they would make take effect; "yes" is remembered with the hash of the
+    files as they were when listed (when they change meanwhile nothing is trusted), and the
+    configuration is loaded with them."""
+    if confirm_trust is None or config.trusted:
         return config
-    preview = load(workspace, overrides, trust=True)
-    if not confirm_trust(config, preview):
-        return config
-    from reasonix.config import user_config_path
-    from reasonix.config.trust import TRUST_FILE, TrustStore
+    from reasonix.config.trust import TRUST_FILE, TrustStore, measure, project_files
 
-    TrustStore(user_config_path().parent / TRUST_FILE).remember(workspace)
+    if not config.ignored and not project_files(workspace):
+        return config
+    seen = measure(workspace)
+    preview = load(workspace, overrides, trust=True)
+    from reasonix.app.trust_items import trust_items
+
+    groups = trust_items(workspace, config, preview)
+    if not groups:
+        return config
+    from reasonix.config.trust import trust_question
+
+    question = trust_question(groups, preview.ignored, unremembered=seen.problem)
+    if not confirm_trust(question):
+        return config
+    if measure(workspace) != seen:
+        raise StartupError(
+            "the folder's project files changed while you were asked; nothing was trusted. "
+            "Start again to see the new list."
+        )
+    if seen.problem is None:
+        from reasonix.config import user_config_path
+
+        TrustStore(user_config_path().parent / TRUST_FILE).remember(workspace, seen)
     return preview
 
 

@@ -133,19 +133,16 @@ def run_interactive(args: argparse.Namespace) -> int:
         started.close()
 
 
-def ask_trust(config: Config, preview: Config) -> bool:
+def ask_trust(question: str) -> bool:
     """Before anything starts: when the folder's project files were left out because it is not
-    trusted, ask the user (listing what they would change; ``preview`` is the configuration
-    with them). Without a terminal, or on "no", the start-up's notice names what stays
-    ignored."""
+    trusted, ask the user (``question`` lists every item they would make take effect). Without
+    a terminal, or on "no", the start-up's notice names what stays ignored."""
     import sys
-
-    from reasonix.config.trust import trust_question
 
     if not sys.stdin.isatty():
         return False
     try:
-        answer = input(trust_question(config.ignored, preview.ignored))
+        answer = input(question)
     except EOFError:
         answer = ""
     return answer.strip().lower() in ("y", "yes")

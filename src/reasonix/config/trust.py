@@ -298,18 +298,29 @@ def refused_notice(ignored: Iterable[str]) -> str:
     return "Project settings not applied: " + "; ".join(items) + "."
 
 
-def trust_question(ignored: Iterable[str], refused: Iterable[str]) -> str:
-    """The interactive question: what trusting the folder would change, and what would stay
-    refused even then."""
+def trust_question(
+    groups: Iterable[tuple[str, Iterable[str]]],
+    refused: Iterable[str],
+    *,
+    unremembered: str | None = None,
+) -> str:
+    """The interactive question: every item trusting the folder would make take effect, by
+    group (:func:`reasonix.app.trust_items.trust_items`), what would stay refused even then, and
+    why "yes" cannot be remembered (``unremembered``, from :func:`measure`) when it cannot."""
     lines = ["This folder has project configuration written by whoever made the repository."]
     lines.append("Trusting it lets these files decide where requests go, what runs and what")
     lines.append("is allowed:")
-    for file, what in _grouped(ignored).items():
-        lines.append(f"  {file}:")
-        lines += [f"    {w}" for w in what]
+    for heading, items in groups:
+        lines.append(f"  {heading}:")
+        lines += [f"    {item}" for item in items]
     still = list(refused)
     if still:
         lines.append("Even if you trust it, these stay refused:")
         lines += [f"  {item}" for item in still]
-    lines.append("Trust this folder? The answer is remembered until these files change. [y/N] ")
+    if unremembered:
+        lines.append(f"This answer cannot be remembered ({unremembered}): yes trusts it for")
+        lines.append("this run only.")
+        lines.append("Trust this folder? [y/N] ")
+    else:
+        lines.append("Trust this folder? The answer is remembered until these files change. [y/N] ")
     return "\n".join(lines)
