@@ -20,12 +20,13 @@ from typing import Any
 import pytest
 
 from reasonix.config import load_config
-from reasonix.safety.permissions import PermissionEngine
+from reasonix.safety.permissions import ApprovalAnswer, PermissionEngine
 from reasonix.testing import Reply
 from reasonix.tools.builtin import WebOptions, default_tools
 from reasonix.tools.builtin.web import AddressPolicy, WebFetchTool
 from reasonix.tools.builtin.web_body import BodyError, decoded_body
 from reasonix.tools.registry import ToolContext, ToolRegistry
+from tests.support.approvals import ScriptedApprover
 from tests.support.project import Project, project
 
 __all__ = ["project"]
@@ -347,3 +348,25 @@ async def test_bodies_decode_exactly_in_small_pieces(encoding: str, encode: Any)
 async def test_a_corrupt_body_is_an_error() -> None:
     with pytest.raises(BodyError, match="gzip data is corrupt"):
         await decoded_body(_chunks(b"not gzip at all"), "gzip", 1000)
+
+
+async def test_a_redirect_out_of_the_allow_rule_asks_about_the_hop(
+    tmp_path: Path, web_site: tuple[str, dict[str, Route], list[str]]
+) -> None:
+    """The first URL is allowed by a rule; where it redirects is asked about as a call of its
+    own (the question names the hop), and a "no" leaves the hop unfetched."""
+    site, _, hits = web_site
+    for answer, fetched in (
+        (ApprovalAnswer.allow_once(), True),
+        (ApprovalAnswer.deny("no"), False),
+    ):
+        approver = ScriptedApprover(answer)
+        engine = PermissionEngine(mode="ask", allow=[f"web_fetch({site}/to-*)"], approver=approver)
+        reg = ToolRegistry(default_tools(tmp_path, web_options=LOOPBACK), policy=engine)
+        hits.clear()
+        text, is_error = await _fetch(reg, tmp_path, url=f"{site}/to-article")
+        assert [r.subject for r in approver.requests] == [f"{site}/article"]
+        assert ("# Prefix caching" in text) is fetched and is_error is not fetched, text
+        assert hits == (["/to-article", "/article"] if fetched else ["/to-article"])
+        if not fetched:
+            assert f"it redirects to {site}/article" in text and "declined" in text

@@ -116,6 +116,11 @@ def test_redirects_are_checked_against_the_rules_at_every_hop(
     attacks = [
         Attack("redirect to another site", "web_fetch", {"url": f"{a.base}/docs/to-b"}),
         Attack("redirect out of the rule", "web_fetch", {"url": f"{a.base}/docs/to-private"}),
+        Attack(
+            "through more_tools",
+            "more_tools",
+            {"name": "web_fetch", "arguments": {"url": f"{a.base}/docs/to-b"}},
+        ),
     ]
     outcome = lab.attack(attacks)  # headless, mode ask: no one to approve a hop
     worked = 0
