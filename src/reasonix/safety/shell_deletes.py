@@ -2,7 +2,8 @@
 
 A deny rule is written over the command people think of (``deny = ["bash(rm *)"]``), but many
 programs delete files themselves: ``find … -delete``, ``rsync --delete``, ``git clean -f``,
-``git rm``, ``shred``, ``truncate``, ``unlink``, ``tar --remove-files``. For each, the table
+``git rm``, ``git worktree remove --force``, ``shred``, ``truncate``, ``dd of=``, ``unlink``,
+``tar --remove-files``. For each, the table
 below gives the ``rm`` form of what it deletes — ``find src -delete`` is ``rm -rf src``,
 ``rsync -a --delete a/ b/`` is ``rm -rf b/``, ``shred -u key`` is ``rm -f key`` — and
 :func:`reasonix.safety.shell_rules.script_forms` adds it to the forms a command may run. So
@@ -13,7 +14,7 @@ row: they run ``rm`` itself, which the wrappers' unwrapping already shows.
 
 Flags: ``-rf`` for what deletes whole trees (``find -delete``, ``git clean``, ``rsync
 --delete``, ``tar --remove-files``, ``srm``/``wipe``), ``-f`` for what destroys named files'
-contents (``shred``, ``truncate``), none for plain removal of names (``unlink``, ``git rm``
+contents (``shred``, ``truncate``, ``dd``), none for plain removal of names (``unlink``, ``git rm``
 without ``-r``). A token not known before the command runs (``$x``) stays unknown, which every
 rule matches; an unknown word in ``find``'s expression may be ``-delete`` and counts as one.
 
@@ -111,6 +112,9 @@ def _git(rest: Form) -> list[Form]:
     if sub == "clean" and not dry:
         paths = _operands(args, ("-e", "--exclude"))
         return [("rm", "-rf", *_under(base, paths or ["."]))]
+    if sub == "worktree" and args[:1] == ("remove",) and ({"f"} & letters or "--force" in args):
+        # --force removes a linked worktree whatever it holds (uncommitted and untracked work)
+        return [("rm", "-rf", *_under(base, _operands(args[1:])))]
     if sub == "rm" and not dry and "--cached" not in args:
         flags = ("-r",) if "r" in letters else ()
         return [("rm", *flags, *_under(base, _operands(args, ("--pathspec-from-file",))))]
@@ -138,6 +142,16 @@ def _shred(rest: Form) -> list[Form]:
 def _truncate(rest: Form) -> list[Form]:
     files = _operands(rest, ("-s", "-r", "--size", "--reference", "-o"))
     return [("rm", "-f", *files)] if files else []
+
+
+def _dd(rest: Form) -> list[Form]:
+    """``dd of=FILE`` replaces FILE's contents (unless ``conv=notrunc``), as ``truncate`` does."""
+    if any(t is not None and t.startswith("conv=") and "notrunc" in t for t in rest):
+        return []
+    out: list[Token] = [
+        None if t is None else t[3:] for t in rest if t is None or t.startswith("of=")
+    ]
+    return [("rm", "-f", *out)] if out else []
 
 
 def _unlink(rest: Form) -> list[Form]:
@@ -174,6 +188,7 @@ DELETERS: dict[str, Callable[[Form], list[Form]]] = {
     "git": _git,
     "shred": _shred,
     "truncate": _truncate,
+    "dd": _dd,
     "unlink": _unlink,
     "srm": _wipe,
     "wipe": _wipe,

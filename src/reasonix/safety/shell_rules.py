@@ -45,6 +45,7 @@ import functools
 import glob as globlib
 import os
 import re
+import shlex
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
@@ -150,8 +151,12 @@ _VALUE_OPTS: dict[str, frozenset[str]] = {
     "flock": frozenset({"-w", "--timeout", "-E", "--conflict-exit-code"}),
     "watch": frozenset({"-n", "--interval", "-d"}),
     "busybox": frozenset(),
+    "toybox": frozenset(),
 }
-_SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "busybox-sh", "rbash"})
+_SHELLS = frozenset(
+    {"bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "busybox-sh", "rbash", "fish", "tcsh",
+     "csh", "yash", "posh", "lksh", "oksh"}
+)  # fmt: skip
 #: Wrappers whose own options are not modelled: any later word may be the command they run.
 _OPAQUE_WRAPPERS = frozenset(
     {"strace", "ltrace", "setpriv", "unshare", "nsenter", "systemd-run", "dbus-launch",
@@ -325,6 +330,9 @@ def _runs_text(name: str, rest: Form) -> _Runs:
 
 def _git_runs(rest: Form, runs: _Runs) -> None:
     i = 0
+    #: ``-c alias.NAME=VALUE`` given on this command line: git runs VALUE with the words after
+    #: ``NAME`` appended (``git -c alias.r=rm r -r src`` is ``git rm -r src``)
+    aliases: dict[str, str] = {}
     while i < len(rest):
         tok = rest[i]
         if tok is None:
@@ -339,6 +347,7 @@ def _git_runs(rest: Form, runs: _Runs) -> None:
             key, _, value = setting.partition("=")
             key = key.lower()
             if key.startswith("alias."):
+                aliases[key.removeprefix("alias.")] = value
                 if value.startswith("!"):
                     runs.texts.append(value[1:])
                 else:
@@ -356,6 +365,13 @@ def _git_runs(rest: Form, runs: _Runs) -> None:
             continue
         break
     sub, args = (rest[i], rest[i + 1 :]) if i < len(rest) else (None, ())
+    alias = aliases.get(sub.lower()) if sub is not None else None
+    if alias is not None:
+        if alias.startswith("!"):
+            words = None if None in args else " ".join(shlex.quote(t) for t in args if t)
+            runs.texts.append(None if words is None else f"{alias[1:]} {words}")
+        else:
+            runs.argv.append(("git", *alias.split(), *args))
     if sub in ("rebase", "difftool", "filter-branch", "mergetool"):
         runs.texts += _option_values(args, "x", ("--exec", "--extcmd", "--tool-cmd"))
         if sub == "filter-branch":
