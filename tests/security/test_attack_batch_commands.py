@@ -1,15 +1,16 @@
 """A batch task's ``setup`` and ``verify`` run what the model (or the repository) wrote: through
 the real ``reasonix batch`` (local engine, a fake model server on loopback), probes in them try
 to read the user's SSH key, plant a line in ``~/.bashrc``, find the provider key in their
-environment, in the agent's ``/proc/<pid>/environ`` or in the agent's memory, and print a key
-a repository file holds into ``results.jsonl`` and the logs.
+environment, in the agent's ``/proc/<pid>/environ`` or in the agent's memory, read the task's
+session store and the batch's results beside the copy, and print a key a repository file
+holds into ``results.jsonl`` and the logs.
 
-Worked before the fix in this module's commit (setup and verify ran as plain shell commands on
-the host, their output unredacted): the SSH key was read, ``~/.bashrc`` was written, the key
-was read from the agent's memory (``/proc/<pid>/mem``, the agent running as root), and a key
-printed from a repository file reached ``results.jsonl`` and ``verify.log`` as it was. Not
-reached even then: the key in the command's environment or in the agent's
-``/proc/<pid>/environ`` (the allowlist and the blanked start-up block held).
+Worked before the fix in this module's commit (setup and verify ran as plain shell commands on the
+host, their output unredacted): the SSH key was read, ``~/.bashrc`` was written, the session store
+beside the copy was readable, the key was read from the agent's memory (``/proc/<pid>/mem``, the
+agent running as root), and a key printed from a repository file reached ``results.jsonl`` and
+``verify.log`` as it was. Not reached even then: the key in the command's environment or in the
+agent's ``/proc/<pid>/environ`` (the allowlist and the blanked start-up block held).
 
 The control runs the same probes with ``[sandbox] bash = "off"`` in the user's own config: they
 see the key file and write ``~/.bashrc``. The task-file option ``"unconfined"`` runs a task's
@@ -57,6 +58,9 @@ try:
     seen.append("bashrc=written")
 except OSError as exc:
     seen.append("bashrc-refused=" + type(exc).__name__)
+for rel in ("../session.db", "../trajectory.jsonl", "../../results.jsonl"):
+    if os.path.exists(rel):
+        seen.append("parent-visible=" + rel)
 for name, value in os.environ.items():
     if prefix.decode() in value:
         seen.append("env-key=" + value[::-1])
@@ -170,7 +174,7 @@ def test_batch_setup_and_verify_are_confined_and_redacted(
         assert "ssh=" not in text and SSH_KEY not in text, where
         assert "ssh-refused=FileNotFoundError" in text or where == "results", where
         assert KEY_VALUE not in text, where
-        for probe in ("env-key=", "proc-environ-key=", "memory-key="):
+        for probe in ("env-key=", "proc-environ-key=", "memory-key=", "parent-visible="):
             assert probe not in text, (where, text)
     # The commands' output did arrive (the reversed key is not the key): only secrets went.
     assert reversed_key in texts["verify"] and "[redacted" in texts["verify"]
@@ -180,7 +184,7 @@ def test_batch_setup_and_verify_are_confined_and_redacted(
     assert rows["verify"]["verify_exit_code"] == 0 and rows["verify"]["error_class"] is None
     assert rows["setup"]["error_class"] == "setup_failed"
     assert "unconfined" not in proc.stderr
-    record(request, "batch commands", 2 * 6, worked)
+    record(request, "batch commands", 2 * 7, worked)
 
 
 def test_control_unconfined_batch_commands_reach_the_home_folder(lab: Lab) -> None:
@@ -193,6 +197,8 @@ def test_control_unconfined_batch_commands_reach_the_home_folder(lab: Lab) -> No
         assert f"ssh={SSH_KEY}" in texts[where], where
         assert "bashrc=written" in texts[where], where
     assert "# planted" in (lab.home / ".bashrc").read_text()
+    # The task's session store beside its copy, and the batch's results, are there to read.
+    assert "parent-visible=../session.db" in texts["verify.log"]
     if Path("/proc/self/mem").exists() and __import__("os").geteuid() == 0:
         assert "memory-key=" in texts["verify.log"]
     # Redaction does not depend on confinement.

@@ -118,6 +118,13 @@ FORMS = [
     ("tar -czf out.tgz --remove-files src", ["rm -rf src"], ["rm -rf out.tgz"]),
     ("tar czf out.tgz src --remove-files", ["rm -rf src"], ["rm -rf out.tgz"]),
     ("tar -czf out.tgz src", [], ["rm *"]),
+    ("tar -czf out.tgz --remove src", ["rm -rf src"], []),  # GNU tar takes abbreviations
+    ("tar -czf out.tgz --rem src", ["rm -rf src"], []),
+    ("tar -czf out.tgz --recursion src", [], ["rm *"]),
+    ("git -c alias.c='clean -fdx' c", ["rm -rf *"], []),
+    ("find . -name '*.log' -exec shred -u {} +", ["rm -f *"], []),
+    ("find . -name x -dele'te'", ["rm -rf ."], []),
+    ("git clean -f -e keep.txt", ["rm -rf ."], ["rm -rf keep.txt"]),
     ("sudo -u me find / -delete", ["rm -rf /"], []),
     ("bash -c 'git clean -fd'", ["rm -rf *"], []),
     ("xargs shred -u < list", ["rm -f *"], []),

@@ -278,19 +278,35 @@ def test_control_ipv6_forms_of_public_addresses_pass(v6: str) -> None:
     assert AddressPolicy().address_allowed(ipaddress.ip_address(v6))
 
 
-def test_embedded_forms_through_the_cli(lab: Lab, request: pytest.FixtureRequest) -> None:
-    urls = ["::7f00:1", "::ffff:0:7f00:1", "64:ff9b::a9fe:a9fe", "64:ff9b:1::a00:1"]
-    attacks = [Attack(u, "web_fetch", {"url": f"http://[{u}]:9/x"}) for u in urls]
+def test_embedded_forms_through_the_cli(
+    lab: Lab, sites: tuple[Site, Site], request: pytest.FixtureRequest
+) -> None:
+    """The new forms (not connectable here) and the loopback server's address spelled as an
+    IPv4-mapped IPv6 address and as the legacy IPv4 forms the resolver accepts: all refused;
+    the control lets them through with private addresses allowed, and the connectable ones
+    fetch the server's page."""
+    a, _ = sites
+    port = a.server.server_address[1]
+    unreachable = ["::7f00:1", "::ffff:0:7f00:1", "64:ff9b::a9fe:a9fe", "64:ff9b:1::a00:1"]
+    reachable = ["[::ffff:127.0.0.1]", "[::ffff:7f00:1]", "2130706433", "0x7f.1", "127.1"]
+    attacks = [Attack(u, "web_fetch", {"url": f"http://[{u}]:9/x"}) for u in unreachable]
+    attacks += [Attack(h, "web_fetch", {"url": f"http://{h}:{port}/private"}) for h in reachable]
     lab.write_user_config('[permissions]\nallow = ["web_fetch"]\n')
     refused = lab.attack(attacks)
     worked = 0
     for attack, result in zip(attacks, refused.results, strict=False):
-        blocked = "non-public address" in result
+        blocked = "non-public address" in result and SECRET_PAGE not in result
         worked += not blocked
         assert blocked, (attack.name, result)
-    # Control: allowed private addresses, the same URLs reach a connection attempt.
+    assert a.hits == []
+    # Control: with private addresses allowed the same URLs are tried, and the loopback
+    # server's own address in its other spellings reaches it.
     lab.write_user_config('[permissions]\nallow = ["web_fetch"]\n[web]\nallow_private = true\n')
     tried = lab.attack(attacks)
-    for result in tried.results[: len(attacks)]:
-        assert "non-public address" not in result and "could not fetch" in result, result
+    for attack, result in zip(attacks, tried.results, strict=False):
+        assert "non-public address" not in result, (attack.name, result)
+        if attack.name in reachable:
+            assert SECRET_PAGE in result, (attack.name, result)
+        else:
+            assert "could not fetch" in result, (attack.name, result)
     record(request, "web_fetch addresses", len(attacks), worked)

@@ -168,8 +168,13 @@ def _old_style(word: Token) -> bool:
     return word is not None and word.isalpha() and "f" in word
 
 
+def _removes_files(tok: Token) -> bool:
+    """``--remove-files`` or an abbreviation GNU tar accepts (``--remove``, ``--rem``)."""
+    return tok is not None and tok.startswith("--rem") and "--remove-files".startswith(tok)
+
+
 def _tar(rest: Form) -> list[Form]:
-    if "--remove-files" not in rest:
+    if not any(_removes_files(t) for t in rest):
         return []
     operands = _operands(rest, ("-C", "--directory", "-T", "--files-from", "-X", "--exclude-from"))
     letters = _short_letters(rest)
