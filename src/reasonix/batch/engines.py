@@ -79,11 +79,29 @@ class LocalEngine:
         await asyncio.gather(*(one(task) for task in tasks))
 
 
-def _ray_task(task: dict[str, Any], settings: dict[str, Any], budget: float | None) -> Any:
-    """What a Ray worker runs: one task, in a fresh event loop of its own."""
-    from reasonix.batch.runner import RunSettings, run_task
+#: The API keys a Ray worker took out of its environment (once: a worker runs many tasks).
+_HELD_KEYS: dict[str, str] = {}
 
-    return asyncio.run(run_task(BatchTask.from_dict(task), RunSettings(**settings), budget))
+
+def _ray_task(
+    task: dict[str, Any],
+    settings: dict[str, Any],
+    budget: float | None,
+    key_vars: Sequence[str] = (),
+) -> Any:
+    """What a Ray worker runs: one task, in a fresh event loop of its own. The keys Ray's
+    runtime environment put in the worker's environment leave it first (as the command line's
+    own start-up does), so no command the task runs inherits or reads them there
+    (``/proc/<worker>/environ``); the task's session gets them from memory."""
+    import os
+
+    from reasonix.batch.runner import RunSettings, run_task
+    from reasonix.safety.environment import take_from_environment
+
+    _HELD_KEYS.update(take_from_environment(key_vars))
+    environ = {**os.environ, **_HELD_KEYS}
+    run = RunSettings(**{**settings, "environ": environ})
+    return asyncio.run(run_task(BatchTask.from_dict(task), run, budget))
 
 
 class RayEngine:
@@ -135,6 +153,7 @@ class RayEngine:
                 options["num_cpus"] = self.num_cpus
             await asyncio.to_thread(ray.init, **options)
         remote = ray.remote(max_retries=self.max_retries)(_ray_task)
+        keys = sorted(k for k in self.env if k not in ("REASONIX_CONFIG_DIR", "REASONIX_DATA_DIR"))
         plain = dataclasses.asdict(settings)
         queue = list(tasks)
         pending: dict[Any, BatchTask] = {}
@@ -148,7 +167,7 @@ class RayEngine:
                     task = queue.pop(0)
                     on_start(task)
                     ref = remote.options(name=f"reasonix-batch:{task.id}").remote(
-                        task.to_dict(), plain, ledger.left()
+                        task.to_dict(), plain, ledger.left(), keys
                     )
                     pending[ref] = task
                 if not pending:
