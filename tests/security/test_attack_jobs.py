@@ -14,9 +14,12 @@ server landed), or a sibling: approving a harmless ``.claude/commands/notes.md``
 ``.claude/settings.json`` with a ``SessionStart`` hook survive, and the next ``reasonix`` ran the
 hook outside the sandbox.
 
-Worked on main when written; recorded as strict xfails. Controls: the plant is undone when the
-job ends (the fix this gets around), and with ``[sandbox] bash = "off"`` it runs (the probe sees
-a run).
+Worked on main when written (recorded as strict xfails); fixed: a running job's guard keeps a
+record in the user's config folder (``running-jobs/``) and a session that finds a protected file
+the record says was absent when the job started treats the folder as untrusted while it is
+there; an approved write is kept with exactly its approved bytes, and the job's other creations
+around it are still undone. Controls: the plant is undone when the job ends, and with
+``[sandbox] bash = "off"`` it runs (the probe sees a run).
 """
 
 from __future__ import annotations
@@ -83,11 +86,6 @@ def _while_a_job_runs(lab: Lab) -> tuple[Path, bool]:
     return marker, (lab.root / ".mcp.json").exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a running job's plant of .mcp.json is undone only when the job ends: a second "
-    "session in the same trusted folder meanwhile starts the planted server unconfined",
-)
 def test_a_running_jobs_plant_is_not_obeyed_by_a_second_session(lab: Lab) -> None:
     _trusted(lab)
     marker, _ = _while_a_job_runs(lab)
@@ -145,14 +143,6 @@ def _next_start(lab: Lab) -> None:
     lab.cli("run", "--no-planner", "again")
 
 
-FORGOTTEN = (
-    "an approved write_file of a protected path makes a running job's guard forget that path "
-    "and every protected folder holding it: what the job writes there afterwards (the approved "
-    "file itself, or a sibling such as .claude/settings.json) is never undone"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=FORGOTTEN)
 def test_a_job_cannot_replace_an_approved_config_file(lab: Lab) -> None:
     _trusted(lab)
     marker = lab.tmp / "replaced-server-ran"
@@ -161,7 +151,6 @@ def test_a_job_cannot_replace_an_approved_config_file(lab: Lab) -> None:
     assert not marker.exists(), results
 
 
-@pytest.mark.xfail(strict=True, reason=FORGOTTEN)
 def test_a_job_cannot_plant_next_to_an_approved_file(lab: Lab) -> None:
     _trusted(lab)
     marker = lab.tmp / "sibling-hook-ran"

@@ -23,12 +23,16 @@ __all__ = ["describe_job", "ending_notes", "jobs_badge", "jobs_listing", "sessio
 def session_jobs(config: Config, data_dir: Path, sink: Sink) -> JobTable:
     """The job table of one open session: logs in a folder of its own under the private data
     folder, the bounds and the keep rule of ``[jobs]``."""
+    from reasonix.config import user_config_path
+    from reasonix.config.trust import RUNNING_JOBS_DIR
+
     folder = data_dir / "jobs" / f"{os.getpid()}-{secrets.token_hex(4)}"
     return JobTable(
         folder,
         max_running=config.jobs.max_running,
         keep_on_exit=config.jobs.keep_on_exit,
         sink=sink,
+        guard_records=user_config_path().parent / RUNNING_JOBS_DIR,
     )
 
 

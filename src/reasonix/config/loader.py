@@ -606,6 +606,13 @@ def load_config(
     if trust is False:
         decision = TrustDecision(False)
     merged = _merge(layers, decision)
+    if decision.planted:
+        merged.ignored.append(
+            f"{', '.join(decision.planted)}: created by a background job that still runs or "
+            "ended without reasonix undoing it (the folder is not trusted while they are there: "
+            "remove them, or the job's record in running-jobs/ of your config folder if you "
+            "made them yourself)"
+        )
     hooks: list[HookGroup] = []
     for layer in layers:
         if layer.is_project and not decision.trusted:

@@ -50,6 +50,9 @@ PROJECT_EXTRA_DIRS = (
     ".agents/skills",
 )
 TRUST_FILE = "trusted-folders.json"
+#: Beside it: the records of the protected paths running background jobs were started without
+#: (:class:`reasonix.safety.protected.CreationGuard`).
+RUNNING_JOBS_DIR = "running-jobs"
 #: Past these a folder's files are not hashed at all, and the folder cannot be remembered
 #: (never a partial hash that later content could slip past).
 MAX_HASHED_FILES = 20_000
@@ -64,6 +67,9 @@ class TrustDecision:
 
     trusted: bool
     how: str = ""
+    #: protected files a background job still running may have planted: the folder is not
+    #: trusted while they are there (:func:`reasonix.safety.protected.running_plants`)
+    planted: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,10 +264,17 @@ def decide(
     store: TrustStore,
 ) -> TrustDecision:
     """Trust of ``project_dir``: the ``--trust`` flag, then ``[trust] folders`` from the user's
-    config, then a remembered answer whose hash still matches."""
+    config, then a remembered answer whose hash still matches. Whatever says so, a folder in
+    which a background job still running (in any session) may have planted a protected file is
+    not trusted until the job ends and its plant is undone."""
+    from reasonix.safety.protected import running_plants
+
+    here = project_dir.resolve()
+    planted = running_plants(store.path.parent / RUNNING_JOBS_DIR, here)
+    if planted:
+        return TrustDecision(False, planted=tuple(planted))
     if flag:
         return TrustDecision(True, "flag")
-    here = project_dir.resolve()
     for entry in folders:
         if _inside(here, Path(entry).expanduser().resolve()):
             return TrustDecision(True, "config")

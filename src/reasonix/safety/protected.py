@@ -25,8 +25,10 @@ that exist read-only inside the sandbox (and binds ``.git`` onto itself so it ca
 away and replaced), and :class:`CreationGuard` removes after the call those the command created
 (a ``.git`` it created only when that repository names a program or holds a hook: ``git init``
 stays) and restores a symlink among them it changed. :meth:`CreationGuard.finish` says what it
-undid, for the tool result. A background job's guard lives as long as the job
-(:func:`forget_created` drops from it what a file tool was approved to write meanwhile).
+undid, for the tool result. A background job's guard lives as long as the job: what a file tool
+was approved to write meanwhile is kept with exactly its approved bytes (:func:`approved_write`),
+and its record lets another session tell which protected files the running job may have planted
+(:func:`running_plants`: the trust decision treats such a folder as untrusted).
 
 Not covered: the same names in subfolders for bash (a run started from a subfolder reads its
 own ``.mcp.json``; the file tools do ask for our folders at any depth), nested repositories a
@@ -37,7 +39,10 @@ ordinary project files, the work itself, and show in ``git diff``.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import secrets
 import shlex
 import shutil
 import stat
@@ -292,17 +297,28 @@ def _inside_real(path: Path, root: Path) -> bool:
 
 @dataclass(eq=False)
 class CreationGuard:
-    """The state of the protected paths before a confined call, to undo what it created."""
+    """The state of the protected paths before a confined call, to undo what it created.
+
+    A background job's guard (``lasting``) lives as long as the job. A file tool's approved
+    write of a protected path meanwhile (:func:`approved_write`) is kept at :meth:`finish`
+    with exactly the bytes that were approved (restored if the job changed them since); the
+    job's other creations around it are still undone. With ``record_dir`` the guard also keeps
+    a record there (:func:`running_plants` reads it) so that another session in the same folder
+    can tell, while the job runs, which protected files it may have planted."""
 
     roots: tuple[Path, ...]
     absent: list[Path] = field(default_factory=list)
     links: dict[Path, str] = field(default_factory=dict)
+    approved: dict[Path, bytes] = field(default_factory=dict)
+    record: Path | None = None
+    #: the job's own process (its supervisor), which a kept job outlives the session with
+    job_pid: int | None = None
 
     @classmethod
-    def start(cls, roots: Sequence[Path], *, lasting: bool = False) -> CreationGuard:
-        """Record which protected paths are absent and which are symlinks. A ``lasting`` guard
-        (a background job's) is told what file tools write while it lives
-        (:func:`forget_created`)."""
+    def start(
+        cls, roots: Sequence[Path], *, lasting: bool = False, record_dir: Path | None = None
+    ) -> CreationGuard:
+        """Record which protected paths are absent and which are symlinks."""
         guard = cls(tuple(Path(os.path.realpath(r)) for r in roots))
         for root in guard.roots:
             for path in protected_paths(root):
@@ -312,13 +328,21 @@ class CreationGuard:
                     guard.absent.append(path)
         if lasting:
             _LASTING.add(guard)
+            if record_dir is not None:
+                guard.record = record_dir / f"{os.getpid()}-{secrets.token_hex(6)}.json"
+                guard._write_record()
         return guard
 
-    def forget(self, path: Path) -> None:
-        """Leave ``path`` (and the protected folders holding it) alone at :meth:`finish`: an
-        approved write made it, not the command."""
-        self.absent = [p for p in self.absent if not (path == p or path.is_relative_to(p))]
-        self.links = {p: t for p, t in self.links.items() if p != path}
+    def started(self, job_pid: int) -> None:
+        """The job this guard watches runs as ``job_pid``: its record lasts while it does."""
+        self.job_pid = job_pid
+        self._write_record()
+
+    def approve(self, path: Path, data: bytes) -> None:
+        """A file tool was approved to write ``data`` to ``path``: keep it at :meth:`finish`."""
+        if any(path == p or path.is_relative_to(p) for p in self.absent):
+            self.approved[path] = data
+            self._write_record()
 
     def finish(self) -> list[str]:
         """Undo what the call created among the protected paths; the names of what was undone."""
@@ -340,6 +364,11 @@ class CreationGuard:
                 continue
             if path.name in ("modules", "worktrees") and not _offending(path, path.parent):
                 continue
+            keep = {p: d for p, d in self.approved.items() if p == path or p.is_relative_to(path)}
+            if keep:
+                if _prune(path, keep):
+                    undone.append(self._name(path))
+                continue
             _remove(path)
             undone.append(self._name(path))
         for path, target in self.links.items():
@@ -349,6 +378,8 @@ class CreationGuard:
                 _remove(path)
             os.symlink(target, path)
             undone.append(self._name(path))
+        if self.record is not None:
+            self.record.unlink(missing_ok=True)
         return undone
 
     def _name(self, path: Path) -> str:
@@ -357,17 +388,136 @@ class CreationGuard:
                 return str(path.relative_to(root))
         return str(path)
 
+    def _write_record(self) -> None:
+        if self.record is None:
+            return
+        data = {
+            "pid": os.getpid(),
+            "job": self.job_pid,
+            "absent": [str(p) for p in self.absent],
+            "approved": {str(p): hashlib.sha256(d).hexdigest() for p, d in self.approved.items()},
+        }
+        try:
+            self.record.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            tmp = self.record.with_suffix(".tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as fh:
+                json.dump(data, fh)
+            os.replace(tmp, self.record)
+        except OSError:
+            pass  # a session without the record only loses the cross-session check
+
+
+def _prune(path: Path, keep: dict[Path, bytes]) -> bool:
+    """Remove what lies at or below ``path`` except the files in ``keep``, and give each of
+    those exactly its approved bytes; whether anything was undone."""
+    changed = False
+    if path in keep:
+        try:
+            same = not path.is_symlink() and path.is_file() and path.read_bytes() == keep[path]
+        except OSError:
+            same = False
+        if not same:
+            _remove(path)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(keep[path])
+            changed = True
+        return changed
+    if path.is_symlink() or not path.is_dir():
+        _remove(path)
+        return True
+    for entry in list(os.scandir(path)):
+        child = Path(entry.path)
+        if child in keep or any(k.is_relative_to(child) for k in keep):
+            changed = _prune(child, keep) or changed
+        else:
+            _remove(child)
+            changed = True
+    for kept in keep:
+        if kept.parent == path and not os.path.lexists(kept):
+            fd = os.open(kept, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(keep[kept])
+            changed = True
+    return changed
+
 
 #: The guards of background jobs still running.
 _LASTING: weakref.WeakSet[CreationGuard] = weakref.WeakSet()
 
 
-def forget_created(path: Path) -> None:
-    """A file tool wrote ``path`` with the user's approval (or in yolo mode): no running job's
-    guard may undo it when the job ends."""
+def approved_write(path: Path, data: bytes) -> None:
+    """A file tool wrote ``data`` to ``path`` with the user's approval (or in yolo mode): a
+    running job's guard keeps exactly that when the job ends."""
     real = Path(os.path.realpath(path))
     for guard in list(_LASTING):
-        guard.forget(real)
+        guard.approve(real, data)
+
+
+def running_plants(record_dir: Path, folder: Path) -> list[str]:
+    """Protected paths below ``folder`` that a background job may have created and no guard
+    undid: the job still runs (in any session whose guards keep their records in
+    ``record_dir``; a kept job after its session too), or it ended without the undo (its agent
+    was killed). Each was absent when the job started and exists now, other than as a file
+    tool's approved write. A record whose processes are gone and whose paths are all absent is
+    removed; one with paths left stays until they are removed (or the record is deleted)."""
+    base = Path(os.path.realpath(folder))
+    found: list[str] = []
+    try:
+        records = sorted(record_dir.glob("*.json"))
+    except OSError:
+        return []
+    for record in records:
+        try:
+            data = json.loads(record.read_text())
+            pids = [int(data["pid"]), *([int(data["job"])] if data.get("job") else [])]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        approved = data.get("approved") or {}
+        left = [
+            Path(str(t))
+            for t in data.get("absent") or []
+            if os.path.lexists(str(t)) and not _only_approved(Path(str(t)), approved)
+        ]
+        if not left and not any(_alive(pid) for pid in pids):
+            record.unlink(missing_ok=True)
+            continue
+        for path in left:
+            if not (path == base or path.is_relative_to(base)):
+                continue
+            found.append(path.relative_to(base).as_posix() if path != base else ".")
+    return sorted(set(found))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _only_approved(path: Path, approved: dict[str, str]) -> bool:
+    """Whether all that lies at or below ``path`` is approved writes with their bytes."""
+    try:
+        if path.is_symlink():
+            return False
+        if path.is_file():
+            want = approved.get(str(path))
+            return want is not None and hashlib.sha256(path.read_bytes()).hexdigest() == want
+        for here, dirs, files in os.walk(path):
+            for name in files:
+                if not _only_approved(Path(here) / name, approved):
+                    return False
+            for name in dirs:
+                if (Path(here) / name).is_symlink():
+                    return False
+    except OSError:
+        return False
+    return True
 
 
 def _offending(folder: Path, git_dir: Path) -> bool:

@@ -26,7 +26,7 @@ from typing import Annotated, Any, ParamSpec
 
 from reasonix.errors import SandboxError
 from reasonix.safety.checkpoints import CHECKPOINTS_KEY, CheckpointManager
-from reasonix.safety.protected import forget_created
+from reasonix.safety.protected import approved_write
 from reasonix.safety.sandbox import Sandbox
 from reasonix.tools.builtin.editing import (
     EditError,
@@ -213,7 +213,7 @@ class FileTools:
         self._recheck(real)
         write_atomic(real, data)
         # An approved write of a protected file is the user's: a running job's guard keeps it.
-        forget_created(real)
+        approved_write(real, data)
 
     def _recheck(self, real: Path) -> None:
         """Refuse when a folder on the checked path has since become a symlink (something ran

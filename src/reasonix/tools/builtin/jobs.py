@@ -237,8 +237,12 @@ class JobTable:
         kill_grace: float = 2.0,
         sink: Sink | None = None,
         role: str = "executor",
+        guard_records: Path | None = None,
     ) -> None:
         self.folder = folder
+        #: where the guards of this table's jobs keep the record another session reads
+        #: (:func:`reasonix.safety.protected.running_plants`); None: no record
+        self.guard_records = guard_records
         self.max_running = max_running
         self.keep_on_exit = keep_on_exit
         self.output_limit = max(output_limit, 2)

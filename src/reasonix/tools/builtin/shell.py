@@ -203,7 +203,7 @@ class ShellTool:
             env, marker = self._environment()
             # What the job creates among the protected paths is undone when it ends.
             guard = (
-                CreationGuard.start(self.roots, lasting=True)
+                CreationGuard.start(self.roots, lasting=True, record_dir=self.jobs.guard_records)
                 if isinstance(self.confiner, BwrapConfiner)
                 else None
             )
@@ -359,6 +359,8 @@ class ShellTool:
             if guard is not None:
                 guard.finish()
             return ToolResult.error(str(exc))
+        if guard is not None:
+            guard.started(job.pid)
         text = (
             f"Started background job {job.id}; it stops when the session ends. Its output: "
             f'more_tools(name="job", arguments={{"id": "{job.id}"}}) (add "wait": seconds); '

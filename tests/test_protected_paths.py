@@ -1,0 +1,132 @@
+"""The protected list derived from a repository's own git configuration, the file-tool question
+it feeds, and a background job's guard record (real git, real files, no sandbox needed)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from reasonix.safety.protected import (
+    CreationGuard,
+    approved_write,
+    git_named_paths,
+    protected_paths,
+    protection,
+    running_plants,
+)
+
+
+def _git(root: Path, *args: str) -> None:
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(root),
+        "GIT_CONFIG_NOSYSTEM": "1",
+    }
+    subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    _git(root, "init", "-q")
+    return root.resolve()
+
+
+def _named(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): why for p, why in git_named_paths(root)}
+
+
+def test_a_plain_repository_names_nothing_in_the_work_tree(repo: Path) -> None:
+    assert _named(repo) == {}
+    assert protection(repo / "src" / "main.py", repo) is None
+    assert protection(repo / ".git" / "config", repo) is not None
+    assert protection(repo / ".mcp.json", repo) is not None
+    assert protection(repo / ".vscode" / "tasks.json", repo) is not None
+    assert protection(repo / ".bashrc", repo) is not None
+
+
+def test_what_the_configuration_points_at_is_protected(repo: Path) -> None:
+    _git(repo, "config", "core.hooksPath", ".husky/_")
+    _git(repo, "config", "include.path", "../shared.gitconfig")
+    _git(repo, "config", "includeIf.gitdir:/x/.path", "../cond.gitconfig")
+    _git(repo, "config", "core.attributesFile", "attrs/global")
+    _git(repo, "config", "filter.fmt.clean", "sh tools/clean.sh --fast")
+    _git(repo, "config", "core.fsmonitor", "./watch.sh")
+    named = _named(repo)
+    for rel in (
+        ".husky/_",
+        ".husky",
+        "shared.gitconfig",
+        "cond.gitconfig",
+        "attrs/global",
+        "tools/clean.sh",
+        "watch.sh",
+        ".gitattributes",
+        ".git/info/attributes",
+        ".pre-commit-config.yaml",
+        "lefthook.yml",
+    ):
+        assert rel in named, (rel, named)
+    assert "sh" not in named and "--fast" not in named
+    assert "which git runs" in (protection(repo / ".husky" / "pre-commit", repo) or "")
+    assert protection(repo / "tools" / "other.sh", repo) is None
+
+
+def test_an_included_file_is_read_for_what_it_names(repo: Path) -> None:
+    _git(repo, "config", "include.path", "../extra.gitconfig")
+    (repo / "extra.gitconfig").write_text("[core]\n\thooksPath = githooks\n")
+    named = _named(repo)
+    assert "extra.gitconfig" in named and "githooks" in named
+    assert repo / "githooks" in protected_paths(repo)
+
+
+def test_a_hooks_path_that_is_the_work_tree_protects_the_hook_names(repo: Path) -> None:
+    _git(repo, "config", "core.hooksPath", ".")
+    named = _named(repo)
+    assert "pre-commit" in named and "post-checkout" in named
+    assert "." not in named
+
+
+def test_a_jobs_guard_keeps_an_approved_write_and_undoes_the_rest(tmp_path: Path) -> None:
+    root = (tmp_path / "w").resolve()
+    root.mkdir()
+    records = tmp_path / "records"
+    guard = CreationGuard.start([root], lasting=True, record_dir=records)
+    (root / ".claude" / "commands").mkdir(parents=True)
+    (root / ".claude" / "commands" / "notes.md").write_bytes(b"approved\n")
+    approved_write(root / ".claude" / "commands" / "notes.md", b"approved\n")
+    (root / ".claude" / "settings.json").write_text("{}")  # the job's plant beside it
+    (root / ".mcp.json").write_text("{}")
+    assert running_plants(records, root) == [".claude", ".mcp.json"]
+    (root / ".claude" / "commands" / "notes.md").write_bytes(b"replaced by the job\n")
+    undone = guard.finish()
+    assert ".mcp.json" in undone and ".claude" in undone
+    assert (root / ".claude" / "commands" / "notes.md").read_bytes() == b"approved\n"
+    assert not (root / ".claude" / "settings.json").exists()
+    assert not (root / ".mcp.json").exists()
+    assert running_plants(records, root) == [] and not list(records.glob("*.json"))
+
+
+def test_a_record_of_a_job_that_ended_without_the_undo_keeps_blocking(tmp_path: Path) -> None:
+    root = (tmp_path / "w").resolve()
+    root.mkdir()
+    records = tmp_path / "records"
+    records.mkdir()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    record = records / "dead.json"
+    data = {"pid": dead.pid, "job": None, "absent": [str(root / ".mcp.json")], "approved": {}}
+    record.write_text(json.dumps(data))
+    assert running_plants(records, root) == []
+    assert not record.exists()  # nothing left: the record goes
+    record.write_text(json.dumps(data))
+    (root / ".mcp.json").write_text("{}")
+    assert running_plants(records, root) == [".mcp.json"]
+    assert record.exists()
+    (root / ".mcp.json").unlink()
+    assert running_plants(records, root) == [] and not record.exists()
