@@ -7,7 +7,8 @@ command (``[[hooks.EVENT]]`` of ``reasonix.toml`` and the ``hooks`` of ``.claude
 and ``.claude/settings.local.json``), each MCP server with its command (or URL), each custom
 command (with its ``!`` shell lines), each skill and each agent profile, then the settings. It
 reads the folder the way the session would (the same loaders), so what is listed is what would
-load; everything shown goes through the terminal sanitiser.
+load; everything shown goes through the terminal sanitiser, and a command is shown whole, its
+newlines escaped (descriptions are folded and cut).
 """
 
 from __future__ import annotations
@@ -34,6 +35,13 @@ def _show(text: str) -> str:
     if len(one) > _MAX_SHOWN:
         one = one[: _MAX_SHOWN - 1] + "…"
     return printable(one)
+
+
+def _command(text: str) -> str:
+    """A command as it will run: whole (a cut would hide what runs last) and with its
+    newlines and tabs shown escaped (folded into spaces, a newline that ends one command reads
+    as more words of the one before)."""
+    return printable(text)
 
 
 def _rel(path: Path, workspace: Path) -> str:
@@ -66,7 +74,7 @@ def _hooks(workspace: Path, preview: Config) -> list[str]:
 
     def add(group: HookGroup, where: str) -> None:
         when = group.event + (f" ({group.matcher})" if group.matcher else "")
-        lines.extend(f"{_show(when)}: {_show(h.command)}  [{where}]" for h in group.hooks)
+        lines.extend(f"{_show(when)}: {_command(h.command)}  [{where}]" for h in group.hooks)
 
     for group in preview.hooks:
         kind, _, where = group.source.partition(":")
@@ -106,7 +114,7 @@ def _servers(workspace: Path, preview: Config) -> list[str]:
             what = "runs " + " ".join([server.command, *server.args])
         else:
             what = f"connects to {server.url}"
-        lines.append(f"{_show(server.name)}: {_show(what)}  [{_rel(source, workspace)}]")
+        lines.append(f"{_show(server.name)}: {_command(what)}  [{_rel(source, workspace)}]")
     lines += [f"(skipped: {_show(str(problem))})" for problem in skipped]
     return lines
 
@@ -127,7 +135,7 @@ def _commands(workspace: Path) -> list[str]:
         shell = _SHELL_LINE.findall(command.body)
         line = f"/{_show(command.name)}  [{_rel(command.path, workspace)}]"
         if shell:
-            line += " runs: " + "; ".join(_show(s) for s in shell)
+            line += " runs: " + "; ".join(_command(s) for s in shell)
         lines.append(line)
     return lines
 

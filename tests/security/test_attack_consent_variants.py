@@ -1,0 +1,86 @@
+"""Variants against the trust question that lists every item (issue 24's class 4), through the
+real interactive ``reasonix`` in a pty.
+
+The question showed each command through one helper that folded whitespace and cut at 200
+characters, so what a hook runs could be hidden in plain sight:
+
+- a long command: ``echo checking the workspace; true; true; …; touch ../tail-ran`` — the list
+  showed the harmless head and an ellipsis, never the part that runs last;
+- a newline, which the shell reads as the end of a command: ``echo cleaning temporary files``
+  newline ``touch ../newline-ran`` showed as one ``echo`` of a few more words.
+
+Worked on main when written, fixed in this module's commit (commands are shown whole, with a
+newline shown as ``\\x0a``). The control is the answer itself: after "yes" both hooks run, so
+the probe sees what the list must have shown.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from tests.security.support import Lab, lab, record
+
+__all__ = ["lab"]
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a pty")
+
+LONG = "echo checking the workspace" + "; true" * 40 + "; touch ../tail-ran"
+NEWLINE = "echo cleaning temporary files\ntouch ../newline-ran"
+
+
+def _repository(root: Path) -> None:
+    def hook(command: str) -> str:
+        quoted = command.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+        return f'[[hooks.SessionStart]]\nhooks = [{{ type = "command", command = "{quoted}" }}]\n'
+
+    (root / "reasonix.toml").write_text(hook(LONG) + "\n" + hook(NEWLINE))
+
+
+def _ask(lab: Lab) -> tuple[str, list[str]]:
+    """The trust question as shown, and the markers after answering yes."""
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "reasonix"],
+        cwd=str(lab.root),
+        env=lab.env(PROMPT_TOOLKIT_NO_CPR="1", TERM="xterm-256color", COLUMNS="160"),
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(80, 200),
+    )
+    try:
+        child.expect(r"Trust this folder\?")
+        question = str(child.before).replace("\r", "")
+        child.sendline("y")
+        child.expect("›")
+        for _ in range(200):
+            if len(list(lab.tmp.glob("*-ran"))) == 2:
+                break
+            time.sleep(0.05)
+        child.sendline("/exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    return question, sorted(p.name for p in lab.tmp.glob("*-ran"))
+
+
+def test_the_question_shows_each_command_whole(lab: Lab, request: pytest.FixtureRequest) -> None:
+    _repository(lab.root)
+    question, ran = _ask(lab)
+    flat = "".join(question.split())  # the pty wraps long lines
+    hidden = [
+        what
+        for what, shown in (
+            ("the tail of a long command", "touch../tail-ran"),
+            ("a newline", "files\\x0atouch../newline-ran"),
+        )
+        if shown not in flat
+    ]
+    record(request, "consent", 2, len(hidden))
+    assert hidden == [], question
+    # The control: "yes" runs both, so the list had to show both.
+    assert ran == ["newline-ran", "tail-ran"], ran
