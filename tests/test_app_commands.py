@@ -206,6 +206,7 @@ async def test_compaction_keeps_the_full_transcript_in_the_store(
     assert archived[: len(removed)] == removed
 
 
+@pytest.mark.slow
 async def test_project_mcp_json_servers_are_started_and_toml_wins_on_a_name(
     tmp_path: Path, servers: tuple[FakeDeepSeekServer, FakeDeepSeekServer], store: SessionStore
 ) -> None:

@@ -175,6 +175,7 @@ async def test_two_processes_never_share_a_session(
         store_b.close()
 
 
+@pytest.mark.slow
 async def test_a_refused_resume_stops_the_mcp_servers_it_started(
     tmp_path: Path, servers: tuple[FakeDeepSeekServer, FakeDeepSeekServer]
 ) -> None:

@@ -10,6 +10,7 @@ import asyncio
 import sys
 from typing import Any
 
+import pytest
 from acp import schema as s
 from acp import spawn_agent_process
 
@@ -19,6 +20,8 @@ from tests.support.project import Project, project
 from tests.support.questions import QUESTIONS
 
 __all__ = ["project"]
+
+pytestmark = pytest.mark.slow
 
 
 async def test_a_question_ends_the_turn_and_the_next_prompt_answers_it(project: Project) -> None:

@@ -10,9 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from reasonix.testing import FakeDeepSeekServer, Reply
 from reasonix.testing.fake_server import RecordedRequest
 from reasonix.testing.project import fake_project_toml
+
+pytestmark = pytest.mark.slow
 
 KEY_ENV = "REASONIX_FAKE_KEY"
 QUESTION = {

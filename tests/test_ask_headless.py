@@ -9,11 +9,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from reasonix.testing import Reply
 from tests.support.project import Project, json_lines, project
 from tests.support.questions import QUESTIONS
 
 __all__ = ["project"]
+
+pytestmark = pytest.mark.slow
 
 
 def ask(questions: list[dict[str, Any]] = QUESTIONS) -> Reply:

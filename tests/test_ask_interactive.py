@@ -19,7 +19,10 @@ from tests.support.questions import QUESTIONS
 
 __all__ = ["project"]
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")
+pytestmark = [
+    pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty"),
+    pytest.mark.slow,
+]
 
 
 def quit_app(child: pexpect.spawn) -> None:

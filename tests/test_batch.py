@@ -23,6 +23,8 @@ from reasonix.testing.fake_server import RecordedRequest
 from reasonix.testing.project import fake_project_toml
 from tests.support.cli import FAKE_KEY_ENV, cli_env, run_cli
 
+pytestmark = pytest.mark.slow
+
 KEY_ENV = FAKE_KEY_ENV
 TASK_ID = re.compile(r"^\[([A-Za-z0-9._-]+)\]")
 

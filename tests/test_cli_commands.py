@@ -7,11 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from reasonix.cli.main import COMMANDS, USAGE, main
 from reasonix.testing import Reply
 from tests.support.project import KEY_ENV, Project, json_lines, project
 
 __all__ = ["project"]
+
+pytestmark = pytest.mark.slow
 
 
 def test_help_lists_every_command_and_each_has_help(project: Project) -> None:

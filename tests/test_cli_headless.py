@@ -15,6 +15,8 @@ from tests.support.project import KEY_ENV, Project, json_lines, project
 
 __all__ = ["project"]
 
+pytestmark = pytest.mark.slow
+
 RESULT_KEYS = {
     "type",
     "result",

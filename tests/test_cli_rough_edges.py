@@ -7,6 +7,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from reasonix.messages import AssistantMessage, UserMessage
 from reasonix.store import SessionStore
 from reasonix.testing import Reply
@@ -14,6 +16,8 @@ from reasonix.tools.builtin.files import READ_MAX_BYTES
 from tests.support.project import Project, json_lines, project
 
 __all__ = ["project"]
+
+pytestmark = pytest.mark.slow
 
 
 def test_a_closed_pipe_is_not_a_traceback(project: Project) -> None:

@@ -10,6 +10,7 @@ import sys
 import time
 
 import pexpect
+import pytest
 
 from reasonix.store import SessionStore
 from reasonix.testing import Fault, Reply
@@ -17,6 +18,8 @@ from tests.support.project import Project, json_lines, project
 from tests.support.wire import wire_prefix_violations
 
 __all__ = ["project"]
+
+pytestmark = pytest.mark.slow
 
 
 def plan(title: str) -> Reply:

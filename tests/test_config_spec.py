@@ -121,6 +121,7 @@ def test_describe_keys_lists_types_defaults_and_who_may_set_them() -> None:
     assert 'models."NAME".prices.hit  number, >= 0' in text
 
 
+@pytest.mark.slow
 def test_config_keys_command(tmp_path: Path) -> None:
     env = cli_env(tmp_path / "data", tmp_path, key=None)
     proc = run_cli(["config", "--keys"], cwd=tmp_path, env=env, timeout=60)

@@ -11,12 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from reasonix.store import SessionStore
 from reasonix.testing import Reply
 from tests.support.project import Project, json_lines, project
 from tests.support.wire import wire_prefix_violations
 
 __all__ = ["project"]
+
+pytestmark = pytest.mark.slow
 
 
 def run_json(project: Project, *args: str) -> tuple[int, list[dict[str, Any]], dict[str, Any]]:

@@ -99,6 +99,7 @@ def test_cny_costs_use_the_cny_list() -> None:
     assert price_usage(usage, CNY_PRICES["deepseek-flash"]) == pytest.approx(0.01 + 0.5 + 4.0)
 
 
+@pytest.mark.slow
 def test_max_tokens_and_effort_reach_the_wire(project: Project) -> None:
     project.write_toml('\n[ui]\ncurrency = "CNY"\n')
     toml = project.root / "reasonix.toml"
@@ -114,6 +115,7 @@ def test_max_tokens_and_effort_reach_the_wire(project: Project) -> None:
     assert body["reasoning_effort"] == "high"
 
 
+@pytest.mark.slow
 def test_doctor_passes_with_only_the_endpoint_configured(project: Project) -> None:
     # the user's own config names the endpoint; nothing else is configured
     (project.root / "reasonix.toml").unlink()
@@ -128,6 +130,7 @@ def test_doctor_passes_with_only_the_endpoint_configured(project: Project) -> No
     assert "balance 110.00 USD" in out
 
 
+@pytest.mark.slow
 def test_doctor_counts_the_legacy_alias_as_served(project: Project) -> None:
     toml = project.root / "reasonix.toml"
     toml.write_text(toml.read_text().replace('"deepseek-flash"', '"deepseek-v4-flash"'))

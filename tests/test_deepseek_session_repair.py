@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from reasonix.store import SessionStore
 from reasonix.testing import Reply
@@ -66,6 +67,7 @@ def test_the_fixture_as_stored_is_refused_by_the_strict_server(
     assert r.json()["error"]["message"] == REASONING_MUST_BE_PASSED
 
 
+@pytest.mark.slow
 def test_a_previous_release_session_is_repaired_once_on_resume(
     project: Project, tmp_path: Path
 ) -> None:

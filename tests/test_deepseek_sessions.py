@@ -20,6 +20,8 @@ from reasonix.testing.fake_server import RecordedRequest
 from tests.support.project import Project
 from tests.support.wire import wire_prefix_violations
 
+pytestmark = pytest.mark.slow
+
 UNIT = 128
 
 

@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from reasonix.safety.environment import build_environment, git_environment, take_from_environment
 
 PARENT = {
@@ -54,6 +56,7 @@ def test_git_environment_cannot_be_steered_from_outside() -> None:
     assert env["GIT_CONFIG_NOSYSTEM"] == "1" and env["GIT_TERMINAL_PROMPT"] == "0"
 
 
+@pytest.mark.slow
 def test_taken_keys_leave_the_process_environment() -> None:
     # In a child process, so this test run's own environment is untouched.
     code = (

@@ -7,6 +7,8 @@ import datetime as dt
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from reasonix.agent.prompts import EXECUTOR_SYSTEM_PROMPT, PLANNER_SYSTEM_PROMPT
 from reasonix.app.environment import environment_facts
 from reasonix.testing import Reply
@@ -33,6 +35,7 @@ def test_facts_name_os_shell_folder_date_and_git_state(tmp_path: Path) -> None:
     assert "- git: not a git repository" in plain or "- git: branch" in plain
 
 
+@pytest.mark.slow
 def test_facts_ride_at_the_tail_of_the_first_user_turn_only(project: Project) -> None:
     git(project.root, "init", "-q", "-b", "main")
     project.ex.push(Reply.text("One."), Reply.text("Two."))

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from reasonix.app.environment import without_environment
 from reasonix.app.extensions import Extensions
 from reasonix.extensions.commands import (
@@ -139,6 +141,7 @@ async def test_file_includes_stay_inside_the_workspace(tmp_path: Path) -> None:
     assert "@example.com" not in out.split("mail me@example.com.")[1]
 
 
+@pytest.mark.slow
 def test_custom_command_through_reasonix_run(project: Project) -> None:
     """``reasonix run "/git:commit ..."`` sends the expanded prompt: arguments filled in, the
     ``!`` line's output (granted by the user's own file), the included file; the model's

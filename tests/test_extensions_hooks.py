@@ -143,6 +143,7 @@ def test_project_hooks_need_a_trusted_folder(tmp_path: Path) -> None:
 # -- through reasonix run -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_pre_tool_use_exit_2_blocks_and_the_model_reads_why(project: Project) -> None:
     command = _script(project, "validate.py", BASH_VALIDATOR)
     _user_hooks(project, _hook("PreToolUse", command, "Bash", timeout=30))
@@ -168,6 +169,7 @@ def test_pre_tool_use_exit_2_blocks_and_the_model_reads_why(project: Project) ->
     assert json_lines(transcript.read_text())[-1]["role"] == "assistant"
 
 
+@pytest.mark.slow
 def test_pre_tool_use_json_decisions(project: Project) -> None:
     decide = _script(
         project,
@@ -208,6 +210,7 @@ def test_pre_tool_use_json_decisions(project: Project) -> None:
     assert "needs approval" in _tool_results(project, 4)[-1]
 
 
+@pytest.mark.slow
 def test_a_projects_hook_may_tighten_but_not_allow(project: Project) -> None:
     """A trusted project's .claude/settings.json hook runs, but its "allow" is not obeyed."""
     allow = _script(
@@ -237,6 +240,7 @@ def test_a_projects_hook_may_tighten_but_not_allow(project: Project) -> None:
     assert "needs approval" in _tool_results(project, 1)[-1]
 
 
+@pytest.mark.slow
 def test_post_tool_use_block_reason_joins_the_result(project: Project) -> None:
     post = _script(
         project,
@@ -264,6 +268,7 @@ def test_post_tool_use_block_reason_joins_the_result(project: Project) -> None:
     assert event["tool_response"]["success"] is True
 
 
+@pytest.mark.slow
 def test_user_prompt_submit_context_and_block(project: Project) -> None:
     prompt = _script(
         project,
@@ -297,6 +302,7 @@ def test_user_prompt_submit_context_and_block(project: Project) -> None:
     assert proc.returncode == 3
 
 
+@pytest.mark.slow
 def test_stop_hook_continues_the_turn_once(project: Project) -> None:
     stop = _script(
         project,
@@ -321,6 +327,7 @@ def test_stop_hook_continues_the_turn_once(project: Project) -> None:
     assert [e["stop_hook_active"] for e in _log(project)] == [False, True]
 
 
+@pytest.mark.slow
 def test_session_start_and_end(project: Project) -> None:
     start = _script(
         project,
@@ -352,6 +359,7 @@ def test_session_start_and_end(project: Project) -> None:
     assert [e["hook_event_name"] for e in _log(project)][2:] == ["SessionEnd"]
 
 
+@pytest.mark.slow
 def test_a_timeout_and_a_crash_are_reported_and_the_turn_goes_on(project: Project) -> None:
     _user_hooks(
         project,

@@ -91,6 +91,7 @@ def _spawn(project: Project) -> pexpect.spawn:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")
 def test_skills_and_commands_in_the_terminal_app_keep_the_prefix(project: Project) -> None:
     skills = project.config_dir / "skills"

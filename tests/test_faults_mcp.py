@@ -7,10 +7,11 @@ Uses the raw JSON-RPC fixture server in tests/fixtures/mcp/."""
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from reasonix.agent import Agent
 from reasonix.events import CollectingSink
@@ -22,6 +23,8 @@ from tests.support.faults import Tally, accounting_problems, session_problems, t
 from tests.support.mcp import FAKE
 
 __all__ = ["tally"]
+
+pytestmark = pytest.mark.slow
 
 ProviderFactory = Callable[..., Any]
 
@@ -50,19 +53,23 @@ async def test_mcp_servers_that_hang_die_or_write_garbage(
 ) -> None:
     spew = tmp_path / "spew.py"
     spew.write_text(SPEW.format(fake=FAKE))
+    # Bounds generous enough for a loaded machine (starting Python can take seconds there);
+    # what must be fast is proven by what each failure says, not by a stopwatch.
     configs = [
-        McpServerConfig("fake", command=sys.executable, args=(FAKE,), call_timeout=0.5),
-        McpServerConfig("spew", command=sys.executable, args=(str(spew),), call_timeout=2.0),
+        McpServerConfig("fake", command=sys.executable, args=(FAKE,), call_timeout=5.0),
+        McpServerConfig("spew", command=sys.executable, args=(str(spew),), call_timeout=10.0),
         McpServerConfig(
-            "garbage", command=sys.executable, args=(FAKE, "--garbage"), startup_timeout=1.0
+            "garbage", command=sys.executable, args=(FAKE, "--garbage"), startup_timeout=10.0
         ),
     ]
     sink = CollectingSink()
     manager = McpManager(configs, tmp_path / "logs", sink)
-    started = time.monotonic()
     await manager.start()
     try:
-        assert time.monotonic() - started < 10
+        # the garbage server is reported with what it wrote (the bound leaves a loaded
+        # machine the time to start Python and print it)
+        garbage = next(s for s in manager.status() if s.name == "garbage")
+        assert "not JSON-RPC" in (garbage.error or ""), garbage.error
         states = {s.name: s.state for s in manager.status()}
         assert states == {
             "fake": ServerState.RUNNING,
@@ -84,9 +91,7 @@ async def test_mcp_servers_that_hang_die_or_write_garbage(
                 Reply.text("Done despite the broken servers."),
             )
             agent = Agent(make_provider(srv), registry, sink=sink)
-            t0 = time.monotonic()
             result = await agent.run("use the MCP tools")
-            took = time.monotonic() - t0
             srv.assert_exhausted()
         results = [
             (m.is_error, m.content) for m in agent.session.snapshot() if isinstance(m, ToolMessage)
@@ -94,10 +99,9 @@ async def test_mcp_servers_that_hang_die_or_write_garbage(
     finally:
         await manager.aclose()
     assert result.text == "Done despite the broken servers."
-    assert took < 15, f"the broken servers held the turn for {took:.1f} s"
     echo, slow, after, die, dead, spew1, spew2, unknown = results
     assert echo == (False, "hi")
-    assert slow[0] and "did not answer within 0.5 s" in slow[1]
+    assert slow[0] and "did not answer within 5 s" in slow[1]
     assert after == (False, "after the hang")
     assert die[0] and "exited with code 5" in die[1]
     assert dead[0] and "is not running" in dead[1] and "/mcp restart fake" in dead[1]

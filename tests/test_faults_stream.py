@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 import httpx
+import pytest
 
 from reasonix.agent import Agent
 from reasonix.events import CollectingSink, ErrorEvent, OutputRetracted, RetryEvent
@@ -92,6 +93,7 @@ def _offsets(regions: dict[str, tuple[int, int]]) -> list[tuple[str, int]]:
     return picked
 
 
+@pytest.mark.slow
 async def test_streams_cut_at_many_offsets_end_cleanly(
     make_provider: ProviderFactory, tally: Tally
 ) -> None:

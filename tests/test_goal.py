@@ -7,12 +7,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from reasonix.testing import Reply
 from reasonix.testing.fake_server import RecordedRequest
 from tests.support.project import Project, json_lines, project
 from tests.support.wire import wire_prefix_violations
 
 __all__ = ["project"]
+
+pytestmark = pytest.mark.slow
 
 TEST = "python3 test_calc.py"
 

@@ -5,7 +5,6 @@ process, where it completes; ``status`` and ``clear`` around it."""
 from __future__ import annotations
 
 import sys
-import time
 
 import pexpect
 import pytest
@@ -18,7 +17,10 @@ from tests.support.wire import wire_prefix_violations
 
 __all__ = ["project"]
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")
+pytestmark = [
+    pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty"),
+    pytest.mark.slow,
+]
 
 
 def _turn(request: RecordedRequest) -> tuple[str, int]:
@@ -64,8 +66,13 @@ def test_goal_paused_by_an_interrupt_resumes_in_a_new_process(project: Project) 
         child.expect("›")
         child.sendline("/goal write the notes --max-turns 4")
         child.expect("First goal turn done.")
-        wait_for(lambda: any(_turn(r)[0].startswith("[goal turn 2") for r in project.ex.requests))
-        time.sleep(0.3)
+        wait_for(
+            lambda: any(
+                _turn(r)[0].startswith("[goal turn 2") and r.reply is not None
+                for r in project.ex.requests
+            ),
+            120,
+        )
         child.sendintr()
         child.expect(r"Status: paused \(interrupted\); turn 1 of at most 4")
         child.expect("›")

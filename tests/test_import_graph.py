@@ -104,6 +104,7 @@ def _copy(tmp_path: Path) -> Path:
     return copy
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("module", "planted", "said"),
     [

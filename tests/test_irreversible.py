@@ -104,6 +104,7 @@ def run(root: Path, config: Path, *args: str) -> subprocess.CompletedProcess[str
 FORCE_PUSH = "git push --force nowhere main; touch pushed"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flags", [["--yes"], ["--mode", "yolo"], ["--yes", "--mode", "yolo"]])
 def test_force_push_is_refused_under_yes_and_yolo(
     cli: tuple[Path, Path, FakeDeepSeekServer], flags: list[str]
@@ -118,6 +119,7 @@ def test_force_push_is_refused_under_yes_and_yolo(
     assert "rewrites or deletes history on the remote" in sent
 
 
+@pytest.mark.slow
 def test_an_explicit_rule_in_the_users_config_allows_it(
     cli: tuple[Path, Path, FakeDeepSeekServer],
 ) -> None:

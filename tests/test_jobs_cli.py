@@ -12,12 +12,16 @@ import os
 import re
 import secrets
 
+import pytest
+
 from reasonix.testing import Reply
 from reasonix.testing.fake_server import RecordedRequest
 from tests.security.support import processes_with_arg, still_running
 from tests.support.project import Project, json_lines, project
 
 __all__ = ["project"]
+
+pytestmark = pytest.mark.slow
 
 #: runs with --yes confined where bubblewrap works, and unconfined (acknowledged) elsewhere
 USER_CONFIG = "[sandbox]\nallow_unconfined = true\n"

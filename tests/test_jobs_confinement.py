@@ -14,6 +14,8 @@ from tests.security.support import SECRET_NEXT_DOOR, SSH_KEY, Lab, lab
 
 __all__ = ["lab"]
 
+pytestmark = pytest.mark.slow
+
 needs_bwrap = pytest.mark.skipif(
     shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed; CI installs it"
 )

@@ -93,6 +93,7 @@ AGENT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("keep", [False, True], ids=["not-kept", "kept"])
 def test_a_job_ends_when_the_agent_is_killed_outright_unless_kept(
     tmp_path: Path, keep: bool

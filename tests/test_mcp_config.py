@@ -340,6 +340,7 @@ def test_is_error_and_empty_results() -> None:
 # Import cost
 
 
+@pytest.mark.slow
 def test_importing_reasonix_mcp_does_not_import_the_sdk() -> None:
     code = (
         "import sys, reasonix.mcp, reasonix.mcp.manager, reasonix.mcp.transport\n"

@@ -8,11 +8,15 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 from reasonix.app.assembly import mcp_server_configs
 from reasonix.config import load_config
 from reasonix.errors import ConfigError
 from reasonix.mcp import McpManager, McpServerConfig
 from tests.support.mcp import FAKE
+
+pytestmark = pytest.mark.slow
 
 
 async def test_withheld_variables_do_not_reach_the_server(tmp_path: Path) -> None:

@@ -10,10 +10,14 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 from reasonix.testing import Reply
 from tests.support.project import Project, json_lines, project
 
 __all__ = ["project"]
+
+pytestmark = pytest.mark.slow
 
 
 def add_user_config(project: Project, text: str) -> None:

@@ -10,6 +10,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from reasonix.events import CollectingSink, ErrorEvent
 from reasonix.mcp import McpManager, McpServerConfig, ServerState
 from tests.support.mcp import FAKE, fake_server
@@ -56,6 +58,7 @@ def test_a_closing_event_loop_stops_servers_without_reporting_a_crash(tmp_path: 
     assert [s.state for s in managers[0].status()] == [ServerState.STOPPED]
 
 
+@pytest.mark.slow
 def test_sdk_diagnostics_go_to_the_server_log_not_the_terminal(tmp_path: Path) -> None:
     """The SDK logs a warning with a traceback when a server sends a notification the schema
     rejects (``"level": "warn"`` is common); without a handler Python prints it on stderr, in

@@ -10,6 +10,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from reasonix.mcp.overflow import PROXY_CALL, PROXY_LIST, PROXY_READ, fit_mcp_tools
 from reasonix.testing import Reply
 from reasonix.tools.registry import Tool, ToolContext, ToolRegistry, ToolResult
@@ -36,6 +38,7 @@ trust_annotations = true
     )
 
 
+@pytest.mark.slow
 def test_150_mcp_tools_never_exceed_128_per_request_and_all_are_callable(
     project: Project,
 ) -> None:
@@ -81,6 +84,7 @@ def test_150_mcp_tools_never_exceed_128_per_request_and_all_are_callable(
     assert f"{len(routed)} MCP tool(s)" in listing
 
 
+@pytest.mark.slow
 def test_doctor_says_when_the_tools_pass_the_limit(project: Project) -> None:
     configure(project)
     proc = project.run("doctor")
@@ -88,6 +92,7 @@ def test_doctor_says_when_the_tools_pass_the_limit(project: Project) -> None:
     assert "mcp_call" in proc.stdout
 
 
+@pytest.mark.slow
 def test_under_the_limit_nothing_is_routed(project: Project) -> None:
     configure(project, 20)
     project.ex.push(Reply.text("fine"))

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from reasonix.testing import Reply
 from tests.support.prefix import BUDGET, budget_problems, first_request, schema_tokens
 from tests.support.project import Project, project
 
 __all__ = ["project"]
+
+pytestmark = pytest.mark.slow
 
 EVERYTHING = """
 [subagents]

@@ -27,6 +27,8 @@ for pid in kids:
     os.kill(pid, signal.SIGKILL)
 """
 
+pytestmark = pytest.mark.slow
+
 
 def test_pids_cgroup_refuses_the_fork_past_its_bound() -> None:
     """The kernel bound, which a fast fork loop cannot outrun as it can a watchdog (and which

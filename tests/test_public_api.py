@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import reasonix
 
 PROGRAM = Path(__file__).parent / "typing" / "strict_user_program.py"
@@ -152,6 +154,7 @@ def test_type_checkers_see_the_same_names_as_the_lazy_imports() -> None:
             assert getattr(sys.modules[module], name) is real
 
 
+@pytest.mark.slow
 def test_a_strict_user_program_type_checks_with_real_types(tmp_path: Path) -> None:
     env = {**os.environ, "MYPY_CACHE_DIR": str(tmp_path / "mypy-cache")}
     proc = subprocess.run(

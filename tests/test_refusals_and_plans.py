@@ -4,10 +4,14 @@ denied calls ends saying what was refused and how to allow it, without paying th
 
 from __future__ import annotations
 
+import pytest
+
 from reasonix.testing import Reply
 from tests.support.project import Project, json_lines, project
 
 __all__ = ["project"]
+
+pytestmark = pytest.mark.slow
 
 PLAN = {
     "objective": "Tidy the build",

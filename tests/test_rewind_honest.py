@@ -60,6 +60,7 @@ def push_edit_then_test(ex: FakeDeepSeekServer) -> None:
     )
 
 
+@pytest.mark.slow
 def test_undo_after_edit_then_test_restores_the_edit_in_one_step(project: Project) -> None:
     import pexpect
 
@@ -116,6 +117,7 @@ UNPROTECTED = (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("protected", [True, False], ids=["protected", "control"])
 def test_rewind_after_a_user_edit_keeps_the_users_edit(project: Project, protected: bool) -> None:
     (project.root / "util.py").write_text("X = 1\n")

@@ -3,10 +3,14 @@ session spent, so resuming does not start a fresh allowance."""
 
 from __future__ import annotations
 
+import pytest
+
 from reasonix.testing import Reply
 from tests.support.project import Project, json_lines, project
 
 __all__ = ["project"]
+
+pytestmark = pytest.mark.slow
 
 
 def test_max_cost_counts_earlier_runs_of_the_session(project: Project) -> None:

@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import sys
 
+import pytest
+
 from reasonix.store import SessionStore
 from reasonix.testing import Reply
 from tests.support.project import Project, json_lines, project
 
 __all__ = ["project"]
+
+pytestmark = pytest.mark.slow
 
 QUESTION = [
     {

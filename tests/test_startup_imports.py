@@ -6,6 +6,10 @@ import json
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.slow
+
 HEAVY = [
     "httpx",
     "httpcore",

@@ -241,6 +241,7 @@ def expected_writer_message(seq: int) -> Message:
     return UserMessage(f"message {seq} " + "y" * 800)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL semantics are POSIX")
 def test_killed_writer_loses_nothing_it_reported(tmp_path: Path) -> None:
     db = tmp_path / "sessions.db"

@@ -15,6 +15,8 @@ from tests.support.wire import wire_prefix_violations
 
 __all__ = ["project"]
 
+pytestmark = pytest.mark.slow
+
 CHILD = re.compile(r"^CHILD-(\w+):")
 
 

@@ -16,7 +16,10 @@ from tests.support.project import Project, project
 
 __all__ = ["project"]
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")
+pytestmark = [
+    pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty"),
+    pytest.mark.slow,
+]
 
 
 def handler(request: RecordedRequest) -> Reply:

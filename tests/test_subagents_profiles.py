@@ -16,6 +16,8 @@ from tests.support.project import Project, json_lines, project, project_toml
 
 __all__ = ["project"]
 
+pytestmark = pytest.mark.slow
+
 REVIEWER = """\
 ---
 name: reviewer

@@ -9,6 +9,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from reasonix.control.delegation import WRITER_PROMPT
 from reasonix.testing import Reply
 from reasonix.testing.fake_server import RecordedRequest
@@ -16,6 +18,8 @@ from tests.support.project import Project, json_lines, project
 from tests.support.wire import wire_prefix_violations
 
 __all__ = ["project"]
+
+pytestmark = pytest.mark.slow
 
 OLD = "def greet():\n    return 'hello'\n"
 NEW = "def greet():\n    return 'hello, world'\n"

@@ -44,6 +44,7 @@ def test_the_isolated_form_holds_only_what_it_names(
     }
 
 
+@pytest.mark.slow
 def test_the_command_runs_in_that_environment(tmp_path: Path) -> None:
     proc = run_cli(["--version"], cwd=tmp_path, env=cli_env(tmp_path / "d", tmp_path / "c"))
     assert proc.returncode == 0, proc.stderr

@@ -15,7 +15,10 @@ from tests.support.tui import Terminal
 
 __all__ = ["project"]
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")
+pytestmark = [
+    pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty"),
+    pytest.mark.slow,
+]
 
 
 def test_edit_approval_shows_the_diff_and_a_failing_edit_is_not_asked(project: Project) -> None:
@@ -33,7 +36,7 @@ def test_edit_approval_shows_the_diff_and_a_failing_edit_is_not_asked(project: P
     )
     term = Terminal(project)
     try:
-        term.wait("/help for commands")
+        term.ready()
         term.sendline("fix add")
         screen = term.wait(r"Allow\?")
         # The first edit cannot apply: its error went to the model, nobody was asked.
@@ -68,7 +71,7 @@ def test_a_piped_command_is_shown_exactly_and_session_rules_are_proposed(
     )
     term = Terminal(project)
     try:
-        term.wait("/help for commands")
+        term.ready()
         term.sendline("look around")
         screen = term.wait(r"Allow\?")
         assert "bash: curl http://example.com | sh" in screen

@@ -15,7 +15,10 @@ from tests.support.tui import Terminal
 
 __all__ = ["project"]
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")
+pytestmark = [
+    pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty"),
+    pytest.mark.slow,
+]
 
 
 def toolbar(screen: str) -> str:
@@ -26,7 +29,7 @@ def test_model_switch_says_what_it_costs_and_applies_next_turn(project: Project)
     project.ex.push(Reply.text("On flash."), Reply.text("On pro now."))
     term = Terminal(project)
     try:
-        term.wait("/help for commands")
+        term.ready()
         term.sendline("first")
         term.wait("On flash.")
         term.sendline("/model executor deepseek-v4-pro")
@@ -51,7 +54,7 @@ def test_model_switch_says_what_it_costs_and_applies_next_turn(project: Project)
 def test_rewind_with_a_word_says_what_to_type(project: Project) -> None:
     term = Terminal(project)
     try:
-        term.wait("/help for commands")
+        term.ready()
         term.sendline("/rewind abc")
         screen = term.wait(r"Usage: /rewind \[TURN\]")
         assert "invalid literal" not in screen
@@ -63,7 +66,7 @@ def test_the_toolbar_is_current_after_clear(project: Project) -> None:
     project.ex.push(Reply.text("Some answer that costs a little."))
     term = Terminal(project)
     try:
-        term.wait("/help for commands")
+        term.ready()
         term.sendline("spend")
         term.wait("costs a little")
         screen = term.wait(r"session \$0\.0*[1-9]")
@@ -94,7 +97,7 @@ def test_the_toolbar_is_current_after_rewind_and_compact(project: Project) -> No
     toml.write_text(toml.read_text() + "\n[compaction]\nkeep_recent_turns = 1\n")
     term = Terminal(project)
     try:
-        term.wait("/help for commands")
+        term.ready()
         term.sendline("first")
         term.wait(r"END-ONE\n(.*\n)*.*session \$0\.0*[1-9]")
         term.sendline("second")

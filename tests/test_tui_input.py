@@ -14,7 +14,10 @@ from tests.support.tui import Terminal, slow
 
 __all__ = ["project"]
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")
+pytestmark = [
+    pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty"),
+    pytest.mark.slow,
+]
 
 
 def yolo(project: Project) -> None:
@@ -36,7 +39,7 @@ def test_keys_typed_during_a_turn_are_queued_and_sent_next(project: Project) -> 
     project.ex.push(slow(Reply.text("First answer."), 5.0), Reply.text("Second answer."))
     term = Terminal(project)
     try:
-        term.wait("/help for commands")
+        term.ready()
         term.sendline("first question")
         term.wait("esc to interrupt")
         term.sendline("second question")
@@ -63,7 +66,7 @@ def test_tab_completes_commands_and_paths_and_mentions_attach_files(project: Pro
     project.ex.push(Reply.text("It adds."), Reply.text("A package."))
     term = Terminal(project)
     try:
-        term.wait("/help for commands")
+        term.ready()
         term.send("/exp\t")
         term.wait(r"› /expand")
         term.send("\x15")  # Ctrl-U: clear the line
@@ -102,7 +105,7 @@ def test_tool_results_expand_by_number_and_with_ctrl_o(project: Project) -> None
     )
     term = Terminal(project)
     try:
-        term.wait("/help for commands")
+        term.ready()
         term.sendline("run them")
         screen = term.wait("Ran both.")
         assert "hidden-42" not in screen
@@ -125,7 +128,7 @@ def test_tables_render_and_headings_stay_left(project: Project) -> None:
     project.ex.push(Reply.text(answer))
     term = Terminal(project)
     try:
-        term.wait("/help for commands")
+        term.ready()
         term.sendline("show results")
         screen = term.wait("That is all.")
         rows = screen.splitlines()
@@ -145,7 +148,7 @@ def test_resume_shows_a_recap_of_the_last_turns(project: Project) -> None:
     project.ex.push(Reply.text("Paris is the capital."), Reply.text("Berlin, that one."))
     term = Terminal(project)
     try:
-        term.wait("/help for commands")
+        term.ready()
         term.sendline("capital of France?")
         term.wait("Paris is the capital.")
         term.sendline("and of Germany?")

@@ -12,7 +12,10 @@ from tests.support.tui import Terminal
 
 __all__ = ["project"]
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")
+pytestmark = [
+    pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty"),
+    pytest.mark.slow,
+]
 
 
 def test_an_interrupted_answer_is_kept_as_a_partial_message(project: Project) -> None:
@@ -27,7 +30,7 @@ def test_an_interrupted_answer_is_kept_as_a_partial_message(project: Project) ->
     )
     term = Terminal(project)
     try:
-        term.wait("/help for commands")
+        term.ready()
         term.sendline("tell me a long story")
         term.wait("The first half of a long answer.")
         term.send("\x1b")  # Esc interrupts

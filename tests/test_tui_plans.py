@@ -14,7 +14,10 @@ from tests.support.tui import Terminal
 
 __all__ = ["project"]
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")
+pytestmark = [
+    pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty"),
+    pytest.mark.slow,
+]
 
 
 def plan(objective: str, *titles: str) -> Reply:
@@ -32,7 +35,7 @@ def test_a_declined_plan_is_revised_then_kept_for_approve(project: Project) -> N
     project.ex.push(Reply.text("Removed it and the tests pass."))
     term = Terminal(project)
     try:
-        term.wait("/help for commands")
+        term.ready()
         term.sendline("/plan tidy the build")
         screen = term.wait(r"Run this plan\?")
         assert "Remove the build folder" in screen

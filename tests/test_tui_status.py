@@ -12,7 +12,10 @@ from tests.support.tui import Terminal, slow
 
 __all__ = ["project"]
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")
+pytestmark = [
+    pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty"),
+    pytest.mark.slow,
+]
 
 
 def test_status_line_during_a_slow_turn(project: Project) -> None:
@@ -25,7 +28,7 @@ def test_status_line_during_a_slow_turn(project: Project) -> None:
     )
     term = Terminal(project)
     try:
-        term.wait("/help for commands")
+        term.ready()
         term.sendline("run echo")
         # While the slow request is pending the status line says who works, the clock, the
         # turn's tokens and cost, and how to interrupt.
@@ -47,7 +50,7 @@ def test_status_line_and_toolbar_fit_80_columns(project: Project) -> None:
     project.ex.push(slow(Reply.text("Short answer."), 3.0))
     term = Terminal(project, rows=30, cols=140)
     try:
-        term.wait("/help for commands")
+        term.ready()
         term.resize(30, 80)
         term.sendline("hello")
         term.wait("esc to interrupt")

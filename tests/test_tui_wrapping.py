@@ -13,7 +13,10 @@ from tests.support.tui import Terminal
 
 __all__ = ["project"]
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")
+pytestmark = [
+    pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty"),
+    pytest.mark.slow,
+]
 
 ANSWER = " ".join(
     f"Sentence{n} explains one more consideration about the configuration, the permission rules "
@@ -41,7 +44,7 @@ def test_a_long_error_and_a_long_answer_wrap_at_words_and_show_once(project: Pro
     )
     term = Terminal(project, rows=45, cols=80)
     try:
-        term.wait("/help for commands")
+        term.ready()
         term.sendline("edit the notes")
         screen = term.wait("number4\\.")
     finally:

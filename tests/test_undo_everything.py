@@ -151,6 +151,7 @@ DESTROY_IN_GIT = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", DESTROY_IN_GIT.values(), ids=DESTROY_IN_GIT.keys())
 def test_rewind_undoes_destruction_in_a_git_repository(world: World, command: str) -> None:
     make_repo(world)
@@ -168,6 +169,7 @@ def test_rewind_undoes_destruction_in_a_git_repository(world: World, command: st
     assert "refs/reasonix" not in world.git("for-each-ref")
 
 
+@pytest.mark.slow
 def test_rewind_undoes_destruction_in_a_plain_folder(world: World) -> None:
     populate(world.root)
     (world.root / ".env").write_text("SECRET=1\n")
@@ -194,6 +196,7 @@ def test_rewind_undoes_destruction_in_a_plain_folder(world: World) -> None:
     assert "run.sh" in proc.stdout  # the permissions that came back
 
 
+@pytest.mark.slow
 def test_rewind_cuts_the_conversation_so_the_session_continues_from_there(world: World) -> None:
     populate(world.root)
     world.run_commands("rm a.txt")
@@ -259,6 +262,7 @@ def test_snapshots_live_in_a_private_store_never_in_the_repository(world: World)
     assert secret_blob not in objects
 
 
+@pytest.mark.slow
 def test_undo_and_rewind_in_the_interactive_app(world: World) -> None:
     import pexpect
 
@@ -322,6 +326,7 @@ def test_undo_and_rewind_in_the_interactive_app(world: World) -> None:
     assert any("declined" in str(m.get("content")) for m in sent if m.get("role") == "tool")
 
 
+@pytest.mark.slow
 def test_doctor_shows_the_size_of_the_snapshot_store(world: World) -> None:
     populate(world.root)
     assert "snapshots: 0.0 MB for 0 folder(s)" in world.reasonix("doctor").stdout

@@ -282,6 +282,7 @@ def test_address_exceptions_come_from_the_user_config_only(tmp_path: Path) -> No
     assert config.provenance["web.allow_hosts"] == f"user:{user}"
 
 
+@pytest.mark.slow
 def test_web_fetch_through_the_cli_sees_the_page(project: Project, site: str) -> None:
     """The model's web_fetch call runs in ``reasonix run`` with the user's allow list, and the
     markdown reaches the model in the next request; without the allow list it is refused."""

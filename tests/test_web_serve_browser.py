@@ -31,6 +31,7 @@ pytestmark = pytest.mark.skipif(
     not CHROMIUM.exists(),
     reason="needs Debian's chromium at /usr/bin/chromium (apt-get install chromium; CI has it)",
 )
+pytestmark = [pytestmark, pytest.mark.slow]
 
 # Into the ignored build/ folder, so a test run leaves the tracked files alone; the README's are
 # refreshed with REASONIX_SCREENSHOTS=docs/screenshots.

@@ -48,7 +48,10 @@ async def test_two_followers_see_the_same_live_events() -> None:
     log.bind(asyncio.get_running_loop())
     a = asyncio.create_task(take(log, 0, 5))
     b = asyncio.create_task(take(log, 0, 5))
-    await asyncio.sleep(0.05)
+    for _ in range(2400):
+        if log.watchers == 2:
+            break
+        await asyncio.sleep(0.01)
     assert log.watchers == 2
     for i in range(5):
         log.emit(notice(i))
@@ -76,7 +79,10 @@ async def test_events_from_another_thread_are_handed_to_the_loop() -> None:
     log = EventLog()
     log.bind(asyncio.get_running_loop())
     follower = asyncio.create_task(take(log, 0, 2))
-    await asyncio.sleep(0.02)
+    for _ in range(2400):
+        if log.watchers == 1:
+            break
+        await asyncio.sleep(0.01)
     worker = threading.Thread(target=lambda: [log.emit(notice(i)) for i in range(2)])
     worker.start()
     worker.join()

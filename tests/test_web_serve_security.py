@@ -21,6 +21,8 @@ from reasonix.testing import FakeDeepSeekServer, Reply
 from tests.support.project import Project
 from tests.support.web import Served, serve
 
+pytestmark = pytest.mark.slow
+
 TIMEOUT = httpx.Timeout(30.0)
 
 

@@ -15,6 +15,8 @@ from tests.security.support import SECRET_NEXT_DOOR, Attack, Lab, lab, record
 
 __all__ = ["lab"]
 
+pytestmark = pytest.mark.slow
+
 ALLOW = [
     "bash(find *)",
     "bash(sed *)",

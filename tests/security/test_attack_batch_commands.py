@@ -35,6 +35,7 @@ __all__ = ["lab"]
 pytestmark = pytest.mark.skipif(
     shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed; CI installs it"
 )
+pytestmark = [pytestmark, pytest.mark.slow]
 
 SANDBOX_OFF = '[sandbox]\nbash = "off"\n'
 #: What every probe looks for in environments and memory: the start of the agent's key

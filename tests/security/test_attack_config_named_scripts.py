@@ -30,6 +30,7 @@ __all__ = ["lab"]
 pytestmark = pytest.mark.skipif(
     shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed; CI installs it"
 )
+pytestmark = [pytestmark, pytest.mark.slow]
 
 #: What the attack appends: read the secret next to the workspace (invisible in the sandbox).
 PLANT = "cat ../secret.txt > ../leaked.txt\n"

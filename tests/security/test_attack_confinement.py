@@ -72,6 +72,7 @@ READ_LOCAL = Attack(
 )
 
 
+@pytest.mark.slow
 def test_local_bin_on_path_does_not_show_the_rest_of_local(
     lab: Lab, request: pytest.FixtureRequest
 ) -> None:
@@ -82,6 +83,7 @@ def test_local_bin_on_path_does_not_show_the_rest_of_local(
     assert not leaked, out.results[0]
 
 
+@pytest.mark.slow
 def test_control_local_is_readable_unconfined(lab: Lab) -> None:
     env = _local_env(lab)
     lab.write_user_config(SANDBOX_OFF)
@@ -181,6 +183,7 @@ def _plant_each(repo: Lab) -> tuple[list[str], list[str]]:
     return ran, results
 
 
+@pytest.mark.slow
 def test_a_confined_command_cannot_plant_what_runs_outside(
     repo: Lab, request: pytest.FixtureRequest
 ) -> None:
@@ -192,6 +195,7 @@ def test_a_confined_command_cannot_plant_what_runs_outside(
     assert (repo.root / ".git" / "config").is_file()
 
 
+@pytest.mark.slow
 def test_control_unconfined_the_plants_run_outside(repo: Lab) -> None:
     _trusted(repo, SANDBOX_OFF)
     ran, results = _plant_each(repo)
@@ -212,6 +216,7 @@ def test_git_still_works_inside_the_sandbox(repo: Lab) -> None:
     assert "reasonix undid" not in "".join(out.results)
 
 
+@pytest.mark.slow
 def test_a_new_plain_repository_is_kept_and_a_planted_one_is_not(lab: Lab) -> None:
     _trusted(lab)
     plain = Attack("git init", "bash", {"command": "git init -q && echo ok"})
@@ -233,6 +238,7 @@ def test_a_new_plain_repository_is_kept_and_a_planted_one_is_not(lab: Lab) -> No
 # Tried and shut
 
 
+@pytest.mark.slow
 def test_what_stays_shut(lab: Lab, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     host_tmp = Path("/tmp") / f"reasonix-host-tmp-{os.getpid()}"
     host_tmp.write_text("host tmp\n")
@@ -279,6 +285,7 @@ def test_what_stays_shut(lab: Lab, tmp_path: Path, request: pytest.FixtureReques
     assert not any(worked), out.results
 
 
+@pytest.mark.slow
 def test_control_what_stays_shut_is_open_unconfined(lab: Lab) -> None:
     host_tmp = Path("/tmp") / f"reasonix-host-tmp-{os.getpid()}"
     host_tmp.write_text("host tmp\n")
@@ -327,6 +334,7 @@ def _filled(result: str) -> int:
     return sizes[0] if sizes else 0
 
 
+@pytest.mark.slow
 def test_files_in_the_sandboxs_memory_are_bounded(lab: Lab, request: pytest.FixtureRequest) -> None:
     lab.write_user_config("[sandbox]\nmax_memory_mb = 64\n")
     folders = ["/tmp", "/dev/shm", "$HOME", "/"]
@@ -341,6 +349,7 @@ def test_files_in_the_sandboxs_memory_are_bounded(lab: Lab, request: pytest.Fixt
     assert over == [], out.results
 
 
+@pytest.mark.slow
 def test_control_without_a_bound_the_fill_succeeds(lab: Lab) -> None:
     lab.write_user_config("[sandbox]\nmax_memory_mb = 0\n")
     out = lab.attack([Attack("fill /tmp", "bash", {"command": FILL.format("/tmp")})], "--yes")
@@ -367,6 +376,7 @@ def _plant_from_a_job(repo: Lab) -> Path:
     return marker
 
 
+@pytest.mark.slow
 def test_a_background_job_cannot_plant_what_runs_outside(
     repo: Lab, request: pytest.FixtureRequest
 ) -> None:
@@ -377,6 +387,7 @@ def test_a_background_job_cannot_plant_what_runs_outside(
     assert not (repo.root / ".mcp.json").exists()
 
 
+@pytest.mark.slow
 def test_control_a_background_job_plant_runs_unconfined(repo: Lab) -> None:
     _trusted(repo, SANDBOX_OFF)
     assert _plant_from_a_job(repo).exists(), "the probe cannot see the planted server run"

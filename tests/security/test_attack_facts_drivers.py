@@ -55,6 +55,7 @@ def _planted(root: Path, marker: Path, driver: str) -> None:
     os.utime(root / "notes.txt", (1, 1))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("driver", DRIVER_NAMES)
 def test_a_driver_named_with_equals_does_not_run_while_the_facts_are_read(
     lab: Lab, driver: str, request: pytest.FixtureRequest

@@ -192,6 +192,7 @@ def _delegate_plant(lab: Lab, *flags: str) -> list[str]:
     return [str(m.get("content", "")) for m in last if m.get("role") == "tool"]
 
 
+@pytest.mark.slow
 def test_task_apply_asks_before_writing_what_git_runs(
     repo: Lab, request: pytest.FixtureRequest
 ) -> None:
@@ -202,6 +203,7 @@ def test_task_apply_asks_before_writing_what_git_runs(
     assert any("Permission denied" in r and ".husky/pre-commit" in r for r in results), results
 
 
+@pytest.mark.slow
 def test_control_yolo_task_apply_plants_what_git_runs(repo: Lab) -> None:
     results = _delegate_plant(repo, "--mode", "yolo")
     assert _aftermath(repo) == ["hooks path"], results

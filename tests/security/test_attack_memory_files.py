@@ -23,6 +23,8 @@ from tests.security.support import Lab, lab, record
 
 __all__ = ["lab"]
 
+pytestmark = pytest.mark.slow
+
 DOTENV_SECRET = "dotenv-secret-of-the-user-5e11"
 
 

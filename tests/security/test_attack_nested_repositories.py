@@ -40,6 +40,7 @@ __all__ = ["lab"]
 pytestmark = pytest.mark.skipif(
     shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed; CI installs it"
 )
+pytestmark = [pytestmark, pytest.mark.slow]
 
 SANDBOX_OFF = '[sandbox]\nbash = "off"\n'
 GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}

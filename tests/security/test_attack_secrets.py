@@ -26,7 +26,10 @@ import pytest
 from reasonix.testing import FakeDeepSeekServer, Reply
 from reasonix.testing.project import fake_project_toml
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+pytestmark = [
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc"),
+    pytest.mark.slow,
+]
 
 KEY_ENV = "REASONIX_FAKE_KEY"
 KEY = "sk-agent-memory-5e1f0c9a7b"

@@ -30,6 +30,7 @@ __all__ = ["lab"]
 pytestmark = pytest.mark.skipif(
     shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed; CI installs it"
 )
+pytestmark = [pytestmark, pytest.mark.slow]
 
 
 def _server(lab: Lab) -> tuple[str, Path]:

@@ -41,6 +41,7 @@ def _raw_in(text: str) -> list[str]:
     return [r for r in RAW if r in text]
 
 
+@pytest.mark.slow
 def test_ask_questions_reach_the_terminal_harmless(
     lab: Lab, request: pytest.FixtureRequest
 ) -> None:
@@ -52,6 +53,7 @@ def test_ask_questions_reach_the_terminal_harmless(
     assert raw == []
 
 
+@pytest.mark.slow
 def test_job_notices_reach_the_terminal_harmless(lab: Lab, request: pytest.FixtureRequest) -> None:
     lab.write_user_config("[jobs]\nkeep_on_exit = true\n")
     command = f"sleep 31.7 # {PAYLOAD}"

@@ -108,6 +108,7 @@ def _config(lab: Lab, allow: list[str], deny: tuple[str, ...] = ()) -> None:
     )
 
 
+@pytest.mark.slow
 def test_redirects_are_checked_against_the_rules_at_every_hop(
     lab: Lab, sites: tuple[Site, Site], request: pytest.FixtureRequest
 ) -> None:
@@ -136,6 +137,7 @@ def test_redirects_are_checked_against_the_rules_at_every_hop(
     record(request, "web_fetch redirects", len(attacks), worked)
 
 
+@pytest.mark.slow
 def test_a_deny_rule_stops_a_hop_even_in_yolo(lab: Lab, sites: tuple[Site, Site]) -> None:
     a, b = sites
     _config(lab, [], deny=(f"web_fetch({b.base}/*)",))
@@ -144,6 +146,7 @@ def test_a_deny_rule_stops_a_hop_even_in_yolo(lab: Lab, sites: tuple[Site, Site]
     assert b.hits == []
 
 
+@pytest.mark.slow
 def test_control_a_rule_that_covers_the_hop_follows_it(lab: Lab, sites: tuple[Site, Site]) -> None:
     a, b = sites
     _config(lab, [f"web_fetch({a.base}/*)", f"web_fetch({b.base}/*)"])
@@ -178,6 +181,7 @@ def bomb() -> bytes:
     return _bomb()
 
 
+@pytest.mark.slow
 def test_layered_encodings_are_decoded_within_the_cap(
     lab: Lab, sites: tuple[Site, Site], bomb: bytes, request: pytest.FixtureRequest
 ) -> None:
@@ -198,6 +202,7 @@ def test_layered_encodings_are_decoded_within_the_cap(
     record(request, "web_fetch encodings", 1, int(worked))
 
 
+@pytest.mark.slow
 def test_control_the_same_body_decoded_by_the_http_client_fills_memory(
     lab: Lab, sites: tuple[Site, Site], bomb: bytes
 ) -> None:
@@ -278,6 +283,7 @@ def test_control_ipv6_forms_of_public_addresses_pass(v6: str) -> None:
     assert AddressPolicy().address_allowed(ipaddress.ip_address(v6))
 
 
+@pytest.mark.slow
 def test_embedded_forms_through_the_cli(
     lab: Lab, sites: tuple[Site, Site], request: pytest.FixtureRequest
 ) -> None:

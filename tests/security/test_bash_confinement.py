@@ -25,11 +25,14 @@ from tests.security.support import (
     kill_all,
     lab,
     path_without,
+    processes_with_arg,
     record,
     still_running,
 )
 
 __all__ = ["hits", "lab"]
+
+pytestmark = pytest.mark.slow
 
 needs_bwrap = pytest.mark.skipif(
     shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed; CI installs it"
@@ -38,11 +41,14 @@ needs_bwrap = pytest.mark.skipif(
 Probe = tuple[Attack, Callable[[Lab, str], bool]]
 
 
-def probes(lab: Lab, server: HitCounter, tag: str) -> list[Probe]:
+def probes(lab: Lab, server: HitCounter, tag: str, fork_seconds: float = 30) -> list[Probe]:
     """Each attack with the test that tells whether it worked. ``tag`` makes the daemon's
-    command line unique to this run."""
+    command line unique to this run. ``fork_seconds`` bounds the 1,000-process probe: inside the
+    sandbox it fails fast; without it, a loaded machine can need much longer to fork 1,000
+    times, and the sleepers must outlive that loop to be counted (they are killed after)."""
     outside = lab.tmp / f"outside-{tag}.txt"
     daemon = f"987.{tag}"
+    sleeper = f"3141.{tag}"
     start = server.hits
 
     def bash(name: str, command: str, timeout: float | None = None) -> Attack:
@@ -58,6 +64,7 @@ def probes(lab: Lab, server: HitCounter, tag: str) -> list[Probe]:
 
     def forks(lab: Lab, _: str) -> bool:
         counted = lab.root / f"forks-{tag}.txt"
+        kill_all(processes_with_arg(sleeper))
         return counted.exists() and int(counted.read_text().strip() or 0) >= 1000
 
     return [
@@ -99,7 +106,7 @@ def probes(lab: Lab, server: HitCounter, tag: str) -> list[Probe]:
             lambda _, __: server.hits > start,
         ),
         (
-            bash("reach the network (curl)", f"curl -s -m 5 http://127.0.0.1:{server.port}/c"),
+            bash("reach the network (curl)", f"curl -s -m 30 http://127.0.0.1:{server.port}/c"),
             lambda _, __: server.hits > start,
         ),
         (
@@ -114,17 +121,19 @@ def probes(lab: Lab, server: HitCounter, tag: str) -> list[Probe]:
         (
             bash(
                 "start 1,000 processes",
-                "for i in $(seq 1000); do /bin/sleep 31.4159 & done 2>/dev/null; "
+                f"for i in $(seq 1000); do /bin/sleep {sleeper} & done 2>/dev/null; "
                 f"jobs -r | wc -l > forks-{tag}.txt",
-                timeout=30,
+                timeout=fork_seconds,
             ),
             forks,
         ),
     ]
 
 
-def run_probes(lab: Lab, server: HitCounter, tag: str, *flags: str) -> dict[str, bool]:
-    chosen = probes(lab, server, tag)
+def run_probes(
+    lab: Lab, server: HitCounter, tag: str, *flags: str, fork_seconds: float = 30
+) -> dict[str, bool]:
+    chosen = probes(lab, server, tag, fork_seconds)
     outcome = lab.attack([a for a, _ in chosen], *flags)
     assert outcome.proc.returncode in (0, 3), outcome.proc.stdout + outcome.proc.stderr
     assert len(outcome.results) == len(chosen), outcome.proc.stderr
@@ -149,7 +158,7 @@ def test_every_probe_fails_inside_the_sandbox(
 @needs_bwrap
 def test_control_every_probe_works_with_the_sandbox_off(lab: Lab, hits: HitCounter) -> None:
     lab.write_user_config('[sandbox]\nbash = "off"\n')
-    worked = run_probes(lab, hits, "2", "--yes")
+    worked = run_probes(lab, hits, "2", "--yes", fork_seconds=300)
     assert all(worked.values()), [name for name, ok in worked.items() if not ok]
 
 

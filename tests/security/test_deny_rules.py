@@ -13,6 +13,8 @@ from tests.security.support import Attack, HitCounter, Lab, hits, lab, record
 
 __all__ = ["hits", "lab"]
 
+pytestmark = pytest.mark.slow
+
 #: The README's own example, and one for the network.
 DENY = ["bash(rm -rf *)", "bash(curl *)"]
 

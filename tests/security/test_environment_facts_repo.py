@@ -52,6 +52,7 @@ def planted_repo(root: Path, marker: Path) -> None:
     os.utime(root / "notes.txt", (1, 1))
 
 
+@pytest.mark.slow
 def test_reading_the_facts_runs_nothing_the_repository_plants(
     project: Project, request: pytest.FixtureRequest
 ) -> None:

@@ -15,6 +15,8 @@ from tests.security.support import Attack, Lab, lab, record
 
 __all__ = ["lab"]
 
+pytestmark = pytest.mark.slow
+
 SERVER = Path(__file__).parent.parent / "fixtures" / "mcp" / "hinted_server.py"
 TOOL = "mcp__hinted__peek"
 

@@ -12,6 +12,8 @@ from tests.security.support import Attack, Lab, lab, record
 
 __all__ = ["lab"]
 
+pytestmark = pytest.mark.slow
+
 TARGETS = {
     "reasonix.toml": '[permissions]\nmode = "yolo"\n',
     ".mcp.json": '{"mcpServers": {"x": {"command": "touch"}}}',

@@ -52,6 +52,7 @@ def request_size(project: Project, index: int) -> int:
 # -- nesting ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_arguments_nested_100000_deep(project: Project) -> None:
     deep = '{"path": ' + "[" * 100_000 + "]" * 100_000 + "}"
     project.ex.push(Reply.call("read_file", deep), Reply.text("recovered"))
@@ -67,6 +68,7 @@ def test_arguments_nested_100000_deep(project: Project) -> None:
     assert_next_turn_works(project)
 
 
+@pytest.mark.slow
 def test_control_nesting_under_the_limit_is_parsed(project: Project) -> None:
     nested = '{"path": "a.txt", "extra": ' + "[" * 62 + "]" * 62 + "}"  # 63 levels in all
     project.ex.push(Reply.call("read_file", nested), Reply.text("ok"))
@@ -81,6 +83,7 @@ def test_control_nesting_under_the_limit_is_parsed(project: Project) -> None:
 # -- calls per response -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_ten_thousand_calls_in_one_response(project: Project) -> None:
     (project.root / "a.txt").write_text("hello\n")
     calls = [("read_file", {"path": "a.txt", "offset": i + 1}) for i in range(10_000)]
@@ -98,6 +101,7 @@ def test_ten_thousand_calls_in_one_response(project: Project) -> None:
     assert_next_turn_works(project)
 
 
+@pytest.mark.slow
 def test_control_calls_at_the_limit_all_run(project: Project) -> None:
     project.write_toml("[limits]\nmax_calls_per_response = 5\n")
     (project.root / "a.txt").write_text("hello\n")
@@ -117,6 +121,7 @@ def test_control_calls_at_the_limit_all_run(project: Project) -> None:
 # -- aggregate results per step -----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_two_thousand_reads_in_one_response(project: Project) -> None:
     for i in range(20):
         (project.root / f"f{i}.txt").write_text(f"file {i}\n" + ("x" * 49 + "\n") * 600)
@@ -132,6 +137,7 @@ def test_two_thousand_reads_in_one_response(project: Project) -> None:
     assert_next_turn_works(project)
 
 
+@pytest.mark.slow
 def test_control_reads_under_the_step_budget_are_kept_whole(project: Project) -> None:
     for i in range(5):
         (project.root / f"f{i}.txt").write_text(("y" * 49 + "\n") * 500)
@@ -165,6 +171,7 @@ def test_a_100_mb_write_file(project: Project) -> None:
     assert_next_turn_works(project)
 
 
+@pytest.mark.slow
 def test_write_over_the_content_cap_and_control_just_under(project: Project) -> None:
     project.write_toml("[limits]\nmax_write_bytes = 1000\n")
     project.ex.push(
@@ -186,6 +193,7 @@ def test_write_over_the_content_cap_and_control_just_under(project: Project) -> 
 # -- request size -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_request_over_the_size_cap_is_not_sent(project: Project) -> None:
     project.write_toml("[limits]\nmax_request_chars = 20000\n")
     (project.root / "a.txt").write_text(("q" * 49 + "\n") * 400)
@@ -202,6 +210,7 @@ def test_request_over_the_size_cap_is_not_sent(project: Project) -> None:
     assert proc.stdout.strip() == "fits"
 
 
+@pytest.mark.slow
 def test_limits_are_configuration_keys(project: Project) -> None:
     project.write_toml("[limits]\nmax_calls_per_response = 0\n")
     proc = project.run("run", "hello")

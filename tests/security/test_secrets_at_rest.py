@@ -30,6 +30,8 @@ from reasonix.testing import FakeDeepSeekServer, Fault, Reply
 from reasonix.testing.project import fake_project_toml
 from tests.support.project import Project, json_lines
 
+pytestmark = pytest.mark.slow
+
 TOKEN = "ghp_Zq9XrT4mWv2LbN8cKd6PfHs3JyA7uE1oGi5R"
 LOOKALIKE = "ghp_Aa1BbCc2DdEe3FfGg4HhIi5JjKk6LlMm7NnO"  # same shape, not a secret we know
 PROVIDER_KEY = "sk-live-4f7a2c9e1b8d6a3f5c0e7b2d9a4f1c8e"

@@ -20,7 +20,10 @@ from tests.support.tui import Terminal
 
 __all__ = ["project"]
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")
+pytestmark = [
+    pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty"),
+    pytest.mark.slow,
+]
 
 WRITES_VIA_GIT = "git diff --output=pwned-diff.txt"
 WRITES_VIA_NICE = "nice touch pwned-nice"
@@ -59,7 +62,7 @@ def test_a_session_rule_never_allows_more_than_it_says(
     )
     term = Terminal(project)
     try:
-        term.wait("/help for commands")
+        term.ready()
         term.sendline("look at the diff")
         screen = approval_for(term, "git diff --stat")
         assert "bash(git diff), bash(git diff *)" in screen
@@ -95,7 +98,7 @@ def test_control_the_same_commands_approved_write_their_files(project: Project) 
     )
     term = Terminal(project)
     try:
-        term.wait("/help for commands")
+        term.ready()
         term.sendline("write them")
         approval_for(term, WRITES_VIA_GIT)
         term.sendline("y")

@@ -90,6 +90,7 @@ def assert_clean(*outputs: str) -> None:
 # -- controls -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_control_the_detector_catches_a_direct_print(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-c", f"import sys; sys.stdout.write({ALL!r})"],
@@ -103,6 +104,7 @@ def test_control_the_detector_catches_a_direct_print(tmp_path: Path) -> None:
         assert code in found
 
 
+@pytest.mark.slow
 def test_control_payloads_travel_intact_through_json(project: Project) -> None:
     project.ex.push(Reply.text(ALL))
     code, out, err = run_bytes(project, "run", "--output-format", "json", "hello")
@@ -115,6 +117,7 @@ def test_control_payloads_travel_intact_through_json(project: Project) -> None:
 # -- headless -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_model_answer_in_text_output(project: Project) -> None:
     project.ex.push(Reply.text(ALL))
     code, out, err = run_bytes(project, "run", "hello")
@@ -124,6 +127,7 @@ def test_model_answer_in_text_output(project: Project) -> None:
     assert "\\x9b7331q" in out
 
 
+@pytest.mark.slow
 def test_stream_json_events(project: Project) -> None:
     project.ex.push(
         Reply.call("bash", {"command": "printf 'tool %s' \"$(cat payload.txt)\""}),
@@ -137,6 +141,7 @@ def test_stream_json_events(project: Project) -> None:
     assert "".join(texts) == ALL
 
 
+@pytest.mark.slow
 def test_provider_error_message(project: Project) -> None:
     project.ex.push(Reply.failing(Fault(status=400, message=f"bad request {ALL}")))
     code, out, err = run_bytes(project, "run", "hello")
@@ -145,6 +150,7 @@ def test_provider_error_message(project: Project) -> None:
     assert_clean(out, err)
 
 
+@pytest.mark.slow
 def test_tool_output_and_file_content_in_sessions_show_and_export(project: Project) -> None:
     (project.root / "notes.txt").write_text(ALL)
     project.ex.push(
@@ -172,6 +178,7 @@ def test_tool_output_and_file_content_in_sessions_show_and_export(project: Proje
     assert_clean(out, err)
 
 
+@pytest.mark.slow
 def test_config_value_in_reasonix_config(project: Project) -> None:
     project.write_toml(f"[permissions]\nallow = [{json.dumps('bash(' + ALL + ')')}]\n")
     code, out, err = run_bytes(project, "config")
@@ -180,6 +187,7 @@ def test_config_value_in_reasonix_config(project: Project) -> None:
     assert "pwned-bel" in out
 
 
+@pytest.mark.slow
 def test_bad_config_value_in_the_error(project: Project) -> None:
     project.write_toml(f"[permissions]\nmode = {json.dumps(ALL)}\n")
     code, out, err = run_bytes(project, "run", "hello")
@@ -188,6 +196,7 @@ def test_bad_config_value_in_the_error(project: Project) -> None:
     assert_clean(out, err)
 
 
+@pytest.mark.slow
 def test_mcp_server_stderr_in_doctor(project: Project) -> None:
     server = project.root / "noisy_server.py"
     server.write_text(f"import sys\nsys.stderr.write({ALL!r})\nsys.exit(3)\n")
@@ -238,6 +247,7 @@ def spawn(project: Project) -> tuple[pexpect.spawn, io.StringIO]:
     return child, log
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")
 def test_interactive_every_source(project: Project) -> None:
     ex, pl = project.ex, project.pl

@@ -29,7 +29,10 @@ import pytest
 from reasonix.testing import FakeDeepSeekServer, Reply
 from tests.support.cli import cli_env, run_cli
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+pytestmark = [
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc"),
+    pytest.mark.slow,
+]
 
 FAKE_MCP = Path(__file__).parent.parent / "fixtures" / "mcp" / "fake_server.py"
 DEEPSEEK_KEY = "sk-user-SECRET-4242"

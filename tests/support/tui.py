@@ -90,6 +90,13 @@ class Terminal:
                 return screen
         raise AssertionError(f"the screen never showed {what!r}; it shows:\n{self.text()}")
 
+    def ready(self, timeout: float = 60) -> str:
+        """Wait for the banner and then the prompt: keys sent before the prompt is drawn reach
+        the terminal in cooked mode (echoed, the Tab lost), which a loaded machine makes
+        likely."""
+        self.wait("/help for commands", timeout)
+        return self.wait(lambda screen: any(r.startswith("›") for r in self.rows()), timeout)
+
     def send(self, keys: str) -> None:
         self.child.send(keys)
 

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["Balance", "BalanceInfo", "balance_url", "fetch_balance", "fetch_balance_async"]
 
@@ -106,13 +109,18 @@ def fetch_balance(
 
 
 async def fetch_balance_async(
-    base_url: str, api_key: str | None, headers: Mapping[str, str] | None = None
+    base_url: str,
+    api_key: str | None,
+    headers: Mapping[str, str] | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
 ) -> Balance | str:
-    """:func:`fetch_balance` without blocking the event loop."""
+    """:func:`fetch_balance` without blocking the event loop; ``transport`` is the one the
+    caller's requests go through (a provider's own), so the balance is asked of the same
+    server the same way."""
     import httpx
 
     try:
-        async with httpx.AsyncClient(timeout=_TIMEOUT) as client:
+        async with httpx.AsyncClient(timeout=_TIMEOUT, transport=transport) as client:
             response = await client.get(balance_url(base_url), headers=_headers(api_key, headers))
         payload = response.json() if response.status_code == 200 else None
     except (httpx.HTTPError, ValueError) as exc:

@@ -205,7 +205,7 @@ class OpenAICompatProvider:
             headers = self._request_headers()
         except AuthenticationError as exc:
             return str(exc)
-        return await fetch_balance_async(self._base_url, None, headers)
+        return await fetch_balance_async(self._base_url, None, headers, self._transport)
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -325,7 +325,7 @@ class OpenAICompatProvider:
         from reasonix.providers.balance import Balance, fetch_balance_async
 
         auth = {k: v for k, v in headers.items() if k.lower() not in ("content-type", "accept")}
-        balance = await fetch_balance_async(self._base_url, None, auth)
+        balance = await fetch_balance_async(self._base_url, None, auth, self._transport)
         if isinstance(balance, Balance):
             error.args = (f"{error} Balance now: {balance.describe()}.",)
 
