@@ -34,7 +34,10 @@ from tests.security.support import Lab, lab, record
 
 __all__ = ["lab"]
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a pty")
+pytestmark = [
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a pty"),
+    pytest.mark.slow,
+]
 
 NOT_TRUSTED = "This folder is not trusted"
 

@@ -67,6 +67,7 @@ def _attacks() -> list[Attack]:
     return [Attack(cmd, "bash", {"command": cmd}) for cmd, _ in DELETERS]
 
 
+@pytest.mark.slow
 def test_a_deny_rule_on_rm_refuses_every_deleting_form(
     lab: Lab, request: pytest.FixtureRequest
 ) -> None:
@@ -82,6 +83,7 @@ def test_a_deny_rule_on_rm_refuses_every_deleting_form(
     record(request, "deny rules: deleting forms", len(DELETERS), worked)
 
 
+@pytest.mark.slow
 def test_control_without_the_rule_the_files_really_go(lab: Lab) -> None:
     _plant(lab.root)
     outcome = lab.attack(_attacks(), "--yes")

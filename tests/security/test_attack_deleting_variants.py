@@ -73,6 +73,7 @@ def _attacks() -> list[Attack]:
     return [Attack(cmd, "bash", {"command": cmd}) for cmd, _ in DELETERS]
 
 
+@pytest.mark.slow
 def test_a_deny_rule_on_rm_refuses_the_variants(lab: Lab, request: pytest.FixtureRequest) -> None:
     _plant(lab.root)
     lab.write_user_config('[permissions]\ndeny = ["bash(rm *)"]\n')
@@ -86,6 +87,7 @@ def test_a_deny_rule_on_rm_refuses_the_variants(lab: Lab, request: pytest.Fixtur
     record(request, "deny rules: deleting forms", len(DELETERS), worked)
 
 
+@pytest.mark.slow
 def test_control_without_the_rule_the_files_really_go(lab: Lab) -> None:
     _plant(lab.root)
     outcome = lab.attack(_attacks(), "--yes")

@@ -100,6 +100,7 @@ GLOBAL = (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.xfail(strict=True, reason=GLOBAL)
 def test_a_confined_command_cannot_plant_a_hook_the_global_hooks_path_runs(lab: Lab) -> None:
     _repo(lab, global_hooks=".githooks")
@@ -107,6 +108,7 @@ def test_a_confined_command_cannot_plant_a_hook_the_global_hooks_path_runs(lab: 
     assert not _commit_runs_hook(lab), results
 
 
+@pytest.mark.slow
 @pytest.mark.xfail(strict=True, reason=GLOBAL)
 def test_write_file_asks_before_a_hook_the_global_hooks_path_runs(lab: Lab) -> None:
     _repo(lab, global_hooks=".githooks")
@@ -124,6 +126,7 @@ def test_control_a_hook_in_the_global_hooks_path_runs_at_commit(lab: Lab) -> Non
     assert _commit_runs_hook(lab)
 
 
+@pytest.mark.slow
 def test_control_the_repositorys_own_relative_hooks_path_is_protected(lab: Lab) -> None:
     _repo(lab)
     _git(lab, "config", "core.hooksPath", ".githooks")
@@ -134,6 +137,7 @@ def test_control_the_repositorys_own_relative_hooks_path_is_protected(lab: Lab) 
     assert not _commit_runs_hook(lab), results
 
 
+@pytest.mark.slow
 @pytest.mark.xfail(
     strict=True,
     reason="a hooks path that is a symlink in the work tree: the target is protected, the link "

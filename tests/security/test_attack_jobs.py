@@ -43,6 +43,7 @@ __all__ = ["lab"]
 pytestmark = pytest.mark.skipif(
     shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed; CI installs it"
 )
+pytestmark = [pytestmark, pytest.mark.slow]
 
 
 def _trusted(lab: Lab, extra: str = "") -> None:
