@@ -25,6 +25,7 @@ def sections() -> dict[str, Section]:
         delegation,
         edits,
         install,
+        long,
         memory,
         overhead,
         prefix,
@@ -44,6 +45,8 @@ def sections() -> dict[str, Section]:
         "snapshots": snapshots.run_snapshots,
         "delegation": delegation.run_delegation,
         "install": install.run_install,
+        "long": long.run_long,
+        "dual": long.run_dual,
     }
 
 

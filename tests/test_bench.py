@@ -13,7 +13,18 @@ import pytest
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
-SECTIONS = ("cache", "cost", "overhead", "startup", "memory", "edits", "prefix", "snapshots")
+SECTIONS = (
+    "cache",
+    "cost",
+    "overhead",
+    "startup",
+    "memory",
+    "edits",
+    "prefix",
+    "snapshots",
+    "long",
+    "dual",
+)
 
 
 def test_quick_bench_writes_every_section(tmp_path: Path) -> None:
@@ -42,5 +53,12 @@ def test_quick_bench_writes_every_section(tmp_path: Path) -> None:
     assert set(cache["roles"]) == {"executor", "planner"}
     assert data["edits"]["cases"] > 0
     assert data["prefix"]["executor"]["tokens"] > 0
+    # the prefix is the one the CLI sends: the executor has the discovery tool
+    assert "more_tools" in data["prefix"]["executor"]["per_tool"]
+    # the long and dual sessions ran as scripted, through the CLI assembly
+    assert data["long"]["problems"] == [] and data["dual"]["problems"] == []
+    assert {r["policy"] for r in data["long"]["runs"]} == {"window", "economic"}
+    assert all(r["executor_requests"] >= r["steps"] for r in data["long"]["runs"])
+    assert data["dual"]["executor_requests"] == 6 and data["dual"]["cache"]["planner"]
     # every file deleted came back from the snapshots
     assert data["snapshots"]["files_restored"] == data["snapshots"]["files"] >= 10_000

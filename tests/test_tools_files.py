@@ -44,16 +44,14 @@ def test_flags_and_categories(ws: Path) -> None:
 async def test_read_file_numbers_lines_and_reports_effect(ws: Path) -> None:
     (ws / "a.txt").write_text("one\ntwo\nthree\n")
     result = await call(ws, "read_file", path="a.txt")
-    assert result.content == "     1\tone\n     2\ttwo\n     3\tthree"
+    assert result.content == "1\tone\n2\ttwo\n3\tthree"  # numbered, no padding
     assert result.effects[0].kind == "read"
     assert result.effects[0].target.startswith("a.txt:1+")
     assert result.effects[0].digest == sha16(b"one\ntwo\nthree\n")
     part = await call(ws, "read_file", path="a.txt", offset=2, limit=1)
     # another part of the same file is a different read (new progress for the ledger)
     assert part.effects[0].target == "a.txt:2+1"
-    assert part.content.startswith(
-        "     2\ttwo\n[showing lines 2-2 of 3; call read_file with offset=3"
-    )
+    assert part.content.startswith("2\ttwo\n[showing lines 2-2 of 3; call read_file with offset=3")
     past = await call(ws, "read_file", path="a.txt", offset=9)
     assert past.is_error and "3 lines" in past.content
 
@@ -87,7 +85,7 @@ async def test_read_file_handles_other_encodings(ws: Path) -> None:
     result = await call(ws, "read_file", path="latin.txt")
     assert "café" in result.content and "latin-1" in result.content
     (ws / "crlf.txt").write_bytes(b"a\r\nb\r\n")
-    assert (await call(ws, "read_file", path="crlf.txt")).content == "     1\ta\n     2\tb"
+    assert (await call(ws, "read_file", path="crlf.txt")).content == "1\ta\n2\tb"
 
 
 async def test_write_file_creates_parents_and_reports_changes(ws: Path) -> None:

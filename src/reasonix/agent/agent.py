@@ -28,7 +28,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from reasonix.agent.compaction import PLAN_STATE_KEY, compact_session, economic_inputs
+from reasonix.agent.compaction import (
+    ECONOMIC_KEEP_MESSAGES,
+    PLAN_STATE_KEY,
+    compact_session,
+    economic_inputs,
+)
 from reasonix.agent.economics import CompactionAccount, EconomicInputs, economic_verdict
 from reasonix.agent.prefix import PrefixShape, PrefixTracker
 from reasonix.agent.progress import LEDGER_KEY, ProgressLedger
@@ -271,7 +276,11 @@ class Agent:
         return self.options.context_window or self.provider.info.context_window
 
     async def compact(
-        self, reason: str = "manual", *, keep_recent_turns: int | None = None
+        self,
+        reason: str = "manual",
+        *,
+        keep_recent_turns: int | None = None,
+        keep_recent_messages: int = 8,
     ) -> CompactionEvent:
         """Compact the session now (``/compact``)."""
         if self.options.hooks is not None:
@@ -280,7 +289,12 @@ class Agent:
         if keep is None:
             keep = self.options.compaction_keep_turns
         before, spent = self._last_prompt_tokens, self.cost_total
-        event = await compact_session(self, keep_recent_turns=keep, reason=reason)
+        event = await compact_session(
+            self,
+            keep_recent_turns=keep,
+            keep_recent_messages=keep_recent_messages,
+            reason=reason,
+        )
         if event.accepted:
             self._steps_since_compact = 0
             self._summary_tokens = max(1, event.chars_summary // 4)
@@ -312,6 +326,7 @@ class Agent:
         if last is None or last < self._compact_at:
             return
         keep: int | None = None
+        keep_messages = 8
         if threshold is not None and last >= threshold * window:
             reason = f"prompt reached {last} of {window} tokens"
             retry_at = last + max(1, (window - last) // 2)
@@ -320,13 +335,15 @@ class Agent:
             verdict = economic_verdict(inputs) if inputs is not None else None
             if verdict is None or not verdict.compact:
                 return
-            reason, keep = verdict.reason, 0
+            reason, keep, keep_messages = verdict.reason, 0, ECONOMIC_KEEP_MESSAGES
             retry_at = last + max(1, last // 4)
         else:
             return
         accepted = False
         try:
-            event = await self.compact(reason=reason, keep_recent_turns=keep)
+            event = await self.compact(
+                reason=reason, keep_recent_turns=keep, keep_recent_messages=keep_messages
+            )
             accepted = event.accepted
         except ProviderError as exc:
             # A failed summary must not cost the turn: keep the history and go on.

@@ -53,7 +53,7 @@ SUPERSEDED_NOTE = "[superseded: the same call ran again later; its newer output 
 #: roughly, DeepSeek's rate for code and English).
 CHARS_PER_TOKEN = 4
 #: Messages kept verbatim by an economic compaction (the cut is made inside the current turn).
-ECONOMIC_KEEP_MESSAGES = 8
+ECONOMIC_KEEP_MESSAGES = 6
 
 
 class CompactionHost(Protocol):

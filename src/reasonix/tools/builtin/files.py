@@ -281,7 +281,7 @@ class FileTools:
             if len(line) > READ_LINE_CHARS:
                 line = line[:READ_LINE_CHARS] + f" [... {len(line) - READ_LINE_CHARS} chars cut]"
                 long_lines += 1
-            entry = f"{number:>6}\t{line}"
+            entry = f"{number}\t{line}"
             if out and used + len(entry) + 1 > READ_TOTAL_CHARS:
                 break
             out.append(entry)
@@ -328,7 +328,7 @@ class FileTools:
                 line = raw.decode("utf-8", "replace").rstrip("\n").removesuffix("\r")
                 if len(line) > READ_LINE_CHARS or cut:
                     line = line[:READ_LINE_CHARS] + " [... line cut]"
-                entry = f"{number:>6}\t{line}"
+                entry = f"{number}\t{line}"
                 if out and used + len(entry) + 1 > READ_TOTAL_CHARS:
                     more = True
                     break
