@@ -3,8 +3,9 @@
 Project files come from whoever wrote the repository: ``reasonix.toml`` and ``.mcp.json``,
 ``.claude/settings*.json`` (hooks), and the folders commands, skills and agent profiles load from
 (``.reasonix/``, ``.claude/commands``, ``.claude/skills``, ``.claude/agents``,
-``.agents/skills``). Until the user trusts the folder they decide nothing about where a key goes,
-what runs or what is allowed (:func:`reasonix.config.load_config` keeps only their tightening
+``.agents/skills``), and ``.claude/hooks``, where Claude Code's convention keeps hook scripts.
+Until the user trusts the folder they decide nothing about where a key goes, what runs or what
+is allowed (:func:`reasonix.config.load_config` keeps only their tightening
 settings: added deny rules, a lower budget).
 
 A folder is trusted by the user only, in one of three ways:
@@ -44,6 +45,7 @@ PROJECT_EXTRA_FILES = (".claude/settings.json", ".claude/settings.local.json")
 #: agents' folders hold (they load in trusted folders only, so adding one must ask again).
 PROJECT_EXTRA_DIRS = (
     ".reasonix",
+    ".claude/hooks",  # where Claude Code's convention keeps the scripts settings.json hooks run
     ".claude/commands",
     ".claude/skills",
     ".claude/agents",
