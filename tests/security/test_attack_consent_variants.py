@@ -27,7 +27,10 @@ from tests.security.support import Lab, lab, record
 
 __all__ = ["lab"]
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a pty")
+pytestmark = [
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a pty"),
+    pytest.mark.slow,
+]
 
 LONG = "echo checking the workspace" + "; true" * 40 + "; touch ../tail-ran"
 NEWLINE = "echo cleaning temporary files\ntouch ../newline-ran"

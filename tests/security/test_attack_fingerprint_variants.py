@@ -28,6 +28,9 @@ from tests.security.support import Lab, lab, record
 
 __all__ = ["lab"]
 
+pytestmark = pytest.mark.slow
+
+
 def _write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)

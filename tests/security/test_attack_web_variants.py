@@ -34,6 +34,8 @@ from tests.security.support import Attack, Lab, lab
 
 __all__ = ["lab"]
 
+pytestmark = pytest.mark.slow
+
 MiB = 1 << 20
 DEPTH = 20_000
 PAGE = ("<html><body>" + "<blockquote>line<br>" * DEPTH + "</blockquote>" * DEPTH).encode()
