@@ -130,3 +130,41 @@ def test_a_record_of_a_job_that_ended_without_the_undo_keeps_blocking(tmp_path: 
     assert record.exists()
     (root / ".mcp.json").unlink()
     assert running_plants(records, root) == [] and not record.exists()
+
+
+def test_a_workspace_below_the_repository_root_gets_what_the_repository_names_in_it(
+    repo: Path,
+) -> None:
+    sub = repo / "app"
+    sub.mkdir()
+    _git(repo, "config", "core.hooksPath", "app/hooks")
+    _git(repo, "config", "include.path", "../app/local.gitconfig")
+    named = _named(sub)
+    assert "hooks" in named and "local.gitconfig" in named, named
+
+
+def test_a_symlinked_config_folder_is_protected_where_it_leads(repo: Path) -> None:
+    from reasonix.safety.protected import bind_arguments
+
+    (repo / "shared" / "claude").mkdir(parents=True)
+    (repo / ".claude").symlink_to("shared/claude")
+    args = bind_arguments([repo])
+    real = str(repo / "shared" / "claude")
+    assert any(args[k : k + 3] == ["--ro-bind", real, real] for k in range(len(args) - 2)), args
+    # The file tools see the resolved path: it still asks.
+    assert "symlink" in (protection(repo / "shared" / "claude" / "settings.json", repo) or "")
+
+
+def test_the_users_own_relative_hooks_path_counts(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = repo.parent / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text(
+        '[core]\n\thooksPath = .githooks\n[filter "lfs"]\n\tclean = git-lfs clean -- %f\n'
+    )
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    named = _named(repo)
+    assert ".githooks" in named
+    assert ".gitattributes" not in named  # the user's own lfs driver runs git-lfs, not a plant

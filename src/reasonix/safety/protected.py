@@ -159,8 +159,11 @@ def git_named_paths(root: Path) -> list[tuple[Path, str]]:
     repository."""
     from reasonix.safety.git_repository import config_files
 
-    git_dir = _git_dir_at(root)
-    if git_dir is None:
+    # The repository may start above the workspace (a run in a subfolder): its configuration
+    # still names paths inside the workspace, relative to its own work tree.
+    top = next((f for f in (root, *root.parents) if os.path.lexists(f / ".git")), None)
+    git_dir = _git_dir_at(top) if top is not None else None
+    if top is None or git_dir is None:
         return []
     found: dict[Path, str] = {}
 
@@ -168,7 +171,10 @@ def git_named_paths(root: Path) -> list[tuple[Path, str]]:
         if path != root and _inside(path, root) and path not in found:
             found[path] = why
 
-    queue = list(config_files(git_dir))
+    # The user's own files too: a relative core.hooksPath in ~/.gitconfig points into every
+    # repository's work tree.
+    users = _user_git_configs()
+    queue = [*users, *config_files(git_dir)]
     seen: set[Path] = set()
     drivers = hooks_path = False
     while queue and len(seen) < _MAX_INCLUDES:
@@ -177,42 +183,61 @@ def git_named_paths(root: Path) -> list[tuple[Path, str]]:
         if real in seen:
             continue
         seen.add(real)
+        # Drivers the user's own files define run programs the user installed (git-lfs).
+        repository = config not in users
         for key, value in config_entries(_read_config(real)):
             low = key.lower()
             if not value:
                 continue
             if low == "core.hookspath":
                 hooks_path = True
-                folder = _resolved(value, root)
-                if folder == root:
+                folder = _resolved(value, top)
+                if folder == root or (folder == top and _inside(root, top)):
                     for name in _HOOK_NAMES:
-                        add(root / name, "core.hooksPath")
+                        add(folder / name, "core.hooksPath")
                     continue
                 add(folder, "core.hooksPath")
-                if _inside(folder, root):
-                    top = root / folder.relative_to(root).parts[0]
-                    if top.name.startswith("."):
+                if _inside(folder, top) and folder != top:
+                    first = top / folder.relative_to(top).parts[0]
+                    if first.name.startswith("."):
                         # husky's .husky/_ runs the scripts in .husky/
-                        add(top, "core.hooksPath")
+                        add(first, "core.hooksPath")
             elif low == "include.path" or (low.startswith("includeif.") and low.endswith(".path")):
                 included = _resolved(value, real.parent)
                 add(included, key)
                 queue.append(included)
             elif low == "core.attributesfile":
-                add(_resolved(value, root), key)
-            if low.startswith(("filter.", "diff.", "merge.")) and low.count(".") >= 2:
+                add(_resolved(value, top), key)
+            if (
+                repository
+                and low.startswith(("filter.", "diff.", "merge."))
+                and low.count(".") >= 2
+            ):
                 drivers = True
             if is_command_setting(key, value) and not low.startswith(("include", "core.hookspath")):
                 for word in _words(value):
-                    if "/" in word or os.path.lexists(root / word):
-                        add(_resolved(word, root), key)
+                    if "/" in word or os.path.lexists(top / word):
+                        add(_resolved(word, top), key)
     if drivers:
+        add(top / ".gitattributes", "the drivers of the repository's configuration")
         add(root / ".gitattributes", "the drivers of the repository's configuration")
         add(git_dir / "info" / "attributes", "the drivers of the repository's configuration")
     if hooks_path or has_hooks(git_dir):
         for name in HOOK_MANAGER_CONFIG:
+            add(top / name, "the repository's hooks")
             add(root / name, "the repository's hooks")
     return list(found.items())
+
+
+def _user_git_configs() -> list[Path]:
+    """The user's and the system's git configuration files (their relative paths name places
+    in every work tree)."""
+    home = os.path.expanduser("~")
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    files = [Path(home) / ".gitconfig", Path(xdg) / "git" / "config"]
+    if not os.environ.get("GIT_CONFIG_NOSYSTEM"):
+        files.append(Path("/etc/gitconfig"))
+    return files
 
 
 def _words(value: str) -> list[str]:
@@ -256,14 +281,21 @@ def protection(path: Path, root: Path) -> str | None:
     if parts[0] in OWN_CONFIG:
         return f"{parts[0]}, our own configuration"
     for name, what in (
+        *((n, "our own configuration") for n in OWN_CONFIG),
         *((n, "another agent's configuration") for n in OTHER_AGENTS_CONFIG),
         *((n, "a shell start-up file") for n in SHELL_STARTUP),
+        *((f".git/{n}", "git's machinery") for n in (".", *GIT_MACHINERY)),
     ):
         entry = root / name
         if path == entry or path.is_relative_to(entry):
             return f"{name}, {what}"
+        if entry.is_symlink():  # what a protected link names is protected too
+            real = Path(os.path.realpath(entry))
+            if path == real or path.is_relative_to(real):
+                return f"{name} (a symlink to {real.relative_to(root).as_posix()}), {what}"
     for entry, why in git_named_paths(root):
-        if path == entry or path.is_relative_to(entry):
+        real = Path(os.path.realpath(entry))
+        if path in (entry, real) or path.is_relative_to(entry) or path.is_relative_to(real):
             shown = entry.relative_to(root).as_posix()
             return f"{shown}, which git runs or reads ({why})"
     return None
@@ -271,8 +303,8 @@ def protection(path: Path, root: Path) -> str | None:
 
 def bind_arguments(roots: Sequence[Path]) -> list[str]:
     """bubblewrap options (after the roots are bound) that make the protected paths that exist
-    read-only; symlinks are left to :class:`CreationGuard`, since nothing can be mounted on
-    one."""
+    read-only (a symlink among them: what it names inside the workspace; the link itself is
+    left to :class:`CreationGuard`, since nothing can be mounted on one)."""
     args: list[str] = []
     for root in roots:
         git = root / ".git"
@@ -282,9 +314,13 @@ def bind_arguments(roots: Sequence[Path]) -> list[str]:
         for path in protected_paths(root):
             if path == git and git.is_dir() and not git.is_symlink():
                 continue
-            if path.is_symlink() or not path.exists():
+            if not path.exists() or not _inside_real(path, root):
                 continue
-            if not _inside_real(path, root):
+            if path.is_symlink():
+                # Nothing can be mounted on a link (CreationGuard restores it); what it names
+                # inside the workspace is made read-only instead.
+                real = os.path.realpath(path)
+                args += ["--ro-bind", real, real]
                 continue
             args += ["--ro-bind", str(path), str(path)]
     return args
