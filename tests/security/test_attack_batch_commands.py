@@ -28,9 +28,18 @@ from typing import Any
 import pytest
 
 from reasonix.testing import Reply
-from tests.security.support import KEY_VALUE, SSH_KEY, Lab, lab, path_without, record
+from tests.security.support import (
+    KEY_VALUE,
+    SSH_KEY,
+    HitCounter,
+    Lab,
+    hits,
+    lab,
+    path_without,
+    record,
+)
 
-__all__ = ["lab"]
+__all__ = ["hits", "lab"]
 
 pytestmark = pytest.mark.skipif(
     shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed; CI installs it"
@@ -253,3 +262,20 @@ def test_without_a_sandbox_setup_is_refused_unless_accepted(lab: Lab) -> None:
     row = json.loads((out / "results.jsonl").read_text())
     assert row["error_class"] == "setup_failed"
     assert f"ssh={SSH_KEY}" in (out / "setup" / "setup.log").read_text()
+
+
+def test_network_follows_the_task_setting(lab: Lab, hits: HitCounter) -> None:
+    """A verify reaches a server outside the sandbox only in the task that says
+    ``"network": true``."""
+    fetch = (
+        'python3 -c "import sys, urllib.request; '
+        f"urllib.request.urlopen('http://127.0.0.1:{hits.port}/' + sys.argv[1], timeout=5)\""
+    )
+    tasks = [
+        {**_tasks(lab, "-net")[0], "verify": f"{fetch} with-network", "network": True},
+        {**_tasks(lab, "-off")[0], "verify": f"{fetch} without-network"},
+    ]
+    _, rows = _batch(lab, tasks, replies=2)
+    assert rows["verify-net"]["verify_exit_code"] == 0, rows["verify-net"]
+    assert rows["verify-off"]["verify_exit_code"] != 0
+    assert hits.paths == ["/with-network"]

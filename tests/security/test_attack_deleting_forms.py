@@ -95,7 +95,7 @@ def test_control_without_the_rule_the_files_really_go(lab: Lab) -> None:
 FORMS = [
     ("find . -delete", ["rm *", "rm -rf *", "rm -fr ."], []),
     ("find src -name '*.pyc' -delete", ["rm -rf src"], ["rm -rf lib"]),
-    ("find . -name x $action", ["rm *"], []),  # an unknown word may be -delete
+    ("find . -name x $action", ["rm *", "rm -rf /etc"], []),  # an unknown word may be -delete
     ("find $dir -name x", [], ["rm *"]),  # an unknown start folder deletes nothing
     ("find . -type f -print", [], ["rm *"]),
     ("git clean -fdx", ["rm *", "rm -rf *"], []),
@@ -154,6 +154,16 @@ IRREVERSIBLE = [
     "tar -cf x.tar --remove-files {where}",
     "rsync -a --delete src/ {where}/",
 ]
+
+
+def test_an_unsure_find_is_denied_but_not_called_irreversible(tmp_path: Path) -> None:
+    """``find /usr/include -name *.h``: the glob is known only when it runs (a file named
+    ``-delete`` would make it one), so rules about rm match; but nothing certain is deleted
+    outside the workspace, so it is not asked about as irreversible in every mode."""
+    command = "find /usr/include -name *.h"
+    assert rule_matches("rm -rf *", command_forms(command))
+    assert irreversible_reason(command, tmp_path) is None
+    assert irreversible_reason("find /usr/include -name x -delete", tmp_path) is not None
 
 
 @pytest.mark.parametrize("template", IRREVERSIBLE)

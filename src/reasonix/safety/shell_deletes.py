@@ -16,7 +16,8 @@ Flags: ``-rf`` for what deletes whole trees (``find -delete``, ``git clean``, ``
 --delete``, ``tar --remove-files``, ``srm``/``wipe``), ``-f`` for what destroys named files'
 contents (``shred``, ``truncate``, ``dd``), none for plain removal of names (``unlink``, ``git rm``
 without ``-r``). A token not known before the command runs (``$x``) stays unknown, which every
-rule matches; an unknown word in ``find``'s expression may be ``-delete`` and counts as one.
+rule matches; an unknown word in ``find``'s expression may be ``-delete`` and counts as one
+(deleting an unknown target).
 
 One row per program, so the per-program table of shell knowledge can take these as they are.
 """
@@ -67,8 +68,13 @@ def _find(rest: Form) -> list[Form]:
             break
         paths.append(tok)
     expression = rest[len(paths) :]
-    if "-delete" in expression or None in expression:
+    if "-delete" in expression:
         return [("rm", "-rf", *(paths or ["."]))]
+    if None in expression:
+        # A word known only when it runs (``$x``, a glob matching a file named ``-delete``) may
+        # be -delete: every rule about rm matches, but nothing certain is deleted anywhere, so
+        # irreversible detection is not told so.
+        return [("rm", "-rf", None)]
     return []
 
 
