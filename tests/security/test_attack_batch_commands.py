@@ -7,10 +7,12 @@ holds into ``results.jsonl`` and the logs.
 
 Worked before the fix in this module's commit (setup and verify ran as plain shell commands on the
 host, their output unredacted): the SSH key was read, ``~/.bashrc`` was written, the session store
-beside the copy was readable, the key was read from the agent's memory (``/proc/<pid>/mem``, the
-agent running as root), and a key printed from a repository file reached ``results.jsonl`` and
-``verify.log`` as it was. Not reached even then: the key in the command's environment or in the
-agent's ``/proc/<pid>/environ`` (the allowlist and the blanked start-up block held).
+beside the copy was readable, a git hook, an fsmonitor and an MCP server were planted in the copy
+for the user's next git or reasonix there, the key was read from the agent's memory
+(``/proc/<pid>/mem``, the agent running as root), and a key printed from a repository file reached
+``results.jsonl`` and ``verify.log`` as it was. Not reached even then: the key in the command's
+environment or in the agent's ``/proc/<pid>/environ`` (the allowlist and the blanked start-up block
+held).
 
 The control runs the same probes with ``[sandbox] bash = "off"`` in the user's own config: they
 see the key file and write ``~/.bashrc``. The task-file option ``"unconfined"`` runs a task's
@@ -279,3 +281,43 @@ def test_network_follows_the_task_setting(lab: Lab, hits: HitCounter) -> None:
     assert rows["verify-net"]["verify_exit_code"] == 0, rows["verify-net"]
     assert rows["verify-off"]["verify_exit_code"] != 0
     assert hits.paths == ["/with-network"]
+
+
+PLANT = (
+    "mkdir -p .git/hooks && printf '#!/bin/sh\\ntouch ../../PWNED\\n' > .git/hooks/post-checkout"
+    " && chmod +x .git/hooks/post-checkout; git config core.fsmonitor 'touch ../../PWNED'; "
+    'printf \'{"mcpServers": {"x": {"command": "touch"}}}\' > .mcp.json; true'
+)
+
+
+def _plant_task(lab: Lab) -> dict[str, Any]:
+    repo = lab.tmp / "repos" / "plant"
+    repo.mkdir(parents=True)
+    (repo / "a.txt").write_text("a\n")
+    for args in (["init", "-q"], ["add", "-A"]):
+        subprocess.run(["git", *args], cwd=repo, check=True)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "a"],
+        cwd=repo,
+        check=True,
+    )
+    return {"id": "plant", "repo": str(repo), "task": "x", "planner": False, "verify": PLANT}
+
+
+def test_a_verify_cannot_plant_what_runs_later_in_the_copy(lab: Lab) -> None:
+    """What the model's tests plant for later — a git hook and an fsmonitor that the user's
+    own ``git status``/``checkout`` in the task's copy would run, an MCP server for the next
+    ``reasonix`` there — is read-only or undone; the control (no sandbox) keeps all three."""
+    for confined in (True, False):
+        if not confined:
+            lab.write_user_config(SANDBOX_OFF)
+        _, rows = _batch(lab, [_plant_task(lab)], replies=1)
+        copy = lab.tmp / "out" / "plant" / "repo"
+        config = (copy / ".git" / "config").read_text()
+        planted = [
+            (copy / ".git" / "hooks" / "post-checkout").exists(),
+            "fsmonitor" in config,
+            (copy / ".mcp.json").exists(),
+        ]
+        assert planted == ([False] * 3 if confined else [True] * 3), (confined, planted, rows)
+        shutil.rmtree(lab.tmp / "repos" / "plant")
