@@ -310,10 +310,17 @@ class UpdateMapper:
         ]
 
     def call_for_approval(
-        self, tool: str, arguments: Mapping[str, Any], subject: str
+        self, tool: str, arguments: Mapping[str, Any], subject: str, reason: str = ""
     ) -> schema.ToolCallUpdate:
         """The ``toolCall`` of a ``session/request_permission``: the open call the question is
-        about (matched by tool and arguments), or a call of its own."""
+        about (matched by tool and arguments), or a call of its own. Its content is what the
+        terminal's approval shows — the subject exactly as it will run (a title is cut at 120
+        characters) and why it asks — after an edit's diff."""
+        note = subject + (f"\n\n{reason}" if reason else "")
+        content: list[Any] = [
+            *self._diff(tool, arguments),
+            schema.ContentToolCallContent(type="content", content=_text(note)),
+        ]
         call_id = self._by_args.get(_canonical(tool, dict(arguments)))
         opened = self._open.get(call_id) if call_id else None
         if opened is not None:
@@ -322,6 +329,7 @@ class UpdateMapper:
                 title=opened.title,
                 kind=opened.kind,
                 status="pending",
+                content=content,
                 raw_input=opened.arguments,
             )
         return schema.ToolCallUpdate(
@@ -329,6 +337,7 @@ class UpdateMapper:
             title=f"{tool} {subject}".strip(),
             kind=tool_kind(tool),
             status="pending",
+            content=content,
             raw_input=dict(arguments),
         )
 
