@@ -10,8 +10,8 @@ same commands with no deny rule and sees each file gone.
 The unit rows check the same table from both sides: each deleting form matches the ``rm`` rules
 that describe it (and not those that do not: ``shred`` is no ``rm -rf``), and irreversible
 detection, reading the same forms, says a form is irreversible exactly when what it deletes is
-outside the workspace (before, ``git -C /elsewhere clean -f`` and ``tar --remove-files
-/elsewhere`` were not).
+outside the workspace (before, ``git -C /elsewhere clean -f``, ``git -C /elsewhere rm``,
+``rsync --remove-source-files /elsewhere/x`` and ``tar --remove-files /elsewhere`` were not).
 """
 
 from __future__ import annotations
@@ -153,6 +153,8 @@ IRREVERSIBLE = [
     "unlink {where}/f",
     "tar -cf x.tar --remove-files {where}",
     "rsync -a --delete src/ {where}/",
+    "rsync -a --remove-source-files {where}/x dest/",
+    "git -C {where} rm -rq x",
 ]
 
 
