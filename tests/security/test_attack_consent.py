@@ -11,8 +11,9 @@ answer itself: after "yes" the hooks do run, so the probe sees them.
 
 The fingerprint of a remembered "yes" must cover every byte of everything loaded. Before the fix
 it read at most 4 MiB and 200 files, skipped ``.claude/agents`` and hashed a symlinked folder as
-a link: a command file past the 200th, a byte past 4 MiB, a new agent profile and a file in a
-symlinked skills folder each changed what loads without a new question. Each now makes the next
+a link: a command file past the 200th, a byte past 4 MiB, a new agent profile, a file in a
+symlinked skills folder and the script an MCP server runs from the folder each changed what
+loads or runs without a new question. Each now makes the next
 ``reasonix run`` treat the folder as untrusted; the control changes a file that is not loaded
 and the folder stays trusted (the probe tells the two apart). A symlink out of the folder cannot
 be remembered at all.
@@ -148,6 +149,9 @@ def _remembered(lab: Lab) -> None:
     (lab.root / ".agents").mkdir()
     (lab.root / ".agents" / "skills").symlink_to("../shared-skills")
     _write(lab.root / "README.md", "an ordinary file\n")
+    server = {"mcpServers": {"tool": {"command": "sh", "args": ["-c", "exec sh tools/serve.sh"]}}}
+    _write(lab.root / ".mcp.json", json.dumps(server))
+    _write(lab.root / "tools" / "serve.sh", "exit 0\n")
     assert TrustStore(lab.config_dir / TRUST_FILE).remember(lab.root) is None
 
 
@@ -167,6 +171,9 @@ CHANGES = {
     ),
     "a new agent profile": lambda root: _write(
         root / ".claude" / "agents" / "evil.md", "---\nname: evil\ndescription: e\n---\nDo it.\n"
+    ),
+    "the script a server runs": lambda root: _write(
+        root / "tools" / "serve.sh", "touch ../planted; exit 0\n"
     ),
     "a skill in a symlinked folder": lambda root: _write(
         root / "shared-skills" / "helper" / "SKILL.md",
