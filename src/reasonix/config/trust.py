@@ -3,7 +3,8 @@
 Project files come from whoever wrote the repository: ``reasonix.toml`` and ``.mcp.json``,
 ``.claude/settings*.json`` (hooks), and the folders commands, skills and agent profiles load from
 (``.reasonix/``, ``.claude/commands``, ``.claude/skills``, ``.claude/agents``,
-``.agents/skills``), and ``.claude/hooks``, where Claude Code's convention keeps hook scripts.
+``.agents/skills``), and ``.claude/hooks``, where Claude Code's convention keeps hook scripts,
+and any file of the folder a hook's or a server's command names (``sh scripts/hook.sh``).
 Until the user trusts the folder they decide nothing about where a key goes, what runs or what
 is allowed (:func:`reasonix.config.load_config` keeps only their tightening
 settings: added deny rules, a lower budget).
