@@ -115,7 +115,7 @@ def test_writer_child_works_in_a_copy_and_its_diff_comes_back(project: Project) 
     report = next(str(m["content"]) for m in parent[1].messages if m.get("role") == "tool")
     assert "-    return 'hello'" in report and "+    return 'hello, world'" in report
     assert "greet.py | 2 +-" in report
-    assert 'call task_apply with task_id "task-1"' in report
+    assert 'call task_apply with task_id "task-1" (through more_tools)' in report
     assert "the workspace is unchanged" in report
 
     # The child ran in its copy: its bash saw the new file there, and the untracked notes.

@@ -163,8 +163,8 @@ async def test_a_large_page_is_paged_with_offset(tmp_path: Path, site: str) -> N
     assert not is_error
     total = len(LARGE)
     assert (
-        f"Characters 0-30000 of {total}; more follows: call web_fetch again with offset=30000"
-        in first
+        f"Characters 0-30000 of {total}; more follows: "
+        "call web_fetch (through more_tools) again with offset=30000" in first
     )
     pieces = [first.split("\n\n", 1)[1]]
     offset = 30_000

@@ -440,8 +440,8 @@ class Delegator:
         text = (
             f"{report.content}\n\nIts changes, made in a private copy (the workspace is "
             f"unchanged):\n{diff.stat}\n\n```diff\n{patch}\n```\n"
-            f'To apply them to the workspace, call task_apply with task_id "{child.id}"; to '
-            "drop them, do nothing."
+            f'To apply them to the workspace, call task_apply with task_id "{child.id}" '
+            "(through more_tools); to drop them, do nothing."
         )
         return ToolResult(text, is_error=report.is_error)
 

@@ -438,7 +438,7 @@ def _render(page: _Page, offset: int, size: int) -> ToolResult:
     head = [f"URL: {page.url}", f"Content-Type: {page.content_type} (HTTP {page.status})"]
     span = f"Characters {start}-{end} of {total}"
     if end < total:
-        span += f"; more follows: call web_fetch again with offset={end}"
+        span += f"; more follows: call web_fetch (through more_tools) again with offset={end}"
     elif offset > total:
         span += "; the offset is past the end"
     head.append(span)
