@@ -262,6 +262,9 @@ EMBEDDED = {
     "2002:7f00:1::1": "127.0.0.1",  # 6to4
     "2002:a9fe:a9fe::": "169.254.169.254",
     "2001:0:4136:e378:8000:63bf:3fff:fdd2": "192.0.2.45",  # Teredo
+    "::ffff:c000:c0": "192.0.0.192",  # a cloud metadata address Python 3.11 calls global
+    "64:ff9b::c000:c0": "192.0.0.192",
+    "2002:c058:6301::": "192.88.99.1",  # the retired 6to4 relay anycast range
 }
 #: The same forms of public addresses: allowed (the control: judged, not refused wholesale).
 PUBLIC_EMBEDDED = ("::ffff:808:808", "64:ff9b::808:808", "2002:808:808::1", "::ffff:0:808:808")

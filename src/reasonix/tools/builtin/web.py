@@ -110,6 +110,12 @@ class FetchRefused(Exception):
     it."""
 
 
+#: IPv4 ranges that are not globally reachable but that some Python versions call global:
+#: IETF protocol assignments (``192.0.0.192`` is a cloud metadata address) and the retired 6to4
+#: relay anycast range.
+_NOT_GLOBAL_V4 = tuple(ipaddress.IPv4Network(n) for n in ("192.0.0.0/24", "192.88.99.0/24"))
+
+
 #: IPv6 prefixes whose last 32 bits are an IPv4 address the packet ends up at: IPv4-compatible
 #: (``::a.b.c.d``, deprecated), IPv4-mapped (``::ffff:a.b.c.d``), IPv4-translated
 #: (``::ffff:0:a.b.c.d``) and the NAT64 well-known prefix (``64:ff9b::a.b.c.d``).
@@ -145,6 +151,8 @@ def _blocked(address: IPAddress) -> bool:
         inner = embedded_ipv4(address)
         if inner:
             return any(_blocked(v4) for v4 in inner)
+    elif any(address in net for net in _NOT_GLOBAL_V4):
+        return True
     return not address.is_global or address.is_multicast
 
 
