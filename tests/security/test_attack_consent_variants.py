@@ -9,13 +9,18 @@ characters, so what a hook runs could be hidden in plain sight:
 - a newline, which the shell reads as the end of a command: ``echo cleaning temporary files``
   newline ``touch ../newline-ran`` showed as one ``echo`` of a few more words.
 
+And a setting's value was cut at 80 characters: an allow list of five harmless rules and then
+``bash(*)`` — every command without a question — showed as ``"bash(gr...``.
+
 Worked on main when written, fixed in this module's commit (commands are shown whole, with a
-newline shown as ``\\x0a``). The control is the answer itself: after "yes" both hooks run, so
-the probe sees what the list must have shown.
+newline shown as ``\\x0a``; a list's every item is shown). Controls: after "yes" both hooks
+run, and with the folder trusted the last allow rule lets a command run unasked, so the probe
+sees what the list must have shown.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -23,6 +28,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
+from reasonix.testing import Reply
 from tests.security.support import Lab, lab, record
 
 __all__ = ["lab"]
@@ -87,3 +93,55 @@ def test_the_question_shows_each_command_whole(lab: Lab, request: pytest.Fixture
     assert hidden == [], question
     # The control: "yes" runs both, so the list had to show both.
     assert ran == ["newline-ran", "tail-ran"], ran
+
+
+# ---------------------------------------------------------------------------------------------
+# A setting's value cut short: the last rule of an allow list
+
+
+ALLOW = ["bash(git status)", "bash(git log *)", "bash(ls *)", "bash(cat *)", "bash(grep *)"]
+
+
+def test_the_question_shows_every_allow_rule(lab: Lab, request: pytest.FixtureRequest) -> None:
+    """An allow list's value was cut at 80 characters: five harmless rules and then
+    ``bash(*)`` — every command without a question — showed as ``"bash(gr...``."""
+    rules = json.dumps([*ALLOW, "bash(*)"])
+    (lab.root / "reasonix.toml").write_text(f"[permissions]\nallow = {rules}\n")
+    question = _question_only(lab)
+    shown = '"bash(*)"' in "".join(question.split())
+    record(request, "consent", 1, int(not shown))
+    assert shown, question
+
+
+def test_control_the_last_rule_takes_effect_once_trusted(lab: Lab) -> None:
+    """With the folder trusted (``--trust``), the last rule lets a headless run execute a
+    command no other rule covers: the rule the question must show does something."""
+    rules = json.dumps([*ALLOW, "bash(*)"])
+    (lab.root / "reasonix.toml").write_text(f"[permissions]\nallow = {rules}\n")
+    lab.ex.push(Reply.call("bash", {"command": "touch allowed-by-the-last-rule"}))
+    lab.ex.push(Reply.text("done"))
+    proc = lab.cli("run", "--no-planner", "--trust", "go")
+    assert proc.returncode == 0, proc.stderr
+    assert (lab.root / "allowed-by-the-last-rule").exists()
+
+
+def _question_only(lab: Lab) -> str:
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "reasonix"],
+        cwd=str(lab.root),
+        env=lab.env(PROMPT_TOOLKIT_NO_CPR="1", TERM="xterm-256color", COLUMNS="160"),
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(80, 200),
+    )
+    try:
+        child.expect(r"Trust this folder\?")
+        question = str(child.before).replace("\r", "")
+        child.sendline("n")
+        child.expect("›")
+        child.sendline("/exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    return question

@@ -165,7 +165,7 @@ def _settings(ignored: tuple[str, ...] | list[str]) -> list[str]:
     """The loader's list of what it left out, without what the groups above name in full
     (its ``.mcp.json`` servers and its notice about hooks)."""
     return [
-        _show(item)
+        _command(" ".join(item.split()))  # whole: a cut list hides its last rules
         for item in ignored
         if not item.startswith((".mcp.json:", "hooks (")) and item.strip()
     ]

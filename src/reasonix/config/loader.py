@@ -381,7 +381,10 @@ def _merge(layers: list[_Layer], trust: TrustDecision) -> _Merged:
 
 def _shown(value: Any, limit: int = 80) -> str:
     """A project file's value as it may be printed: JSON (control and non-ASCII characters
-    escaped, so a file cannot steer the terminal), cut to ``limit`` characters."""
+    escaped, so a file cannot steer the terminal), cut to ``limit`` characters — a list item by
+    item, every item shown (the last rule of an allow list is as much a rule as the first)."""
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_shown(item, limit) for item in value) + "]"
     text = json.dumps(value, ensure_ascii=True, default=str)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
