@@ -46,6 +46,8 @@ async def test_dual_model_turn_streams_plan_tools_diff_permissions_and_usage(
         ),
         Reply.call("bash", {"command": "rm -r build"}),
         Reply.call("complete_step", {"step": "1", "evidence": "edited calc.py"}),
+        Reply.call("read_file", {"path": "calc.py"}),
+        Reply.call("complete_step", {"step": "2", "evidence": "read the fixed calc.py back"}),
         Reply.text("Fixed add() in calc.py; I did not remove build/ (refused)."),
     )
     client = EditorClient(answers=["allow_once", "deny"])

@@ -228,7 +228,7 @@ async def test_a_plan_that_needs_approval_is_asked_remotely_then_approved_later(
             "submit_plan",
             {
                 "objective": "Write the note",
-                "steps": [{"title": "Write note.txt", "verify": "test -f note.txt"}],
+                "steps": [{"title": "Write note.txt"}],
                 "requires_approval": True,
             },
         )
@@ -247,6 +247,7 @@ async def test_a_plan_that_needs_approval_is_asked_remotely_then_approved_later(
 
         ex.push(
             Reply.call("write_file", {"path": "note.txt", "content": "n\n"}),
+            Reply.call("complete_step", {"step": "1", "evidence": "wrote note.txt"}),
             Reply.text("written"),
         )
         session.set_mode("auto-edit")

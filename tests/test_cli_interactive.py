@@ -29,6 +29,8 @@ def test_interactive_session_end_to_end(project: Project) -> None:
         Reply.text("Created hello.txt."),
         Reply.failing(Fault(stall_seconds=30)),
         Reply.text("Back on track after the interruption."),
+        Reply.call("read_file", {"path": "hello.txt"}),
+        Reply.call("complete_step", {"step": "1", "evidence": "hello.txt says hello"}),
         Reply.text("Checked the notes; nothing else to change."),
     )
     pl.push(
@@ -139,7 +141,10 @@ def test_declined_plan_waits_and_approve_runs_it(project: Project) -> None:
             },
         )
     )
-    ex.push(Reply.text("Deleted nothing yet: approved plan received, starting."))
+    ex.push(
+        Reply.text("Deleted nothing yet: approved plan received, starting."),
+        Reply.text("Still nothing deleted."),  # after being told the step is open
+    )
     child = spawn(project)
     try:
         child.expect("›")
@@ -157,6 +162,8 @@ def test_declined_plan_waits_and_approve_runs_it(project: Project) -> None:
 
         child.sendline("/approve")
         child.expect("approved plan received")
+        child.expect("plan unfinished")  # the step was never done: the turn says so
+        child.expect("plan_incomplete")
         child.expect("›")
 
         child.sendline("/approve")

@@ -32,7 +32,12 @@ def test_resume_extends_both_sessions_byte_exactly(project: Project) -> None:
     ex, pl = project.ex, project.pl
     (project.root / "notes.txt").write_text("alpha\n")
     pl.push(Reply.call("read_file", {"path": "notes.txt"}), plan("Summarise the notes"))
-    ex.push(Reply.call("read_file", {"path": "notes.txt"}), Reply.text("The notes say alpha."))
+    (project.root / "more.txt").write_text("beta\n")
+    ex.push(
+        Reply.call("read_file", {"path": "notes.txt"}),
+        Reply.call("complete_step", {"step": "1", "evidence": "read notes.txt"}),
+        Reply.text("The notes say alpha."),
+    )
     proc = project.run("run", "--plan", "--output-format", "json", "summarise notes.txt")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     first = json_lines(proc.stdout)[0]
@@ -41,7 +46,11 @@ def test_resume_extends_both_sessions_byte_exactly(project: Project) -> None:
     ex_before, pl_before = len(ex.requests), len(pl.requests)
 
     pl.push(plan("Summarise again"))
-    ex.push(Reply.text("Still alpha."))
+    ex.push(
+        Reply.call("read_file", {"path": "more.txt"}),
+        Reply.call("complete_step", {"step": "1", "evidence": "read more.txt"}),
+        Reply.text("Still alpha."),
+    )
     proc = project.run("run", "--resume", sid, "--plan", "--output-format", "json", "again")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     second = json_lines(proc.stdout)[0]

@@ -92,9 +92,13 @@ def test_five_turn_interactive_session(strict: Project) -> None:
         Reply.text("Hello there, how can I help?", reasoning="The user greets me."),
         Reply.call("write_file", {"path": "hello.txt", "content": "hello\n"}),
         Reply.text("Created hello.txt."),  # an answer whose reasoning came back empty
+        Reply.call("read_file", {"path": "hello.txt"}, reasoning="Read it for the step."),
+        Reply.call("complete_step", {"step": "1", "evidence": "hello.txt says hello"}),
         Reply.text("Checked the notes; nothing else to change."),
-        Reply.call("read_file", {"path": "hello.txt"}, reasoning="Check what it says."),
+        Reply.call("grep", {"pattern": "hello"}, reasoning="Check what it says."),
         Reply.text("It says hello.", reasoning="It contains hello."),
+        Reply.call("glob", {"pattern": "*.txt"}),
+        Reply.call("complete_step", {"step": "1", "evidence": "hello.txt is still there"}),
         Reply.text("Double-checked: all good.", reasoning="Confirmed."),
     )
     pl.push(

@@ -316,6 +316,8 @@ async def test_plan_only_and_approval_routes(
 
     # plan_for_approval, approved
     pl.push(plan_reply(("Say hi", "true"), objective="Greet"))
+    ex.push(Reply.call("bash", {"command": "true"}))
+    ex.push(Reply.call("complete_step", {"step": "1", "evidence": "true exit 0"}))
     ex.push(Reply.text("hi"))
     ctrl3 = make_controller(
         servers,
@@ -347,11 +349,13 @@ async def test_planner_text_answer_gets_one_corrective_retry_then_fails_cleanly(
     ex, pl = servers
     # first round: text, then a plan after the corrective message
     pl.push(Reply.text("Here is my plan in prose."), plan_reply(("Do", "true")))
-    ex.push(Reply.text("done"))
+    # The executor stops with the step open, and again after being told it is open.
+    ex.push(Reply.text("done"), Reply.text("done, really"))
     sink = CollectingSink()
     ctrl = make_controller(servers, make_provider, tmp_path, sink)
     result = await ctrl.run_turn("plan first: something")
     assert result.plan is not None
+    assert result.stop_reason == "plan_incomplete"
     assert "submit_plan" in pl.requests[1].messages[-1]["content"]
     # second round: text twice -> failure event, executor proceeds alone, planner rolled back
     assert ctrl.planner is not None
@@ -665,7 +669,7 @@ async def test_an_approved_pending_plan_carries_its_task_to_executor_and_replans
     planner = ScriptedProvider([_plan("Build", "make arm"), _plan("Script it", "sh arm.sh")])
     executor = ScriptedProvider(
         [Reply.call("bash", {"command": "make arm fail"}) for _ in range(3)]
-        + [Reply.text("gave up")]
+        + [Reply.text("gave up"), Reply.text("still stuck")]
     )
     ctrl = Controller(
         Options(
@@ -679,6 +683,7 @@ async def test_an_approved_pending_plan_carries_its_task_to_executor_and_replans
     assert only.stop_reason == "plan_only"
     result = await ctrl.execute_pending_plan()
     assert result.replans == 1
+    assert result.stop_reason == "plan_incomplete"
     first_exec = executor.requests[0].messages
     assert isinstance(first_exec[-1], UserMessage)
     assert task in first_exec[-1].content

@@ -40,7 +40,11 @@ def _run_plan_and_execute(project: Project) -> None:
             },
         )
     )
-    project.ex.push(Reply.text("hi"))
+    project.ex.push(
+        Reply.call("bash", {"command": "true"}),
+        Reply.call("complete_step", {"step": "1", "evidence": "true: exit 0"}),
+        Reply.text("hi"),
+    )
     proc = project.run("run", "--yes", "--plan", "--output-format", "json", "say hi")
     assert proc.returncode == 0, proc.stderr
 

@@ -89,6 +89,8 @@ def script_dual_model_turn(project: Project) -> None:
             reasoning="Apply the plan's first step.",
         ),
         Reply.call("complete_step", {"step": "1", "evidence": "edited calc.py"}),
+        Reply.call("read_file", {"path": "calc.py"}),
+        Reply.call("complete_step", {"step": "2", "evidence": "read the fixed calc.py back"}),
         Reply.text("Fixed add() in calc.py: it now returns a + b."),
     )
 
@@ -185,8 +187,8 @@ def test_a_dual_model_turn_watched_and_steered_from_the_page(
         page.wait_for_selector(".note.ok-note:has-text('Turn 1 ended: done')", timeout=WAIT)
         assert page.locator("[data-approval-id]").count() == 0
         statuses = [li.get_attribute("data-status") for li in page.locator("#todo li").all()]
-        assert statuses == ["completed", "in_progress"]
-        assert role_requests(page, "executor") == 3
+        assert statuses == ["completed", "completed"]
+        assert role_requests(page, "executor") == 5
         assert role_requests(page, "planner") == 2
         assert "Fixed add() in calc.py" in page.locator("#transcript").inner_text()
         edit = page.locator('.call[data-tool="edit_file"]')
@@ -310,4 +312,31 @@ def test_the_models_question_is_answered_from_the_page(project: Project, browser
         # the answer reached the model as the ask call's result
         tool_messages = [m for m in project.ex.last_request.messages if m["role"] == "tool"]
         assert "SQLite" in str(tool_messages[-1]["content"])
+        context.close()
+
+
+def test_an_unfinished_plan_ends_plan_incomplete_on_the_page(
+    project: Project, browser: Any
+) -> None:
+    project.pl.push(
+        Reply.call(
+            "submit_plan",
+            {
+                "objective": "Fix add() and prove it",
+                "steps": [{"title": "Fix the operator"}, {"title": "Run the tests"}],
+            },
+        )
+    )
+    # The executor stops at once, and again after being told the plan is open.
+    project.ex.push(Reply.text("Done."), Reply.text("Done, nothing more."))
+    with serve(project) as served:
+        context, page = open_logged_in(browser, served, DESKTOP)
+        page.fill(".new-session textarea", "/plan fix add()")
+        page.click("button:text-is('New session')")
+        page.wait_for_selector(
+            ".note.warn-note:has-text('Turn 1 ended: plan_incomplete')", timeout=WAIT
+        )
+        assert "plan unfinished" in page.locator("#session").inner_text()
+        statuses = [li.get_attribute("data-status") for li in page.locator("#todo li").all()]
+        assert statuses == ["in_progress", "pending"]
         context.close()

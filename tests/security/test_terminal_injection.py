@@ -261,6 +261,7 @@ def test_interactive_every_source(project: Project) -> None:
         ),
         Reply.text("read both"),
         Reply.text("plan done"),
+        Reply.text("plan done, really"),  # told its step is still open, it stops again
         Reply.failing(Fault(status=400, message=f"refused {one_line}")),
     )
     pl.push(

@@ -88,16 +88,15 @@ def tool_kind(name: str) -> ToolKind:
 def stop_reason_for(
     stop_reason: str, interrupted: bool
 ) -> Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]:
-    """Our turn's stop reason as ACP's."""
-    if interrupted or stop_reason == "cancelled":
+    """Our turn's stop reason as ACP's (the table is :data:`reasonix.app.outcomes.ENDINGS`;
+    ours, ``plan_incomplete`` for one, rides in the response's ``_meta``)."""
+    from reasonix.app.outcomes import ending
+
+    if interrupted:
         return "cancelled"
-    if stop_reason == "step_limit":
-        return "max_turn_requests"
-    if stop_reason in ("length", "max_tokens"):
+    if stop_reason == "max_tokens":
         return "max_tokens"
-    if stop_reason == "content_filter":
-        return "refusal"
-    return "end_turn"
+    return ending(stop_reason).acp
 
 
 def _meta(role: str, **extra: Any) -> dict[str, Any]:
@@ -187,6 +186,11 @@ class UpdateMapper:
             what = "compacted" if event.accepted else "compaction skipped"
             return [self._thought(role, f"\n[reasonix] {what}: {event.reason}\n")]
         if isinstance(event, NoticeEvent):
+            from reasonix.app.outcomes import CLOSING_NOTICES
+
+            if event.code in CLOSING_NOTICES:  # why the turn ended: part of the answer
+                self._role_streaming = ""
+                return [self._message(role, f"\n\nreasonix: {event.message}\n")]
             return [self._thought(role, f"\n[reasonix] {event.message}\n")]
         if isinstance(event, ErrorEvent):
             self._role_streaming = ""

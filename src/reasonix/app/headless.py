@@ -4,7 +4,9 @@ result object ``--output-format json`` prints and batch rows are built from.
 
 Exit codes: 0 success; 1 failure (model/provider error such as 402, stalled, step limit);
 2 usage/config error; 3 refused work (a permission denial stopped part of the task, or a plan
-was declined); 4 needs input (the model asked the user: ``reasonix run -c "<answer>"``).
+was declined); 4 needs input (the model asked the user: ``reasonix run -c "<answer>"``);
+5 plan incomplete (the executor stopped with plan steps open: the result names them and the
+last failed check).
 """
 
 from __future__ import annotations
@@ -63,14 +65,17 @@ def approve_all_plans(plan: Plan) -> bool:
 
 
 def exit_code(outcome: TurnOutcome) -> int:
-    """0 success, 1 failure, 3 refused work, 4 needs input (see the module docstring)."""
+    """0 success, 1 failure, 3 refused work, 4 needs input, 5 plan left unfinished (see the
+    module docstring; the meaning of each stop reason is :mod:`reasonix.app.outcomes`)."""
+    from reasonix.app.outcomes import ending
+
     if outcome.is_error:
         return EXIT_FAILURE
     if outcome.result.stop_reason == "needs_input":
         return EXIT_NEEDS_INPUT
     if outcome.refused:
         return EXIT_REFUSED
-    return EXIT_OK if outcome.result.ok else EXIT_FAILURE
+    return ending(outcome.result.stop_reason).exit_code
 
 
 def result_object(session: AgentSession, outcome: TurnOutcome) -> dict[str, Any]:

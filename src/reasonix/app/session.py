@@ -692,6 +692,24 @@ class AgentSession:
         for agent in fresh:
             agent.add_tail_note(facts)
 
+    def revise_plan(self, change: str) -> Turn:
+        """``n <what to change>`` on a plan: the planner revises the plan that is waiting (or
+        was just declined), and the revised plan is offered for approval like the first."""
+        self._check_idle("revise the plan")
+        ctrl = self._controller
+        request = ctrl.orchestrator.revision_request(change)
+        self._record.mark_turn(
+            len(ctrl.executor.session),
+            len(ctrl.planner.session) if ctrl.planner is not None else 0,
+            ctrl.executor.turn,
+            request,
+        )
+        return self._start(
+            lambda: self._hooked_turn(
+                request, lambda prompt: ctrl.run_turn(prompt, plan=True, revision=True)
+            )
+        )
+
     def approve_plan(self) -> Turn:
         """``/approve``: run the plan that is waiting. Raises SessionError when none is."""
         self._check_idle("run the plan")

@@ -51,9 +51,11 @@ class TurnOutcome:
     @property
     def session_status(self) -> str:
         """The stored session's status after this turn (see ``SESSION_STATUSES``)."""
+        from reasonix.app.outcomes import ending
+
         if self.interrupted:
             return "interrupted"
-        return _SESSION_STATUS.get(self.result.stop_reason, "finished")
+        return ending(self.result.stop_reason).status
 
     @classmethod
     def judge(
@@ -74,17 +76,6 @@ class TurnOutcome:
                 refused = True
         denials = tuple(r for r in records if not r.allowed)
         return cls(result, denials, refused, duration_ms, requests)
-
-
-#: The session's status after a turn that ended for this reason; any other reason: finished.
-#: ``waiting``: for the user's answer to a question, or for a plan's approval.
-_SESSION_STATUS = {
-    "error": "failed",
-    "plan_failed": "failed",
-    "cancelled": "interrupted",
-    "needs_input": "waiting",
-    "plan_only": "waiting",
-}
 
 
 class _End:

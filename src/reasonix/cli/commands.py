@@ -136,7 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
             "(model/provider error, stalled, step limit), 2 usage/config error, 3 refused work "
             "(a permission denial stopped the task, or a plan was declined), 4 needs input "
             "(the model asked the user a question: the result lists it; answer with "
-            'reasonix run -c "ANSWER").'
+            'reasonix run -c "ANSWER"), 5 plan incomplete (the executor stopped with plan '
+            "steps open: the result names them)."
         ),
     )
     run.add_argument(

@@ -14,7 +14,8 @@ Exit codes: 0 success; 1 failure (model/provider error such as 402, stalled, ste
 2 usage/config error; 3 refused work (a permission denial stopped part of the task, or a plan
 was declined); 4 needs input: the model asked the user (``ask``), the run stopped with the stop
 reason ``needs_input`` and the questions in the result (``questions``; text mode prints them),
-and ``reasonix run -c "<answer>"`` continues the session with the answer as the call's result.
+and ``reasonix run -c "<answer>"`` continues the session with the answer as the call's result;
+5 plan incomplete: the executor stopped with plan steps open (the result names them).
 """
 
 from __future__ import annotations

@@ -754,9 +754,7 @@ class App:
         revision, self._revision = self._revision, ""
         if result.stop_reason == "plan_declined" and revision:
             self.console.print("[dim]Asking the planner for a revised plan…[/dim]")
-            task = rt.marks[-1].text if rt.marks else ""
-            request = f"{task}\n\nRevise the plan you made for this. What to change: {revision}"
-            await self.run_turn(_start_turn(request, plan=True, plan_only=True))
+            await self.run_turn(lambda session: session.revise_plan(revision))
         elif result.stop_reason in ("plan_declined", "plan_only") and rt.pending_plan:
             self.console.print(
                 "[dim]The plan is kept: /approve runs it; /plan <what to change> revises it.[/dim]"

@@ -39,7 +39,8 @@ options (interactive and run):
 
 exit codes: 0 success, 1 failure (model/provider error), 2 usage or configuration error,
 3 refused work (a permission denial stopped the task, or a plan was declined),
-4 needs input (run: the model asked a question; answer it with reasonix run -c "ANSWER")
+4 needs input (run: the model asked a question; answer it with reasonix run -c "ANSWER"),
+5 plan incomplete (run: the executor stopped with plan steps open; the result names them)
 """
 
 COMMANDS = ("run", "config", "sessions", "rewind", "doctor", "demo", "acp", "batch", "serve")

@@ -157,11 +157,19 @@ class Controller:
         return self.executor.options.workspace
 
     async def run_turn(
-        self, text: str, *, plan: bool | None = None, plan_only: bool = False
+        self,
+        text: str,
+        *,
+        plan: bool | None = None,
+        plan_only: bool = False,
+        revision: bool = False,
     ) -> TurnResult:
         """One user turn. ``plan=True`` forces the planner (``/plan``), ``False`` forbids it;
-        ``plan_only`` plans and stops (the plan is kept as :attr:`pending_plan`)."""
-        return await self.orchestrator.run_turn(text, plan=plan, plan_only=plan_only)
+        ``plan_only`` plans and stops (the plan is kept as :attr:`pending_plan`); ``revision``
+        plans again and offers the plan for approval (a declined plan's revision)."""
+        return await self.orchestrator.run_turn(
+            text, plan=plan, plan_only=plan_only, revision=revision
+        )
 
     def run_turn_sync(self, text: str, **kwargs: bool | None) -> TurnResult:
         return asyncio.run(self.run_turn(text, **kwargs))  # type: ignore[arg-type]

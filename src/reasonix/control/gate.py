@@ -180,14 +180,18 @@ def decide(
     plan: bool | None = None,
     plan_only: bool = False,
     planner_available: bool = True,
+    revision: bool = False,
 ) -> GateDecision:
     """The route for one turn. ``plan``: an explicit flag from the caller (``/plan``): True forces
-    planning, False forbids it. ``plan_only``: plan and stop."""
+    planning, False forbids it. ``plan_only``: plan and stop. ``revision``: a revised plan the
+    user asked for when declining one, offered for approval the same way."""
     executed = Route.PLAN_FOR_APPROVAL if options.approve_plans else Route.PLAN_AND_EXECUTE
     if not planner_available:
         return GateDecision(Route.EXECUTOR_ONLY, "no_planner", detail="no planner is configured")
     if plan_only:
         return GateDecision(Route.PLAN_ONLY, "explicit_plan_only")
+    if revision:
+        return GateDecision(Route.PLAN_FOR_APPROVAL, "revised_plan")
     if plan is True:
         return GateDecision(executed, "explicit_flag")
     if plan is False:

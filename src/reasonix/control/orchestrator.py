@@ -17,6 +17,7 @@ from typing import Any, Literal, TypeAlias
 from reasonix.agent.agent import Agent, AgentResult, StepDecision, StepInfo, StopReason
 from reasonix.agent.compaction import PLAN_STATE_KEY
 from reasonix.agent.prompts import PLANNER_SYSTEM_PROMPT as PLANNER_SYSTEM_PROMPT
+from reasonix.agent.todo import TodoItem
 from reasonix.control.brief import executor_brief
 from reasonix.control.cost import CostTracker, RoleCost
 from reasonix.control.gate import GateDecision, GateOptions, Route, decide
@@ -97,6 +98,7 @@ TurnStopReason: TypeAlias = (
         "budget",
         "prompt_blocked",
         "refused",
+        "plan_incomplete",
     ]
     | Literal["blocked", "max_turns"]
 )
@@ -108,9 +110,10 @@ class TurnResult:
     executor's (``done``, ``step_limit``, ``error``, ``length``, ``content_filter``,
     ``cancelled``, ``paused``, ``needs_input`` when a tool call waits for the user's answer)
     or the orchestrator's (``plan_only``, ``plan_declined``, ``plan_failed``, ``stalled``,
-    ``budget``, ``refused``), or the session's ``prompt_blocked`` when a hook refused the prompt
-    before it reached the model; a goal (:mod:`reasonix.app.goal`) also ends ``blocked`` or
-    ``max_turns``."""
+    ``budget``, ``refused``, ``plan_incomplete`` when the executor stopped with plan steps
+    open and a nudge did not get them done), or the session's ``prompt_blocked`` when a hook
+    refused the prompt before it reached the model; a goal (:mod:`reasonix.app.goal`) also
+    ends ``blocked`` or ``max_turns``."""
 
     text: str
     route: Route
@@ -153,6 +156,13 @@ class _Execution:
     @property
     def stop_reason(self) -> TurnStopReason:
         return self.stopped or self.last.stop_reason
+
+
+def _step_list(items: list[TodoItem]) -> str:
+    """``step 2 (write the tests)`` / ``steps 2 (...), 3 (...)``, for notes."""
+    named = [f"{i.id or n} ({i.content[:60]})" for n, i in enumerate(items, 1)]
+    shown = ", ".join(named[:5]) + (f" and {len(named) - 5} more" if len(named) > 5 else "")
+    return f"{'step' if len(items) == 1 else 'steps'} {shown}"
 
 
 class _StallWatch:
@@ -223,15 +233,28 @@ class TurnOrchestrator:
         self._exec_last: Message | None = None  # the last message the planner was briefed on
         STEP_CALLBACK.set(executor.tool_state, self._step_signed)
 
+    def revision_request(self, change: str) -> str:
+        """The request for a revised plan: the task the declined plan was for, and what the
+        user wants changed (``n <what to change>`` when declining)."""
+        task = self.pending_task or ""
+        return f"{task}\n\nRevise the plan you made for this. What to change: {change}".strip()
+
     def _step_signed(self, step: str, accepted: bool, reason: str) -> None:
         self.sink.emit(StepCompleted("executor", step, accepted, reason))
 
     # -- the turn -------------------------------------------------------------------------------
 
     async def run_turn(
-        self, text: str, *, plan: bool | None = None, plan_only: bool = False
+        self,
+        text: str,
+        *,
+        plan: bool | None = None,
+        plan_only: bool = False,
+        revision: bool = False,
     ) -> TurnResult:
         mark = self.cost.snapshot()
+        # A revision's plan stays the plan for the task the declined one was made for.
+        task = self.pending_task if revision and self.pending_task else text
         if self.executor.open_calls():
             # The text answers the executor's open question (``ask``): it goes to the executor
             # as that call's result, not to the planner as a new task.
@@ -242,6 +265,7 @@ class TurnOrchestrator:
             plan=plan,
             plan_only=plan_only,
             planner_available=self.planner is not None,
+            revision=revision,
         )
         self.sink.emit(
             GateDecided(
@@ -278,14 +302,14 @@ class TurnOrchestrator:
             return result(run.text, run.stop_reason, None, run.replans)
 
         if decision.route is Route.PLAN_ONLY:
-            self.pending_plan, self.pending_task = new_plan, text
+            self.pending_plan, self.pending_task = new_plan, task
             return result(new_plan.to_markdown(), "plan_only", new_plan)
 
         if decision.route is Route.PLAN_FOR_APPROVAL or new_plan.requires_approval:
             approved, why = await self._approve(new_plan)
             self.sink.emit(PlanApproval("controller", approved, why))
             if not approved:
-                self.pending_plan, self.pending_task = new_plan, text
+                self.pending_plan, self.pending_task = new_plan, task
                 msg = (
                     f"The plan was not approved ({why}); nothing was executed. It is kept: "
                     "/approve runs it, or say what to change for a revised plan."
@@ -337,12 +361,31 @@ class TurnOrchestrator:
         tried: list[str] = []
         next_text: str | None = text
         continue_turn = False
+        nudged = False
+        since = self.executor.ledger.mark()
         while True:
             watch = _StallWatch(self.executor, self.options, self.cost)
             outcome = await self.executor.run(
                 next_text, on_step=watch.on_step, continue_turn=continue_turn
             )
             continue_turn = True
+            open_steps = self._open_steps() if plans and outcome.stop_reason == "done" else []
+            if open_steps and not nudged:
+                # The executor stopped with the plan unfinished: once, tell it what is open.
+                nudged = True
+                next_text = (
+                    "The plan is not finished: "
+                    f"{_step_list(open_steps)} still open. Carry on with them, or, if one "
+                    "cannot be done, say why."
+                )
+                continue
+            if open_steps:
+                note = self._incomplete_note(open_steps, since)
+                self.sink.emit(NoticeEvent("controller", "plan_incomplete", note))
+                answer = outcome.text.strip()
+                return _Execution(
+                    outcome, replans, f"{answer}\n\n{note}" if answer else note, "plan_incomplete"
+                )
             if outcome.stop_reason != "paused":
                 return _Execution(outcome, replans)
             if watch.over_budget:
@@ -382,6 +425,23 @@ class TurnOrchestrator:
                 f"it replaces your todo list.\n\n{self._handoff(revised)}\n\n"
                 "Do not repeat a failing command unchanged."
             )
+
+    def _open_steps(self) -> list[TodoItem]:
+        """The executor's todo items not completed (with a plan: the plan's steps)."""
+        return [i for i in self.executor.todo_state.items if i.status != "completed"]
+
+    def _incomplete_note(self, open_steps: list[TodoItem], since: int) -> str:
+        """Why a turn ends ``plan_incomplete``: the open steps and the last check that failed
+        in this run (after the point ``since``)."""
+        note = f"Stopped with the plan unfinished: {_step_list(open_steps)} still open."
+        commands = self.executor.ledger.commands
+        failed = next((r for r in reversed(commands) if not r.ok and r.seq > since), None)
+        if failed is not None:
+            tail = " ".join(failed.output_tail.split())[-160:]
+            note += f" Last failed check: `{failed.command[:120]}`" + (
+                f" ({tail})." if tail else "."
+            )
+        return note + " Say how to go on, or /todo to see the plan."
 
     def _seed(self, plan: Plan) -> None:
         """The plan becomes the executor's todo list; its markdown is kept so compaction can
