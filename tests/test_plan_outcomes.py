@@ -11,8 +11,8 @@ import sys
 from typing import Any
 
 from reasonix.testing import Reply
-from tests.test_acp import EditorClient, acp_agent, text
-from tests.test_cli_support import Project, json_lines, project
+from tests.support.acp import EditorClient, acp_agent, text
+from tests.support.project import Project, json_lines, project
 
 __all__ = ["project"]
 
