@@ -50,7 +50,7 @@ def _trusted(lab: Lab, extra: str = "") -> None:
     lab.write_user_config(f"[trust]\nfolders = [{json.dumps(str(lab.root))}]\n{extra}")
 
 
-def _while_a_job_runs(lab: Lab) -> tuple[Path, bool]:
+def _while_a_job_runs(lab: Lab, *, background: bool = True) -> tuple[Path, bool]:
     """A job plants ``.mcp.json`` and sleeps; a second session starts meanwhile. The marker
     the planted server makes, and whether the plant was still there after the first session."""
     marker = lab.tmp / "planted-server-ran"
@@ -61,10 +61,13 @@ def _while_a_job_runs(lab: Lab) -> tuple[Path, bool]:
         f"echo {b64} | base64 -d > .mcp.json; echo planted; "
         "while [ ! -e second-done ]; do sleep 0.2; done; echo released"
     )
-    lab.ex.push(Reply.call("bash", {"command": plant, "run_in_background": True}))
-    for _ in range(2):  # until "planted", then until "released"
-        wait = {"name": "job", "arguments": {"id": "job-1", "wait": 120}}
-        lab.ex.push(Reply.call("more_tools", wait))
+    if background:
+        lab.ex.push(Reply.call("bash", {"command": plant, "run_in_background": True}))
+        for _ in range(2):  # until "planted", then until "released"
+            wait = {"name": "job", "arguments": {"id": "job-1", "wait": 120}}
+            lab.ex.push(Reply.call("more_tools", wait))
+    else:  # a long command in front: the same window
+        lab.ex.push(Reply.call("bash", {"command": plant, "timeout": 170}))
     lab.ex.push(Reply.text("done"))
     lab.ex.push(Reply.text("hello from the second session"))
     first = subprocess.Popen(
@@ -91,6 +94,13 @@ def test_a_running_jobs_plant_is_not_obeyed_by_a_second_session(lab: Lab) -> Non
     _trusted(lab)
     marker, _ = _while_a_job_runs(lab)
     assert not marker.exists()
+
+
+def test_a_long_foreground_commands_plant_is_not_obeyed_by_a_second_session(lab: Lab) -> None:
+    _trusted(lab)
+    marker, left = _while_a_job_runs(lab, background=False)
+    assert not marker.exists()
+    assert not left  # and the undo at its end still happens
 
 
 def test_control_the_plant_is_undone_when_the_job_ends(lab: Lab) -> None:

@@ -364,9 +364,9 @@ class CreationGuard:
                     guard.absent.append(path)
         if lasting:
             _LASTING.add(guard)
-            if record_dir is not None:
-                guard.record = record_dir / f"{os.getpid()}-{secrets.token_hex(6)}.json"
-                guard._write_record()
+        if record_dir is not None and guard.absent:
+            guard.record = record_dir / f"{os.getpid()}-{secrets.token_hex(6)}.json"
+            guard._write_record()
         return guard
 
     def started(self, job_pid: int) -> None:

@@ -259,8 +259,12 @@ class ShellTool:
         pids = self._pids_cgroup()
         if pids is not None:
             argv = pids.wrap(argv)
+        # A long command's plant is not obeyed by another session meanwhile either (the record).
+        records = self.jobs.guard_records if self.jobs is not None else None
         guard = (
-            CreationGuard.start(self.roots) if isinstance(self.confiner, BwrapConfiner) else None
+            CreationGuard.start(self.roots, record_dir=records)
+            if isinstance(self.confiner, BwrapConfiner)
+            else None
         )
         output = CappedOutput(opts.output_limit)
         env, marker = self._environment()
