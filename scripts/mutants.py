@@ -37,11 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
     "confinement": (
         "src/reasonix/safety/confinement.py",
-        (
-            "tests/test_sandbox.py",
-            "tests/test_sandbox_config.py",
-            "tests/test_confinement_table.py",
-        ),
+        ("tests/test_sandbox_config.py", "tests/test_confinement_table.py"),
     ),
     "checkpoints": (
         "src/reasonix/safety/checkpoints.py",
@@ -57,6 +53,7 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
             "tests/test_app_session.py",
             "tests/test_app_commands.py",
             "tests/test_app_persistence.py",
+            "tests/test_extensions_hooks.py",
         ),
     ),
 }
@@ -241,12 +238,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=60.0, help="per-test limit, seconds")
     parser.add_argument("--list", action="store_true", help="print the sample, run nothing")
     parser.add_argument("--only", type=int, nargs="*", help="run these mutant indices only")
+    parser.add_argument("--tests", nargs="*", help="run these test files instead of the table's")
     args = parser.parse_args(argv)
 
     out_dir = ROOT / "build" / "mutants"
     out_dir.mkdir(parents=True, exist_ok=True)
     for key in args.modules:
         rel, tests = MODULES[key]
+        if args.tests:
+            tests = tuple(args.tests)
         source = (ROOT / rel).read_text(encoding="utf-8")
         total = len(candidates(source))
         picks = args.only if args.only else sample(total, args.per_module, args.seed)

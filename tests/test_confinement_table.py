@@ -6,11 +6,19 @@ attacks in tests/security/test_bash_confinement.py (slow tier); these say which 
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from reasonix.config.schema import SandboxConfig
+from reasonix.safety import confinement
 from reasonix.safety.confinement import (
     DEFAULT_MAX_MEMORY_MB,
     DEFAULT_MAX_PROCESSES,
@@ -21,8 +29,11 @@ from reasonix.safety.confinement import (
     PidsCgroup,
     UnavailableConfiner,
     bash_confinement,
+    bwrap_features,
+    bwrap_problem,
     program_folders,
     sandbox_process_count,
+    start_bwrap_probe,
 )
 
 SHELL = ["/bin/bash", "-c", "echo hi"]
@@ -227,7 +238,7 @@ def test_off_runs_unconfined_and_says_it_was_asked_for() -> None:
 def test_auto_without_bubblewrap_runs_unconfined_with_a_notice(allow: bool) -> None:
     chosen = bash_confinement("auto", allow_unconfined=allow, environ={"PATH": "/nonexistent"})
     assert isinstance(chosen.confiner, NoConfiner)
-    assert chosen.notice is not None and "bubblewrap" in chosen.notice
+    assert chosen.notice == "bash is NOT confined: bubblewrap (bwrap) is not installed"
     assert chosen.acknowledged is allow
     error = chosen.unattended_error("yolo mode")
     assert (error is None) is allow
@@ -277,3 +288,107 @@ def test_a_cgroup_joins_the_command_first(tmp_path: Path) -> None:
 
 def test_process_count_of_something_that_is_not_a_sandbox_is_zero() -> None:
     assert sandbox_process_count(2**22 + 1) == 0
+
+
+def test_a_chosen_confiner_cannot_be_changed_afterwards() -> None:
+    c = confiner()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        c.network = True  # type: ignore[misc]
+
+
+# -- the probe -------------------------------------------------------------------------------------
+
+BROKEN_BWRAP = "#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n"
+
+
+@pytest.fixture
+def broken_bwrap(tmp_path: Path) -> Iterator[Path]:
+    """A ``bwrap`` on a PATH of its own that fails the way Ubuntu 24.04's does."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    fake = folder / "bwrap"
+    fake.write_text(BROKEN_BWRAP)
+    fake.chmod(0o755)
+    yield fake
+    for cache in (confinement._PROBES, confinement._PROBE_RESULTS, confinement._FEATURES):
+        cache.pop(str(fake), None)
+
+
+@pytest.mark.parametrize("started_early", [True, False], ids=["background", "on-demand"])
+def test_a_bubblewrap_that_cannot_sandbox_is_reported_with_its_reason(
+    broken_bwrap: Path, started_early: bool
+) -> None:
+    if started_early:
+        start_bwrap_probe({"PATH": str(broken_bwrap.parent)})
+        assert str(broken_bwrap) in confinement._PROBES
+    problem = bwrap_problem(str(broken_bwrap))
+    assert problem is not None
+    assert "cannot create a sandbox here (bwrap: setting up uid map: Permission denied)" in problem
+    assert str(broken_bwrap) not in confinement._PROBES
+    assert bwrap_problem(str(broken_bwrap)) == problem  # remembered
+    chosen = bash_confinement("auto", environ={"PATH": str(broken_bwrap.parent)})
+    assert isinstance(chosen.confiner, NoConfiner) and chosen.notice is not None
+    assert "cannot create a sandbox here" in chosen.notice
+
+
+def test_no_probe_without_bubblewrap_on_path(tmp_path: Path) -> None:
+    before = dict(confinement._PROBES)
+    start_bwrap_probe({"PATH": str(tmp_path)})
+    assert before == confinement._PROBES
+
+
+# -- counting the processes of a sandbox ----------------------------------------------------------
+
+
+def test_a_process_in_our_own_namespace_is_not_a_sandbox() -> None:
+    """The count is of a separate PID namespace: children in ours count as none."""
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        assert sandbox_process_count(os.getpid()) == 0
+    finally:
+        child.kill()
+        child.wait()
+
+
+needs_bwrap = pytest.mark.skipif(
+    shutil.which("bwrap") is None or not sys.platform.startswith("linux"),
+    reason="bubblewrap (bwrap) is not installed; CI installs it",
+)
+
+
+def _count_with(tmp_path: Path, sleepers: int) -> int:
+    real = os.path.realpath(shutil.which("bwrap") or "bwrap")
+    if bwrap_problem(real) is not None:
+        pytest.skip("bubblewrap cannot create a sandbox on this machine")
+    work = tmp_path / f"w{sleepers}"
+    work.mkdir()
+    script = " ".join(["sleep 30 &"] * sleepers) + " touch ready; wait"
+    argv = BwrapConfiner(real, features=bwrap_features(real)).wrap(
+        ["/bin/sh", "-c", script], workspace=work, roots=[work]
+    )
+    proc = subprocess.Popen(argv)
+    try:
+        for _ in range(1200):  # until the sleepers run (a generous bound for a loaded machine)
+            if (work / "ready").exists():
+                break
+            time.sleep(0.05)
+        return sandbox_process_count(proc.pid)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@needs_bwrap
+def test_each_process_of_a_sandbox_counts_once(tmp_path: Path) -> None:
+    one, three = _count_with(tmp_path, 1), _count_with(tmp_path, 3)
+    assert one >= 2  # the sandbox's init and the sleeper at least
+    assert three - one == 2
+
+
+def test_closing_a_cgroup_kills_what_is_left_in_it(tmp_path: Path) -> None:
+    import signal
+
+    child = subprocess.Popen(["sleep", "30"])
+    (tmp_path / "cgroup.procs").write_text(f"{child.pid}\n")
+    PidsCgroup(tmp_path).close()  # a plain folder cannot be removed: it gives up after its tries
+    assert child.wait(timeout=60) == -signal.SIGKILL
