@@ -106,6 +106,7 @@ SECRET_HOME_PATHS: tuple[str, ...] = (
     ".pgpass",
     ".cargo/credentials",
     ".cargo/credentials.toml",
+    ".local/share/uv/credentials",  # uv auth's plaintext store, inside a toolchain folder
     ".config/gh",
     ".config/gcloud",
     ".config/hub",
