@@ -1,8 +1,9 @@
 """A long scripted dual-model session against two FakeDeepSeekServers (one per role).
 
 Four user turns: three planned ones (one of which stalls on a repeated failing command and is
-re-planned) and a short follow-up; the executor runs the real built-in tools in a temp
-workspace, and its context window is set so one automatic compaction fires along the way.
+re-planned) and a short follow-up, in a session opened as the CLI opens one (the same tools,
+prompts, defaults and approver as ``reasonix run --yes``); the executor runs the real tools in a
+temp workspace, and its context window is set so automatic compaction fires along the way.
 The model's words are scripted; everything else (HTTP, SSE, sessions, tools, plan merge,
 evidence checks, compaction) is the real code path.
 """
@@ -11,27 +12,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reasonix.agent import AgentOptions
-from reasonix.agent.compaction import SUMMARY_INSTRUCTION
-from reasonix.control import Controller, Options, OrchestratorOptions
-from reasonix.events import (
-    CollectingSink,
-    CompactionEvent,
-    PlanProduced,
-    ReplanTriggered,
-    UsageEvent,
-)
-from reasonix.providers.models import PRESETS
-from reasonix.providers.openai_compat import OpenAICompatProvider
-from reasonix.testing import FakeDeepSeekServer, Reply
+from bench.shipped import is_summary, shipped_session
+from reasonix.events import CompactionEvent, PlanProduced, ReplanTriggered, UsageEvent
+from reasonix.testing import Reply
 from reasonix.testing.fake_server import RecordedRequest
-from reasonix.tools.registry import ToolRegistry
+
+__all__ = ["SessionRun", "is_summary", "run_session", "run_session_sync"]
 
 EXECUTOR_MODEL = "deepseek-flash"
 PLANNER_MODEL = "deepseek-v4-pro"
@@ -58,31 +49,6 @@ def words(text: str) -> list[str]:
     """The words of ``text`` in order."""
     return normalise(text).split(" ") if text.strip() else []
 '''
-
-
-def is_summary(request: RecordedRequest) -> bool:
-    messages = request.messages
-    return bool(messages) and messages[-1].get("content") == SUMMARY_INSTRUCTION
-
-
-class _Script:
-    """Replies served in order; compaction's summary requests are answered on the side, so
-    the script does not depend on when the compaction fires."""
-
-    def __init__(self) -> None:
-        self.queue: deque[Reply] = deque()
-        self.problems: list[str] = []
-
-    def push(self, *replies: Reply) -> None:
-        self.queue.extend(replies)
-
-    def __call__(self, request: RecordedRequest) -> Reply:
-        if is_summary(request):
-            return Reply.text(SUMMARY)
-        if not self.queue:
-            self.problems.append(f"script exhausted at request {request.index}")
-            return Reply.text("(script exhausted)")
-        return self.queue.popleft()
 
 
 def _module(turn: int, step: int) -> tuple[str, str]:
@@ -149,93 +115,67 @@ class SessionRun:
         return self.executor_requests if role == "executor" else self.planner_requests
 
 
-def _provider(server: FakeDeepSeekServer, model: str) -> OpenAICompatProvider:
-    return OpenAICompatProvider(
-        base_url=server.base_url, model=model, api_key="sk-bench", info=PRESETS[model]
-    )
-
-
 async def run_session(workdir: Path, *, steps_per_plan: int = 3) -> SessionRun:
-    (workdir / "pkg").mkdir(parents=True, exist_ok=True)
-    (workdir / "pkg" / "base.py").write_text(SOURCE)
-    ex_script, pl_script = _Script(), _Script()
-    sink = CollectingSink()
-    async with (
-        FakeDeepSeekServer(handler=ex_script, unit_tokens=UNIT_TOKENS) as ex,
-        FakeDeepSeekServer(handler=pl_script, unit_tokens=UNIT_TOKENS) as pl,
-    ):
-        ctrl = Controller(
-            Options(
-                executor_provider=_provider(ex, EXECUTOR_MODEL),
-                planner_provider=_provider(pl, PLANNER_MODEL),
-                tool_registry=ToolRegistry.default(workdir),
-                executor_options=AgentOptions(
-                    workspace=workdir,
-                    max_steps=80,
-                    # small enough that one compaction fires in turn 3 of the session
-                    context_window=14_000,
-                    compaction_threshold=0.5,
-                    compaction_keep_turns=1,
-                ),
-                sink=sink,
-                orchestration=OrchestratorOptions(max_replans=2),
-            )
-        )
-        async with ctrl:
-            for turn in (1, 2, 3):
-                modules = range(1, steps_per_plan + 1)
-                pl_script.push(
-                    Reply.call("ls", {"path": "pkg"}, reasoning="What is there?"),
-                    Reply.call("read_file", {"path": "pkg/base.py"}, reasoning="Read the base."),
-                    _plan(turn, modules, f"Add the turn-{turn} modules"),
-                )
-                replies: list[Reply] = []
-                for module in modules:
-                    step = module
-                    if turn == 2 and module > 1:
-                        step = module - 1  # the revised plan lists only what is left
-                    if turn == 2 and module == 2:
-                        # the stall: the same failing command three times -> re-plan
-                        replies += [Reply.call("bash", {"command": "make build"})] * 3
-                        pl_script.push(
-                            Reply.call("ls", {"path": "."}, reasoning="No Makefile?"),
-                            _plan(turn, modules[1:], "Add the remaining modules without make"),
-                        )
-                    replies += _do_step(turn, module, step)
-                replies.append(Reply.text(f"Turn {turn} done: {steps_per_plan} modules added."))
-                ex_script.push(*replies)
-                await ctrl.run_turn(
-                    f"plan first: add {steps_per_plan} word-count modules under pkg/ "
-                    f"(turn {turn}), verify each with test -s"
-                )
-            ex_script.push(
-                Reply.call("grep", {"pattern": "def step_", "path": "pkg"}, reasoning="List."),
-                Reply.call("bash", {"command": "ls pkg | wc -l"}, reasoning="Count."),
-                Reply.text("All modules are in place."),
-            )
-            await ctrl.run_turn("ok, list what exists")
-    problems = ex_script.problems + pl_script.problems
-    if ex_script.queue or pl_script.queue:
-        problems.append(
-            f"unused replies: executor {len(ex_script.queue)}, planner {len(pl_script.queue)}"
-        )
-    problems += ex.errors + pl.errors
-    problems += [
-        f"executor request {r.index}: {r.status} {r.error}" for r in ex.requests if r.status != 200
-    ]
-    problems += [
-        f"planner request {r.index}: {r.status} {r.error}" for r in pl.requests if r.status != 200
-    ]
-    return SessionRun(
-        executor_requests=list(ex.requests),
-        planner_requests=list(pl.requests),
-        usage_events=sink.of_type(UsageEvent),
-        executor_steps=sum(1 for r in ex.requests if not is_summary(r)),
-        planning_rounds=len(sink.of_type(PlanProduced)),
-        replans=len(sink.of_type(ReplanTriggered)),
-        compactions=sum(1 for e in sink.of_type(CompactionEvent) if e.accepted),
-        problems=problems,
+    """The session, opened through the CLI's own assembly (:mod:`bench.shipped`). Only the
+    executor's context window is made small (a ``[models]`` override in the user's config) so
+    that compaction comes within a short session."""
+    extra = (
+        '\n[models."deepseek-flash"]\ncontext_window = 14000\n'
+        "\n[compaction]\nthreshold = 0.5\nkeep_recent_turns = 1\n"
     )
+    async with shipped_session(workdir, config_extra=extra, summary=SUMMARY) as s:
+        ws = s.workspace
+        (ws / "pkg").mkdir(parents=True, exist_ok=True)
+        (ws / "pkg" / "base.py").write_text(SOURCE)
+        ex_script, pl_script = s.executor_script, s.planner_script
+        for turn in (1, 2, 3):
+            modules = range(1, steps_per_plan + 1)
+            pl_script.push(
+                Reply.call("ls", {"path": "pkg"}, reasoning="What is there?"),
+                Reply.call("read_file", {"path": "pkg/base.py"}, reasoning="Read the base."),
+                _plan(turn, modules, f"Add the turn-{turn} modules"),
+            )
+            replies: list[Reply] = []
+            for module in modules:
+                step = module
+                if turn == 2 and module > 1:
+                    step = module - 1  # the revised plan lists only what is left
+                if turn == 2 and module == 2:
+                    # the stall: the same failing command three times -> re-plan
+                    replies += [Reply.call("bash", {"command": "make build"})] * 3
+                    pl_script.push(
+                        Reply.call("ls", {"path": "."}, reasoning="No Makefile?"),
+                        _plan(turn, modules[1:], "Add the remaining modules without make"),
+                    )
+                replies += _do_step(turn, module, step)
+            replies.append(Reply.text(f"Turn {turn} done: {steps_per_plan} modules added."))
+            ex_script.push(*replies)
+            await s.session.run_turn(
+                f"plan first: add {steps_per_plan} word-count modules under pkg/ "
+                f"(turn {turn}), verify each with test -s"
+            )
+        ex_script.push(
+            Reply.call("grep", {"pattern": "def step_", "path": "pkg"}, reasoning="List."),
+            Reply.call("bash", {"command": "ls pkg | wc -l"}, reasoning="Count."),
+            Reply.text("All modules are in place."),
+        )
+        await s.session.run_turn("ok, list what exists")
+        problems = s.check()
+        if ex_script.queue or pl_script.queue:
+            problems.append(
+                f"unused replies: executor {len(ex_script.queue)}, planner {len(pl_script.queue)}"
+            )
+        ex, pl, sink = s.executor, s.planner, s.sink
+        return SessionRun(
+            executor_requests=list(ex.requests),
+            planner_requests=list(pl.requests),
+            usage_events=sink.of_type(UsageEvent),
+            executor_steps=sum(1 for r in ex.requests if not is_summary(r)),
+            planning_rounds=len(sink.of_type(PlanProduced)),
+            replans=len(sink.of_type(ReplanTriggered)),
+            compactions=sum(1 for e in sink.of_type(CompactionEvent) if e.accepted),
+            problems=problems,
+        )
 
 
 def run_session_sync(workdir: Path, **kwargs: Any) -> SessionRun:
