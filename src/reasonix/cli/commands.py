@@ -284,8 +284,11 @@ def build_parser() -> argparse.ArgumentParser:
             "(running again with the same --out skips finished tasks). A task line: "
             '{"id", "repo" (folder or git URL), "task"} plus optional "verify" (shell command, '
             'exit 0 = solved), "setup", and per-task "model", "planner_model", "effort", '
-            '"planner" (true/false), "mode", "max_steps". Exit codes: 0 all tasks ran without '
-            "error, 1 a task failed or the budget left tasks unstarted, 2 usage error."
+            '"planner" (true/false), "mode", "max_steps", "network" (true/false). setup and '
+            "verify run in the sandbox of the agent's own commands, their output redacted; "
+            '"unconfined": ["setup"] (or ["verify"], or true) runs that task\'s command outside '
+            "it, and says so. Exit codes: 0 all tasks ran without error, 1 a task failed or "
+            "the budget left tasks unstarted, 2 usage error."
         ),
     )
     batch.add_argument("tasks", metavar="TASKS.jsonl", help="the task file")
