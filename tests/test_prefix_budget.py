@@ -7,10 +7,14 @@ given only that tool finds a deferred capability and calls it."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from reasonix.testing import Reply
+from reasonix.agent import Agent, AgentOptions
+from reasonix.messages import ToolMessage
+from reasonix.testing import Reply, ScriptedProvider
+from reasonix.tools.registry import ToolRegistry
 from tests.support.prefix import BUDGET, budget_problems, first_request, schema_tokens
 from tests.support.project import Project, project
 
@@ -90,3 +94,37 @@ def test_rare_tools_wait_behind_one_discovery_tool_the_model_can_use(project: Pr
     assert "Deleted" in requests[2].messages[-1]["content"] or "deleted" in (
         requests[2].messages[-1]["content"].lower()
     )
+
+
+def test_a_call_through_more_tools_is_as_read_only_as_the_tool_it_runs(tmp_path: Path) -> None:
+    registry = ToolRegistry.default(tmp_path).defer(["delete_file", "web_fetch"])
+    assert "delete_file" not in {s["function"]["name"] for s in registry.schemas()}
+    proxy = registry.acting_tool("more_tools", "{}")
+    assert proxy is not None and proxy.name == "more_tools" and proxy.read_only
+    deleting = registry.acting_tool("more_tools", '{"name": "delete_file", "arguments": {}}')
+    assert deleting is not None and deleting.name == "delete_file" and not deleting.read_only
+    # not a deferred tool: the proxy itself (which refuses to run it)
+    other = registry.acting_tool("more_tools", '{"name": "read_file"}')
+    assert other is not None and other.name == "more_tools"
+    assert registry.acting_tool("more_tools", "not json") is proxy
+
+
+async def test_a_deferred_writer_runs_alone_between_the_reads_around_it(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("here\n")
+    registry = ToolRegistry.default(tmp_path).defer(["delete_file"])
+    provider = ScriptedProvider(
+        [
+            Reply.calls(
+                ("read_file", {"path": "a.txt"}),
+                ("more_tools", {"name": "delete_file", "arguments": {"path": "a.txt"}}),
+                ("read_file", {"path": "a.txt"}),
+            ),
+            Reply.text("done"),
+        ]
+    )
+    agent = Agent(provider, registry, options=AgentOptions(workspace=tmp_path))
+    await agent.run("read, delete, read")
+    results = [m for m in agent.session.snapshot() if isinstance(m, ToolMessage)]
+    assert "here" in results[0].content and not results[0].is_error
+    assert not results[1].is_error
+    assert results[2].is_error  # the delete ran before it, not alongside

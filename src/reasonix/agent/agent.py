@@ -695,7 +695,8 @@ class Agent:
         return tuple(messages)
 
     def _is_read_only(self, call: ToolCall) -> bool:
-        t = self.tools.get(call.name)
+        # A call through more_tools reads only if the tool it dispatches to does.
+        t = self.tools.acting_tool(call.name, call.arguments)
         return t is not None and t.read_only
 
     async def _execute_one(self, call: ToolCall) -> ToolResult:

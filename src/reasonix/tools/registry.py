@@ -611,6 +611,18 @@ class ToolRegistry:
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
 
+    def acting_tool(self, name: str, arguments: str) -> Tool | None:
+        """The tool a call really runs: for ``more_tools`` with a deferred tool's ``name``,
+        that tool (so whether the call only reads is the dispatched tool's), else ``name``'s."""
+        if name == DISCOVERY_TOOL_NAME and self.deferred:
+            try:
+                target = json.loads(arguments or "{}").get("name")
+            except (ValueError, AttributeError):
+                target = None
+            if isinstance(target, str) and target in self.deferred:
+                return self._tools.get(target)
+        return self._tools.get(name)
+
     @property
     def names(self) -> list[str]:
         return list(self._tools)
