@@ -248,3 +248,34 @@ async def test_cost_and_the_json_result_show_what_compaction_saved(
         assert result_object(session, outcome)["compaction"] == saved
     finally:
         await session.aclose()
+
+
+async def test_a_conversation_of_short_turns_compacts_keeping_the_last_turn(
+    tmp_path: Path,
+) -> None:
+    def reply(request: ModelRequest) -> Reply:
+        last = request.messages[-1]
+        if isinstance(last, UserMessage) and last.content == SUMMARY_INSTRUCTION:
+            return Reply.text(SUMMARY)
+        return Reply.text("An answer in prose. " * 120)
+
+    info = ModelInfo("deepseek-flash", context_window=1_000_000, prices=FLASH)
+    sink = CollectingSink()
+    agent = Agent(
+        FunctionProvider(reply, model="deepseek-flash", info=info),
+        ToolRegistry(),
+        options=AgentOptions(
+            system_prompt=INSTRUCTIONS,
+            workspace=tmp_path,
+            prices=FLASH,
+            compaction_policy="economic",
+        ),
+        sink=sink,
+    )
+    for n in range(30):
+        await agent.run(f"question {n}")
+    events = sink.of_type(CompactionEvent)
+    assert events and all(e.accepted for e in events), [e.reason for e in events]
+    messages = agent.session.snapshot()
+    assert messages[0] == SystemMessage(INSTRUCTIONS)
+    assert messages[-2] == UserMessage("question 29")

@@ -33,6 +33,7 @@ from reasonix.agent.compaction import (
     PLAN_STATE_KEY,
     compact_session,
     economic_inputs,
+    economic_keep_turns,
 )
 from reasonix.agent.economics import CompactionAccount, EconomicInputs, economic_verdict
 from reasonix.agent.prefix import PrefixShape, PrefixTracker
@@ -335,7 +336,8 @@ class Agent:
             verdict = economic_verdict(inputs) if inputs is not None else None
             if verdict is None or not verdict.compact:
                 return
-            reason, keep, keep_messages = verdict.reason, 0, ECONOMIC_KEEP_MESSAGES
+            keep = economic_keep_turns(self.session.snapshot())
+            reason, keep_messages = verdict.reason, ECONOMIC_KEEP_MESSAGES
             retry_at = last + max(1, last // 4)
         else:
             return

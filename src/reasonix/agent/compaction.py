@@ -114,6 +114,14 @@ def recent_cut(
     return start
 
 
+def economic_keep_turns(messages: tuple[Message, ...]) -> int:
+    """The user turns an economic compaction keeps: none (the cut falls inside the current
+    turn, :data:`ECONOMIC_KEEP_MESSAGES` from the end) when a step boundary is there to cut at;
+    otherwise (short conversational turns) the last turn."""
+    start = 1 if messages and isinstance(messages[0], SystemMessage) else 0
+    return 0 if recent_cut(messages, 0, ECONOMIC_KEEP_MESSAGES) > start else 1
+
+
 def economic_inputs(
     host: CompactionHost,
     *,
@@ -129,7 +137,7 @@ def economic_inputs(
     now: the size after an economic compaction is estimated from what it would keep (system
     prompt, tool schemas, the recent messages, the carried todo list and plan, the summary)."""
     messages = host.session.snapshot()
-    cut = recent_cut(messages, 0, ECONOMIC_KEEP_MESSAGES)
+    cut = recent_cut(messages, economic_keep_turns(messages), ECONOMIC_KEEP_MESSAGES)
     system = [m for m in messages[:1] if isinstance(m, SystemMessage)]
     kept_chars = _chars([*system, *messages[cut:]]) + schema_chars
     kept_chars += sum(len(part) for part in host.carried_state())
