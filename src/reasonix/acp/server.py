@@ -381,7 +381,7 @@ class ReasonixAcpAgent:
             always = "Approve"
         else:
             tool_call = opened.mapper.call_for_approval(
-                event.tool, event.arguments, event.subject, event.reason
+                event.tool, event.arguments, event.subject, event.reason, event.preview
             )
             rules = ", ".join(event.session_rules)
             always = f"Allow for this session ({rules})" if rules else "Allow for this session"

@@ -314,15 +314,23 @@ class UpdateMapper:
         ]
 
     def call_for_approval(
-        self, tool: str, arguments: Mapping[str, Any], subject: str, reason: str = ""
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        subject: str,
+        reason: str = "",
+        preview: str = "",
     ) -> schema.ToolCallUpdate:
         """The ``toolCall`` of a ``session/request_permission``: the open call the question is
         about (matched by tool and arguments), or a call of its own. Its content is what the
         terminal's approval shows — the subject exactly as it will run (a title is cut at 120
-        characters) and why it asks — after an edit's diff."""
+        characters), why it asks, and the tool's preview — after an edit's diff."""
+        diff = self._diff(tool, arguments)
         note = subject + (f"\n\n{reason}" if reason else "")
+        if preview and not diff:  # what the call will do, when no file diff shows it
+            note += f"\n\n{preview}"
         content: list[Any] = [
-            *self._diff(tool, arguments),
+            *diff,
             schema.ContentToolCallContent(type="content", content=_text(note)),
         ]
         call_id = self._by_args.get(_canonical(tool, dict(arguments)))

@@ -276,8 +276,24 @@ class Delegator:
         """``task``, plus ``task_apply`` when writer children are enabled."""
         tools = [self.tool()]
         if self.writers is not None:
-            tools.append(Tool.from_function(self.task_apply, name="task_apply", category="edit"))
+            apply = Tool.from_function(self.task_apply, name="task_apply", category="edit")
+            tools.append(dataclasses.replace(apply, preview=self._apply_preview))
         return tools
+
+    def _apply_preview(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+        """What an approval of ``task_apply`` shows, as an edit's shows its diff: the files the
+        child's diff writes and the diff itself (capped like the report's)."""
+        entry = self._written.get(str(arguments.get("task_id", "")).strip())
+        if entry is None or entry.child.applied:
+            return ToolResult("")  # the call itself says what is wrong
+        patch, limit = entry.diff.patch, self.limits.diff_chars
+        if len(patch) > limit:
+            patch = patch[:limit] + f"\n[... {len(patch) - limit:,} more characters of diff cut]"
+        files = ", ".join(entry.diff.names)
+        return ToolResult(
+            f"Applies the changes of {entry.child.id} to {entry.diff.files} file(s): {files}\n"
+            f"{entry.diff.stat}\n\n{patch}"
+        )
 
     def _description(self) -> str:
         lines = [
