@@ -54,6 +54,7 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
             "tests/test_app_commands.py",
             "tests/test_app_persistence.py",
             "tests/test_extensions_hooks.py",
+            "tests/test_app_session_choices.py",
         ),
     ),
 }
