@@ -675,7 +675,10 @@
     );
     let detail;
     if (isPlan) detail = el('pre', { class: 'plan-md', text: event.markdown });
-    else detail = proposedDiff(event.tool, event.arguments || {}) || el('pre', { text: JSON.stringify(event.arguments || {}, null, 2) });
+    else detail = proposedDiff(event.tool, event.arguments || {}) ||
+      // What the call will do, when no file diff shows it (task_apply: the files and the diff).
+      (event.preview ? el('pre', { class: 'preview', text: event.preview }) : null) ||
+      el('pre', { text: JSON.stringify(event.arguments || {}, null, 2) });
     const item = el(
       'div',
       { class: 'approval', data: { approvalId: event.id } },
