@@ -144,7 +144,14 @@ class Answer:
         }
 
 
+#: At most this many deltas per streamed part. A real answer is bounded by the model's output
+#: limit, so token-sized deltas stay realistic; a test that streams a synthetic 100 MB argument
+#: gets larger pieces instead of 25 million chunks.
+MAX_PIECES = 65_536
+
+
 def _pieces(text: str, size: int) -> list[str]:
+    size = max(size, -(-len(text) // MAX_PIECES))
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
