@@ -6,14 +6,7 @@ from __future__ import annotations
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 
-from reasonix.cli.interactive import (
-    SLASH_COMMANDS,
-    KeyWatcher,
-    SlashCommand,
-    SlashCompleter,
-    add_command,
-    help_text,
-)
+from reasonix.cli.interactive import KeyWatcher, SlashCompleter
 
 
 def watcher() -> tuple[KeyWatcher, list[str]]:
@@ -41,15 +34,11 @@ def test_a_lone_escape_interrupts_but_arrows_and_alt_keys_do_not() -> None:
     assert "esc" in seen
 
 
-def test_added_commands_reach_help_and_completion(tmp_path: object) -> None:
-    saved = list(SLASH_COMMANDS)
-    try:
-        add_command(SlashCommand("deploy", "<env>", "a custom command"))
-        assert "/deploy <env>" in help_text()
-        assert SLASH_COMMANDS[-1].name == "exit"  # /exit stays last
-        got = SlashCompleter(tmp_path).get_completions(  # type: ignore[arg-type]
-            Document("/de"), CompleteEvent(completion_requested=True)
-        )
-        assert [c.text for c in got] == ["/deploy"]
-    finally:
-        SLASH_COMMANDS[:] = saved
+def test_completion_offers_the_command_table(tmp_path: object) -> None:
+    from reasonix.app.commands import listing
+
+    got = SlashCompleter(tmp_path).get_completions(  # type: ignore[arg-type]
+        Document("/re"), CompleteEvent(completion_requested=True)
+    )
+    table = [f"/{c.name}" for c in listing("app") if c.name.startswith("re")]
+    assert [c.text for c in got] == table and "/rewind" in table

@@ -200,6 +200,15 @@ def test_a_dual_model_turn_watched_and_steered_from_the_page(
         assert stream_state(other)["gap"] == 0
         page.screenshot(path=str(SHOTS / "session-desktop.png"))
 
+        # The command table's commands, from the page: /turns answers in the transcript of
+        # every tab, and compact, rewind, undo and goal are offered.
+        offered = page.locator("#command option").evaluate_all("os => os.map(o => o.value)")
+        assert {"compact", "rewind", "undo", "goal", "turns"} <= set(offered), offered
+        page.select_option("#command", "turns")
+        page.click("#command-run")
+        page.wait_for_selector(".note:has-text('fix add() in calc.py')", timeout=WAIT)
+        other.wait_for_selector(".note:has-text('fix add() in calc.py')", timeout=WAIT)
+
         page.goto(f"{served.base}/#/")
         page.wait_for_selector(f'.session-row[data-id="{sid}"]', timeout=WAIT)
         row = page.locator(f'.session-row[data-id="{sid}"]').inner_text()

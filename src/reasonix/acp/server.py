@@ -31,6 +31,7 @@ from acp import RequestError, schema
 from reasonix._version import __version__
 from reasonix.acp.questions import FormAsker
 from reasonix.acp.updates import UpdateMapper, stop_reason_for
+from reasonix.app import commands
 from reasonix.app.approvals import ApprovalChoice, ApprovalRequested, PlanApprovalRequested
 from reasonix.errors import ReasonixError
 from reasonix.messages import AssistantMessage, ToolMessage, UserMessage
@@ -39,12 +40,13 @@ from reasonix.tools.ask import describe_questions
 if TYPE_CHECKING:
     from acp.interfaces import Agent, Client
 
+    from reasonix.app.commands import Answer
     from reasonix.app.launch import Launch
     from reasonix.app.session import AgentSession
     from reasonix.config import Config
     from reasonix.mcp import McpServerConfig
 
-__all__ = ["COMMANDS", "MODES", "ReasonixAcpAgent"]
+__all__ = ["MODES", "ReasonixAcpAgent", "available_commands"]
 
 log = logging.getLogger("reasonix.acp")
 
@@ -55,21 +57,31 @@ MODES: tuple[tuple[str, str, str], ...] = (
     ("yolo", "Yolo", "Run everything without asking (deny rules still apply)"),
 )
 
-#: Slash commands an editor offers; each maps onto one façade method.
-COMMANDS: tuple[tuple[str, str, str | None], ...] = (
-    ("plan", "Plan first with the planner model, then execute", "task"),
-    ("approve", "Carry out the plan waiting for approval", None),
-    ("cost", "Tokens, cache hits and cost per role", None),
-    ("todo", "The executor's todo list", None),
-    ("compact", "Summarise older history now", None),
-    ("rewind", "Undo the last turn (or turn N) and its file changes", "turn number"),
-    ("mode", "Permission mode: ask, auto-edit, plan or yolo", "mode"),
-    ("remember", "Add a note to the project's REASONIX.md", "note"),
-)
-
-
 #: The one authentication method: an API key in the environment.
 AUTH_METHOD = "deepseek-api-key"
+
+
+def available_commands(session: AgentSession) -> list[schema.AvailableCommand]:
+    """What an editor offers: the one table's commands meaningful over ACP (their usage as
+    the input hint), then the session's custom commands."""
+
+    def hint(text: str) -> schema.AvailableCommandInput | None:
+        unstructured = schema.UnstructuredCommandInput(hint=text)
+        return schema.AvailableCommandInput(root=unstructured) if text else None
+
+    offered = [
+        schema.AvailableCommand(name=c.name, description=c.help, input=hint(c.args))
+        for c in commands.listing("acp")
+    ]
+    offered += [
+        schema.AvailableCommand(
+            name=name,
+            description=custom.description or "custom command",
+            input=hint(custom.argument_hint),
+        )
+        for name, custom in session.commands.items()
+    ]
+    return offered
 
 
 def _error(message: str, code: int = -32602) -> RequestError:
@@ -274,19 +286,14 @@ class ReasonixAcpAgent:
     async def _run_prompt(self, opened: _Open, text: str) -> schema.PromptResponse:
         session = opened.session
         sid = session.session_id
-        if text.startswith("/"):
-            handled = await self._command(opened, text)
-            if handled is not None:
-                return handled
-        plan: bool | None = None
-        if text.startswith("/plan"):
-            plan, text = True, text[len("/plan") :].strip()
+        answer = await self._command(opened, text)
+        if answer is not None and answer.turn is None:
+            return schema.PromptResponse(stop_reason="end_turn")
         try:
-            turn = (
-                session.approve_plan()
-                if text == "/approve"
-                else session.start_turn(text, plan=plan)
-            )
+            if answer is not None and answer.turn is not None:
+                turn = answer.turn(session)
+            else:
+                turn = session.start_turn(text)
         except ReasonixError as exc:
             await self._say(sid, f"reasonix: {exc}")
             return schema.PromptResponse(stop_reason="end_turn")
@@ -302,6 +309,8 @@ class ReasonixAcpAgent:
         for ask in list(opened.asks):
             ask.cancel()
         await self._send(sid, opened.mapper.usage_update(None))
+        if answer is not None and answer.then is not None:
+            await self._say(sid, "\n\n" + answer.then(session))
         stop = stop_reason_for(outcome.result.stop_reason, outcome.interrupted)
         if outcome.is_error:
             await self._say(sid, f"\n\nreasonix: {outcome.result.text}")
@@ -324,42 +333,22 @@ class ReasonixAcpAgent:
             },
         )
 
-    async def _command(self, opened: _Open, line: str) -> schema.PromptResponse | None:
-        """Commands answered without a model turn; None for the ones that run a turn."""
+    async def _command(self, opened: _Open, line: str) -> Answer | None:
+        """A slash command, answered from the one table (:mod:`reasonix.app.commands`): its
+        reply is said; None when ``line`` is a task, not a command."""
         session = opened.session
-        name, _, arg = line[1:].partition(" ")
-        arg = arg.strip()
-        try:
-            if name == "cost":
-                reply = session.cost_table()
-            elif name == "todo":
-                reply = session.todo()
-            elif name == "compact":
-                reply = await session.compact()
-            elif name == "rewind":
-                if arg and not arg.isdigit():
-                    reply = f"/rewind takes a turn number (1..{len(session.marks)}), not {arg!r}"
-                else:
-                    reply = session.rewind(int(arg) if arg else None)
-            elif name == "mode":
-                reply = session.set_mode(arg or None)
-                await self._send(
-                    session.session_id,
-                    schema.CurrentModeUpdate(
-                        session_update="current_mode_update", current_mode_id=session.mode
-                    ),
-                )
-            elif name == "remember":
-                if not arg:
-                    reply = "/remember needs the note to add"
-                else:
-                    reply = f"Noted in {session.remember(arg)}"
-            else:
-                return None
-        except ReasonixError as exc:
-            reply = f"reasonix: {exc}"
-        await self._say(session.session_id, reply)
-        return schema.PromptResponse(stop_reason="end_turn")
+        if not commands.is_command(session, line, "acp"):
+            return None
+        mode = session.mode
+        answer = await commands.answer(session, line, "acp")
+        if session.mode != mode:
+            update = schema.CurrentModeUpdate(
+                session_update="current_mode_update", current_mode_id=session.mode
+            )
+            await self._send(session.session_id, update)
+        if answer.text:
+            await self._say(session.session_id, answer.text)
+        return answer
 
     async def _ask(self, opened: _Open, event: ApprovalRequested | PlanApprovalRequested) -> None:
         """One approval question as ``session/request_permission``; the answer goes back to the
@@ -482,18 +471,9 @@ class ReasonixAcpAgent:
         )
 
     def _announce_commands(self, session_id: str) -> None:
-        commands = [
-            schema.AvailableCommand(
-                name=name,
-                description=desc,
-                input=schema.AvailableCommandInput(root=schema.UnstructuredCommandInput(hint=hint))
-                if hint
-                else None,
-            )
-            for name, desc, hint in COMMANDS
-        ]
         update = schema.AvailableCommandsUpdate(
-            session_update="available_commands_update", available_commands=commands
+            session_update="available_commands_update",
+            available_commands=available_commands(self._get(session_id).session),
         )
         task = asyncio.ensure_future(self._send(session_id, update))
         task.add_done_callback(_log_failure)

@@ -110,3 +110,40 @@ def result_object(session: AgentSession, outcome: TurnOutcome) -> dict[str, Any]
         "exit_code": exit_code(outcome),
         "mcp_problems": session.mcp_problems(),
     }
+
+
+async def run_text(
+    session: AgentSession, text: str, *, plan: bool | None = None, plan_only: bool = False
+) -> TurnOutcome | str:
+    """A task or a slash command, with nobody watching (``reasonix run``, a batch task): a
+    command from the one table (:mod:`reasonix.app.commands`) gives its turn's outcome, or its
+    reply as text; anything else is a turn. A bad command line raises SessionError with the
+    usage."""
+    from reasonix.app import commands
+    from reasonix.errors import SessionError
+
+    if not commands.is_command(session, text, "run"):
+        return await session.run_turn(text, plan=plan, plan_only=plan_only)
+    answer = await commands.answer(session, text, "run")
+    if answer.error:
+        raise SessionError(answer.text)
+    if answer.turn is None:
+        return answer.text
+    return await answer.turn(session).result()
+
+
+def reply_object(session: AgentSession, command: str, text: str) -> dict[str, Any]:
+    """The result object of a command answered without a model turn (``run "/cost"``)."""
+    return {
+        "type": "result",
+        "result": text,
+        "session_id": session.session_id,
+        "command": command,
+        "stop_reason": "command",
+        "usage": {},
+        "cost_usd": {"total": 0.0},
+        "questions": [],
+        "is_error": False,
+        "refused": False,
+        "exit_code": EXIT_OK,
+    }

@@ -256,8 +256,12 @@ class AgentSession:
                 config, model, environ, provider_factory
             ),
         )
+        session.environ = environ
         await hooks.session_start("resume" if session.resumed else "startup")
         return session
+
+    #: the environment the session was opened with (the keys held apart), for ``/config``
+    environ: Mapping[str, str] | None = None
 
     #: The name this constructor had when the façade was ``Runtime``.
     from_config = open

@@ -117,7 +117,13 @@ async def _run(
 ) -> None:
     import asyncio
 
-    from reasonix.app.headless import YesApprover, approve_all_plans, exit_code, result_object
+    from reasonix.app.headless import (
+        YesApprover,
+        approve_all_plans,
+        reply_object,
+        result_object,
+        run_text,
+    )
     from reasonix.app.launch import load
     from reasonix.app.session import AgentSession
     from reasonix.config import check_credentials
@@ -178,14 +184,18 @@ async def _run(
             environ=settings.environ,
         )
         try:
-            outcome = await session.run_turn(task.task)
-            result = result_object(session, outcome)
+            # Task text may be a slash command (``"/plan …"``), read off the one table.
+            ran = await run_text(session, task.task)
+            if isinstance(ran, str):
+                result = reply_object(session, task.task.strip().split()[0][1:], ran)
+            else:
+                result = result_object(session, ran)
             trajectory.write(json.dumps(result, ensure_ascii=False) + "\n")
             row.update(
                 {
-                    "exit_code": exit_code(outcome),
+                    "exit_code": result["exit_code"],
                     "stop_reason": result["stop_reason"],
-                    "route": result["route"],
+                    "route": result.get("route"),
                     "usage": result["usage"],
                     "cost_usd": result["cost_usd"],
                     "cache_hit_ratio": {
@@ -199,7 +209,7 @@ async def _run(
                 # The task stopped to ask the user (stop reason needs_input): what it asked,
                 # for whoever reads the results.
                 row["questions"] = result["questions"]
-            if outcome.is_error:
+            if result["is_error"]:
                 row["error_class"] = "model_error"
                 row["error"] = _tail(result["result"])
         finally:

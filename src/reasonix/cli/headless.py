@@ -31,12 +31,20 @@ from typing import Any
 
 from reasonix.app.assembly import make_confinement
 from reasonix.app.goal import goal_budget, goal_max_turns
-from reasonix.app.headless import YesApprover, approve_all_plans, exit_code, result_object
+from reasonix.app.headless import (
+    EXIT_OK,
+    YesApprover,
+    approve_all_plans,
+    exit_code,
+    reply_object,
+    result_object,
+    run_text,
+)
 from reasonix.app.jobs import ending_notes
 from reasonix.app.session import AgentSession
 from reasonix.app.turn import TurnOutcome
 from reasonix.cli.commands import UsageError, start
-from reasonix.errors import ReasonixError
+from reasonix.errors import ReasonixError, SessionError
 from reasonix.events import (
     ErrorEvent,
     Event,
@@ -242,17 +250,31 @@ async def _run(
         if fmt == "text":
             for problem in session.mcp_problems():
                 print(f"reasonix: {problem}", file=sys.stderr)
-        name, _, arguments = task.strip().partition(" ")
         plan_only = getattr(args, "plan_only", False)
+        ran: TurnOutcome | str
         if goal is not None:
-            outcome = await _run_goal(session, goal)
-        elif name.startswith("/") and name[1:].lower() in session.commands:
-            # A custom command (``reasonix run "/review src/app.py"``), as in the terminal app.
-            outcome = await session.run_command(name[1:].lower(), arguments.strip())
+            ran = await _run_goal(session, goal)
         else:
-            outcome = await session.run_turn(
-                task, plan=True if args.plan or plan_only else None, plan_only=plan_only
-            )
+            # A slash command (``reasonix run "/plan …"``, a custom ``"/review src/app.py"``)
+            # is read off the one command table, as in the terminal app.
+            try:
+                ran = await run_text(
+                    session,
+                    task,
+                    plan=True if args.plan or plan_only else None,
+                    plan_only=plan_only,
+                )
+            except SessionError as exc:
+                raise UsageError(str(exc)) from None
+        if isinstance(ran, str):  # a command answered without a model turn
+            if fmt == "text":
+                print(shown(ran))
+            else:
+                reply = reply_object(session, task.strip().split()[0][1:], ran)
+                out.write(json.dumps(reply, ensure_ascii=False) + "\n")
+                out.flush()
+            return EXIT_OK
+        outcome = ran
         code = exit_code(outcome)
         if fmt == "text":
             if outcome.is_error:

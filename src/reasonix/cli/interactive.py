@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import signal
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeVar, cast
 
@@ -32,6 +31,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
+from reasonix.app import commands
 from reasonix.cli.commands import EXIT_OK, UsageError, start
 from reasonix.cli.render import TerminalRenderer
 from reasonix.cli.status import LiveStatus, StatusFile, fit
@@ -58,69 +58,6 @@ Tab completes commands and paths; @path attaches a file (or a folder listing) to
 Esc or Ctrl-C interrupts a running turn (the session is kept); what you type meanwhile is kept
 (Enter queues it as the next message). Ctrl-O shows the last tool result in full. Ctrl-C twice
 at an empty prompt, Ctrl-D or /exit quits."""
-
-
-@dataclass(frozen=True, slots=True)
-class SlashCommand:
-    """One slash command as /help lists it and Tab completes it. ``paths``: its argument is a
-    path (completed as one)."""
-
-    name: str
-    args: str
-    help: str
-    paths: bool = False
-
-
-#: Every slash command, in /help order. Extensions add theirs with :func:`add_command`.
-SLASH_COMMANDS: list[SlashCommand] = [
-    SlashCommand("help", "", "this help"),
-    SlashCommand("plan", "<task>", "plan first (the planner model), then execute"),
-    SlashCommand("approve", "", "carry out the plan that is waiting (declined or plan-only)"),
-    SlashCommand(
-        "mode", "[MODE]", "show or set the permission mode: ask | auto-edit | plan | yolo"
-    ),
-    SlashCommand("model", "[ROLE MODEL]", "the models of each role, or switch ROLE to MODEL"),
-    SlashCommand("cost", "", "tokens, cache hits and cost per role"),
-    SlashCommand("todo", "", "the executor's todo list"),
-    SlashCommand(
-        "goal",
-        "<objective> [--budget USD] [--max-turns N] | status|pause|resume|clear",
-        "work toward an objective over several turns, on its own; where it stands; pause, "
-        "continue or drop it",
-    ),
-    SlashCommand("expand", "[N]", "the last tool result in full, or result N (Ctrl-O)"),
-    SlashCommand("undo", "[K]", "undo the last step (or K steps) that changed files"),
-    SlashCommand("rewind", "[TURN]", "undo the last turn (or TURN and after): files and talk"),
-    SlashCommand("turns", "", "the turns of this session (for /rewind)"),
-    SlashCommand("compact", "", "summarise the executor's history to free context"),
-    SlashCommand("clear", "", "start a new session (the old one stays stored)"),
-    SlashCommand("sessions", "", "sessions of this folder"),
-    SlashCommand("resume", "<ID>", "switch to a stored session"),
-    SlashCommand("config", "", "the effective configuration and where each value came from"),
-    SlashCommand("reasoning", "", "the last reasoning in full"),
-    SlashCommand("remember", "<note>", "save a note to REASONIX.md for this project"),
-    SlashCommand("mcp", "[restart NAME]", "MCP server status, or restart one"),
-    SlashCommand("skills", "", "the skills the model can load"),
-    SlashCommand(
-        "jobs", "[kill|keep ID]", "background jobs: list, stop one, or keep one after you quit"
-    ),
-    SlashCommand("exit", "", "quit"),
-]
-
-
-def add_command(command: SlashCommand) -> None:
-    """Make ``command`` known to /help and to completion (custom commands, skills)."""
-    SLASH_COMMANDS[:] = [c for c in SLASH_COMMANDS if c.name != command.name]
-    SLASH_COMMANDS.insert(len(SLASH_COMMANDS) - 1, command)
-
-
-def help_text() -> str:
-    rows = [f"/{c.name} {c.args}".rstrip() for c in SLASH_COMMANDS]
-    width = max(len(r) for r in rows) + 2
-    table = "\n".join(
-        f"{row:<{width}}{c.help}" for row, c in zip(rows, SLASH_COMMANDS, strict=True)
-    )
-    return f"{HELP_INTRO}\n\n{table}"
 
 
 def run_interactive(args: argparse.Namespace) -> int:
@@ -325,8 +262,9 @@ class PromptApprover:
 
 
 class SlashCompleter(Completer):
-    """Tab completion: slash command names (from :data:`SLASH_COMMANDS`, so commands added
-    later complete too) and paths, for ``@mentions`` and words that look like paths."""
+    """Tab completion: slash command names (from the one command table,
+    :mod:`reasonix.app.commands`, and the session's custom commands) and paths, for
+    ``@mentions`` and words that look like paths."""
 
     def __init__(self, app: App | Path) -> None:
         # An App also offers the session's custom commands; a bare folder only the built-ins.
@@ -338,7 +276,7 @@ class SlashCompleter(Completer):
     ) -> Iterable[Completion]:
         text = document.text_before_cursor
         if text.startswith("/") and " " not in text:
-            names = [(c.name, c.help) for c in SLASH_COMMANDS]
+            names = [(c.name, c.help) for c in commands.listing("app")]
             rt = self.app.runtime if self.app is not None else None
             if rt is not None:
                 names += [(name, "custom command") for name in rt.commands]
@@ -778,175 +716,40 @@ class App:
     # -- slash commands ----------------------------------------------------------------------------
 
     async def command(self, line: str) -> str | None:
+        """A slash command, answered from the one table (:mod:`reasonix.app.commands`); the
+        app answers only the commands about its own screen."""
         rt = self.runtime
         assert rt is not None
         name, _, arg = line[1:].partition(" ")
-        name, arg = name.lower(), arg.strip()
-
-        def out(text: str, *, markup: bool = True, style: str = "") -> None:
-            # Our own strings carry markup; text from elsewhere (markup=False) is made safe.
-            shown = text if markup else terminal_safe(text)
-            self.console.print(shown, markup=markup, style=style or None, highlight=False)
-
-        try:
-            if name in ("exit", "quit", "q"):
-                return "exit"
-            if name == "help":
-                out(help_text(), markup=False)
-                custom = [c.help_line() for c in rt.commands.values()]
-                if custom:
-                    out("\nCustom commands:", markup=False)
-                    for help_line in custom:
-                        out(printable(help_line), markup=False)
-            elif name == "jobs":
-                from reasonix.cli.picker import jobs_command
-
-                for job_line in await jobs_command(rt, arg):
-                    out(printable(job_line), markup=False)
-            elif name == "skills":
-                for skill_line in rt.skills_listing():
-                    out(printable(skill_line), markup=False)
-            elif name in rt.commands:
-                await self.run_turn(_start_command(name, arg))
-            elif name == "plan":
-                if not arg:
-                    out("Usage: /plan <task>")
-                else:
-                    await self.run_turn(_start_turn(self._attach(arg), plan=True))
-            elif name == "approve":
-                if rt.pending_plan is None:
-                    out("No plan is waiting; /plan <task> makes one.")
-                else:
-                    await self.run_turn(lambda session: session.approve_plan())
-            elif name == "mode":
-                out(rt.set_mode(arg or None), markup=False)
-            elif name == "model":
-                self._model(arg)
-            elif name == "cost":
-                out(rt.cost_table(), markup=False)
-                out(await rt.balance(), markup=False)
-            elif name == "todo":
-                out(rt.todo(), markup=False)
-            elif name == "goal":
-                await self.goal(arg, out)
-            elif name == "expand":
-                if arg and not arg.isdigit():
-                    out(f"Usage: /expand [N] (N is a tool result number, not {arg!r})")
-                else:
-                    self.renderer.expand(int(arg) if arg else None)
-            elif name == "turns":
-                marks = rt.marks
-                if not marks:
-                    out("No turns yet.")
-                for m in marks:
-                    out(f"{m.turn:>3}  {m.text[:70]}", markup=False)
-            elif name == "rewind":
-                if arg and not arg.isdigit():
-                    out(
-                        f"Usage: /rewind [TURN] (TURN is a number from /turns, not {arg!r})",
-                        markup=False,
-                    )
-                else:
-                    out(rt.rewind(int(arg) if arg else None), markup=False)
-            elif name == "undo":
-                if arg and not arg.isdigit():
-                    out(f"Usage: /undo [K] (K is a number of steps, not {arg!r})", markup=False)
-                else:
-                    out(rt.undo(int(arg) if arg else 1), markup=False)
-            elif name == "compact":
-                shown = self.renderer.compactions
-                outcome = await rt.compact()
-                if self.renderer.compactions == shown:  # not already said by its event
-                    out(outcome, markup=False)
-            elif name == "clear":
-                out(await rt.clear(), markup=False)
-            elif name == "sessions":
-                from reasonix.cli.sessions import session_line
-
-                infos = rt.sessions()
-                for info in infos:
-                    current = info.id == rt.session_id
-                    line = f"{'*' if current else ' '} {session_line(info)}"
-                    out(f"{line}  (current)" if current else line, markup=False)
-            elif name == "resume":
-                if not arg:
-                    out("Usage: /resume <ID> (see /sessions)")
-                else:
-                    out(await rt.resume(arg), markup=False)
-                    self._recap()
-            elif name == "config":
-                from reasonix.config import render_config
-
-                out("\n".join(render_config(rt.config, self.environ)), markup=False)
-            elif name == "reasoning":
-                out(self.renderer.last_reasoning(), style="dim", markup=False)
-            elif name == "remember":
-                if not arg:
-                    out("Usage: /remember <note>")
-                else:
-                    path = rt.remember(arg)
-                    out(f"Remembered in {path}.", markup=False)
-            elif name == "mcp":
-                words = arg.split()
-                if words[:1] == ["restart"] and len(words) == 2:
-                    out(await rt.mcp_restart(words[1]), markup=False)
-                else:
-                    for status_line in rt.mcp_status():
-                        out(status_line, markup=False)
-            else:
-                out(f"Unknown command /{name}; /help lists them.", markup=False)
-        except (ReasonixError, ValueError, OSError) as exc:
-            self.renderer.line(str(exc), "red")
+        local = {"exit": self._exit, "expand": self._expand, "reasoning": self._reasoning}
+        compactions = self.renderer.compactions
+        answer = await commands.answer(rt, line, "app", environ=self.environ, prepare=self._attach)
+        command = commands.command_for(name, "app")
+        if command is not None and command.local and not answer.error:
+            return local[command.name](arg.strip())
+        if answer.text and self.renderer.compactions == compactions:  # not said by an event
+            intro = f"{HELP_INTRO}\n\n" if command is not None and command.name == "help" else ""
+            self.renderer.line(intro + answer.text, "red" if answer.error else "")
+        if answer.turn is not None:
+            try:
+                await self.run_turn(answer.turn)
+            except (ReasonixError, ValueError, OSError) as exc:  # it could not start
+                self.renderer.line(str(exc), "red")
+                return None
+            if answer.then is not None:
+                self.renderer.line(answer.then(rt))
+        if answer.switched:
+            self._recap()
         return None
 
-    async def goal(self, arg: str, out: Callable[..., None]) -> None:
-        """``/goal``: the words are parsed by the core (:func:`parse_goal_args`)."""
-        rt = self.runtime
-        assert rt is not None
-        verb, _, rest = arg.partition(" ")
-        if verb in ("", "status"):
-            out(rt.goal_status(), markup=False)
-        elif verb == "pause":
-            out(rt.pause_goal(), markup=False)
-        elif verb == "clear":
-            out(rt.clear_goal(), markup=False)
-        else:
-            await self.run_turn(_start_goal(verb, rest, arg))
-            out(rt.goal_status(), markup=False)
+    def _exit(self, arg: str) -> str:
+        return "exit"
 
-    def _model(self, arg: str) -> None:
-        rt = self.runtime
-        assert rt is not None
-        out = self.console.print
-        words = arg.split()
-        if not words:
-            for role in ("executor", "planner"):
-                model = rt.model_of(role)
-                out(f"{role}: {model or 'disabled'}", markup=False)
-            out("[dim]/model ROLE MODEL switches a role's model for the next turns.[/dim]")
-            return
-        if len(words) == 1:
-            words = ["executor", words[0]]
-        if len(words) != 2 or words[0] not in ("executor", "planner"):
-            out("Usage: /model [executor|planner] MODEL", markup=False)
-            return
-        out(rt.switch_model(words[0], words[1]), markup=False)
+    def _expand(self, arg: str) -> None:
+        self.renderer.expand(int(arg) if arg else None)
 
-
-def _start_goal(verb: str, rest: str, arg: str) -> Callable[[AgentSession], Turn]:
-    resume = verb == "resume"
-    from reasonix.app.goal import parse_goal_args
-
-    wanted = parse_goal_args(rest if resume else arg, objective=not resume)
-
-    def start(session: AgentSession) -> Turn:
-        if resume:
-            return session.resume_goal(budget_usd=wanted.budget_usd, max_turns=wanted.max_turns)
-        return session.start_goal(
-            wanted.objective, budget_usd=wanted.budget_usd, max_turns=wanted.max_turns
-        )
-
-    return start
+    def _reasoning(self, arg: str) -> None:
+        self.console.print(self.renderer.last_reasoning(), style="dim", markup=False)
 
 
 def toolbar_text(rt: AgentSession, width: int) -> str:
@@ -986,13 +789,6 @@ def _start_turn(
 ) -> Callable[[AgentSession], Turn]:
     def start(session: AgentSession) -> Turn:
         return session.start_turn(text, plan=plan, plan_only=plan_only)
-
-    return start
-
-
-def _start_command(name: str, arguments: str) -> Callable[[AgentSession], Turn]:
-    def start(session: AgentSession) -> Turn:
-        return session.start_command(name, arguments)
 
     return start
 

@@ -13,18 +13,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from reasonix.app.jobs import jobs_listing
 from reasonix.terminal_text import printable
 from reasonix.tools.ask import Answer, Question
-from reasonix.tools.builtin.jobs import JobError
 
 if TYPE_CHECKING:
     from prompt_toolkit.formatted_text import FormattedText
     from prompt_toolkit.key_binding import KeyPressEvent
 
-    from reasonix.app.session import AgentSession
 
-__all__ = ["Choice", "QuestionPicker", "choose", "jobs_command"]
+__all__ = ["Choice", "QuestionPicker", "choose"]
 
 T = TypeVar("T")
 
@@ -167,24 +164,3 @@ class QuestionPicker:
             self.say(f"{question.header}: {'; '.join([*labels, other] if other else labels)}")
             answers.append(answer)
         return answers
-
-
-async def jobs_command(session: AgentSession, arguments: str) -> list[str]:
-    """``/jobs``, ``/jobs kill ID``, ``/jobs keep ID``: the lines to print."""
-    word, _, rest = arguments.strip().partition(" ")
-    job_id = rest.strip()
-    table = session.jobs
-    try:
-        if word == "keep" and job_id:
-            info = table.keep(job_id)
-            return [f"{info.id} keeps running after the session ends (pid {info.pid})."]
-        if word == "kill" and job_id:
-            info = await table.kill(job_id)
-            if info.status == "exited":
-                return [f"{info.id} had already exited (exit code {info.exit_code})."]
-            return [f"Stopped {info.id} and its processes."]
-    except JobError as exc:
-        return [str(exc)]
-    if word:
-        return ["Usage: /jobs, /jobs kill <id>, /jobs keep <id>"]
-    return jobs_listing(table.snapshot())

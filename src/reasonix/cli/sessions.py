@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
+from reasonix.app.commands import session_line
 from reasonix.cli.commands import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError, open_store
 from reasonix.errors import SessionStoreError
 from reasonix.redaction import redact
-from reasonix.store import SessionInfo, SessionStore
+from reasonix.store import SessionStore
 from reasonix.store.private import write_private_text
 from reasonix.terminal_text import json_for_terminal, terminal_safe
 
@@ -20,15 +20,6 @@ def _print(text: str) -> None:
     """A line of stored text (transcripts quote models, tools and servers): shown, not obeyed,
     and without known secrets."""
     print(terminal_safe(redact(text)))
-
-
-def session_line(info: SessionInfo) -> str:
-    """One line per session: id, when, message counts, title."""
-    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.updated_at))
-    counts = info.message_counts
-    msgs = f"{counts.get('executor', 0)}+{counts.get('planner', 0)} msgs"
-    title = info.title or "(untitled)"
-    return f"{info.id}  {when}  {msgs:>12}  {info.status:<11}  {title}"
 
 
 def run_sessions(args: argparse.Namespace) -> int:

@@ -36,6 +36,7 @@ from starlette.responses import FileResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from reasonix.app import commands
 from reasonix.app.session import AgentSession
 from reasonix.errors import ReasonixError, SessionError
 from reasonix.web.hub import EventLog
@@ -107,7 +108,11 @@ class Dashboard:
             Route("/api/sessions", self._api(self._sessions), methods=["GET", "POST"]),
             Route("/api/sessions/{sid}", self._api(self._session)),
             Route("/api/sessions/{sid}/events", self._events),
+            Route("/api/commands", self._api(self._commands)),
             Route("/api/sessions/{sid}/messages", self._api(self._message), methods=["POST"]),
+            Route(
+                "/api/sessions/{sid}/commands/{name}", self._api(self._command), methods=["POST"]
+            ),
             Route("/api/sessions/{sid}/approvals/{aid}", self._api(self._answer), methods=["POST"]),
             Route("/api/sessions/{sid}/interrupt", self._api(self._interrupt), methods=["POST"]),
             Route("/api/sessions/{sid}/mode", self._api(self._mode), methods=["POST"]),
@@ -205,7 +210,7 @@ class Dashboard:
             session = await self._open_new()
             text = body.get("text")
             if isinstance(text, str) and text.strip():
-                self._start(session, text)
+                return {"id": session.session_id, **await self._run_line(session, text)}
             return {"id": session.session_id}
         folder = None if self.every_folder else self.workspace
         infos = self.store.list_sessions(folder, limit=LIST_LIMIT, include=list(self._open))
@@ -358,16 +363,28 @@ class Dashboard:
 
     # -- steering ---------------------------------------------------------------------------------
 
-    def _start(self, session: AgentSession, text: str) -> Turn:
-        """A message: ``/plan TASK`` plans first (as in the terminal), anything else is a turn."""
-        stripped = text.strip()
+    async def _run_line(self, session: AgentSession, text: str) -> dict[str, Any]:
+        """A message: a slash command is answered from the one table (its reply goes to every
+        tab; a command that runs a turn starts it), anything else is a turn."""
+        if not commands.is_command(session, text, "web"):
+            return {"turn": self._start(session, text, lambda s: s.start_turn(text)).number}
+        answer = await commands.answer(session, text, "web")
+        if answer.error:
+            raise HttpError(400, answer.text)
+        out: dict[str, Any] = {"reply": answer.text}
+        log_ = self._logs.get(session.session_id)
+        if answer.text and log_ is not None:
+            log_.append({"kind": "command_reply", "role": "user", "text": answer.text})
+        if answer.turn is not None:
+            out["turn"] = self._start(session, text, answer.turn).number
+        return out
+
+    def _start(
+        self, session: AgentSession, text: str, start: Callable[[AgentSession], Turn]
+    ) -> Turn:
+        """Start a turn (``start``) for the message ``text`` and drive it to its end."""
         try:
-            if stripped == "/approve":
-                turn = session.approve_plan()
-            elif stripped.startswith("/plan "):
-                turn = session.start_turn(stripped[6:].strip(), plan=True)
-            else:
-                turn = session.start_turn(text)
+            turn = start(session)
         except SessionError as exc:
             raise HttpError(409, str(exc)) from None
         # What the user sent, for every tab (the store files it as the turn's mark).
@@ -418,8 +435,28 @@ class Dashboard:
         if not isinstance(text, str) or not text.strip():
             raise HttpError(400, 'send {"text": "..."}: the message is empty')
         session = await self._writable(sid)
-        turn = self._start(session, text)
-        return {"turn": turn.number}
+        return await self._run_line(session, text)
+
+    async def _commands(self, request: Request) -> dict[str, Any]:
+        """The commands the dashboard offers: the one table's rows meaningful here."""
+        return {
+            "commands": [
+                {"name": c.name, "args": c.args, "help": c.help} for c in commands.listing("web")
+            ]
+        }
+
+    async def _command(self, request: Request) -> dict[str, Any]:
+        """``POST /api/sessions/{sid}/commands/{name}`` with ``{"args": "..."}``: any command of
+        the table, the same as sending ``/name args`` as a message."""
+        name = request.path_params["name"]
+        body = await _json(request)
+        args = body.get("args", "")
+        if not isinstance(args, str):
+            raise HttpError(400, 'send {"args": "..."} (a string, possibly empty)')
+        if commands.command_for(name, "web") is None:
+            raise HttpError(404, f"no command /{name} here; GET /api/commands lists them")
+        session = await self._writable(request.path_params["sid"])
+        return await self._run_line(session, f"/{name} {args}".strip())
 
     async def _answer(self, request: Request) -> dict[str, Any]:
         session = self._opened(request.path_params["sid"])
@@ -452,8 +489,7 @@ class Dashboard:
 
     async def _approve_plan(self, request: Request) -> dict[str, Any]:
         session = await self._writable(request.path_params["sid"])
-        turn = self._start(session, "/approve")
-        return {"turn": turn.number}
+        return await self._run_line(session, "/approve")
 
     # -- closing ----------------------------------------------------------------------------------
 

@@ -312,7 +312,7 @@
       rows: 2,
       id: 'message',
       placeholder: 'Next message · /plan TASK plans first',
-      title: '/plan TASK plans first, /approve runs a waiting plan; Ctrl+Enter sends',
+      title: '/plan TASK plans first, /approve runs a waiting plan, /help lists the commands; Ctrl+Enter sends',
       'aria-label': 'Next message',
       onkeydown: (event) => {
         if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) send(v, event);
@@ -339,6 +339,7 @@
         readOnly
           ? el('p', { class: 'banner', id: 'read-only', text: 'Read-only: ' + (info.read_only_reason || 'this session cannot be written here.') })
           : null,
+        commandBar(v),
       ),
       v.approvalCard,
       el(
@@ -362,10 +363,47 @@
     if (readOnly) {
       v.input.disabled = true;
       v.send.disabled = true;
+      v.commandRun.disabled = true;
     }
     setRunning(v, v.running);
     renderCost(v);
     return v;
+  }
+
+  // The server's one command table (GET /api/commands): every command it lists runs through
+  // the one generic route, POST /api/sessions/{sid}/commands/{name}.
+  function commandBar(v) {
+    v.commandSelect = el('select', { class: 'command', id: 'command', 'aria-label': 'Command' });
+    v.commandArgs = el('input', { type: 'text', id: 'command-args', 'aria-label': 'Command arguments', placeholder: 'arguments' });
+    v.commandRun = el('button', { type: 'submit', id: 'command-run', text: 'Run command' });
+    api('/api/commands')
+      .then((data) => {
+        for (const c of data.commands) {
+          v.commandSelect.append(el('option', { value: c.name, text: '/' + c.name, title: (c.args ? c.args + ': ' : '') + c.help }));
+        }
+      })
+      .catch((err) => toast(err.message));
+    return el(
+      'form',
+      {
+        class: 'command-bar',
+        onsubmit: async (event) => {
+          event.preventDefault();
+          v.commandRun.disabled = true;
+          try {
+            await post(v, '/commands/' + encodeURIComponent(v.commandSelect.value), { args: v.commandArgs.value });
+            v.commandArgs.value = '';
+          } catch (err) {
+            toast(err.message);
+          } finally {
+            v.commandRun.disabled = !v.info.writable;
+          }
+        },
+      },
+      v.commandSelect,
+      v.commandArgs,
+      v.commandRun,
+    );
   }
 
   function modeSelect(v, mode) {
@@ -933,6 +971,9 @@
         break;
       case 'notice':
         note(v, e.message, 'notice-note');
+        break;
+      case 'command_reply':
+        note(v, e.text, 'notice-note');
         break;
       case 'retry':
         note(v, 'Retrying (' + e.reason + ')', 'warn-note');

@@ -1,0 +1,450 @@
+"""The one table of slash commands every frontend reads.
+
+Each command is declared once (:data:`COMMANDS`): its name, its arguments as usage shows them,
+its help line, where it is meaningful, and what it does through the session façade. A frontend
+hands a line to :func:`answer` and gets an :class:`Answer` back: text to show, and/or a turn to
+run (a starter, so the frontend starts it the way it starts any turn). Usage text, argument
+errors, ``/help`` and completion are generated from the table; custom commands (files in
+``.reasonix/commands``) follow the table's rows.
+
+A new command is a new row. A new frontend names itself (a :data:`Frontend`), shows
+``answer(...).text`` and runs ``answer(...).turn``; commands marked ``local`` concern what one
+frontend shows (its renderer) and are answered by it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from reasonix.app.session import AgentSession
+    from reasonix.app.turn import Turn
+    from reasonix.store import SessionInfo
+
+__all__ = [
+    "COMMANDS",
+    "Answer",
+    "Command",
+    "Context",
+    "Frontend",
+    "answer",
+    "command_for",
+    "help_lines",
+    "is_command",
+    "listing",
+    "session_line",
+]
+
+#: The frontends: the interactive app, ``reasonix run`` and batch task text, an editor over
+#: ACP, the web dashboard.
+Frontend = Literal["app", "run", "acp", "web"]
+EVERYWHERE: frozenset[Frontend] = frozenset({"app", "run", "acp", "web"})
+#: where a command that swaps the session for another is meaningful: the frontends that show
+#: one session at a time and follow the swap
+APP_ONLY: frozenset[Frontend] = frozenset({"app"})
+
+#: How a command's argument is read: none (ignored), required text, optional text, an
+#: optional whole number.
+ArgKind = Literal["none", "text", "optional", "number"]
+
+Starter = Callable[["AgentSession"], "Turn"]
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What a command line comes to. ``text``: what to show (may be empty); ``turn``: a turn
+    to start and run (the frontend's own way); ``then``: what to show once that turn ended;
+    ``error``: the text is an argument or usage error; ``exit``: the frontend should end;
+    ``switched``: the session now shows another stored conversation (a frontend may recap)."""
+
+    text: str = ""
+    turn: Starter | None = None
+    then: Callable[[AgentSession], str] | None = None
+    error: bool = False
+    exit: bool = False
+    switched: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What a handler gets: the session, the argument (read per the command's ``arg``), the
+    frontend asking, and what that frontend adds (its environment for ``/config``; ``prepare``
+    turns the text of a task into the message, e.g. attaching ``@path`` mentions)."""
+
+    session: AgentSession
+    arg: str
+    frontend: Frontend
+    environ: Mapping[str, str] | None = None
+    prepare: Callable[[str], str] = str
+
+
+Handler = Callable[[Context], Awaitable[Answer]]
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One slash command. ``args`` is the argument as usage shows it (``"[TURN]"``);
+    ``arg`` how it is read; ``hint`` what a wrong number is (``"TURN is a number from
+    /turns"``); ``where`` the frontends it is meaningful in; ``local`` commands are answered
+    by the frontend itself (``handler`` is None); ``paths``: the argument is a path
+    (completed as one)."""
+
+    name: str
+    args: str
+    help: str
+    handler: Handler | None
+    arg: ArgKind = "none"
+    hint: str = ""
+    where: frozenset[Frontend] = EVERYWHERE
+    aliases: tuple[str, ...] = ()
+    paths: bool = False
+
+    @property
+    def local(self) -> bool:
+        return self.handler is None
+
+    @property
+    def usage(self) -> str:
+        return f"Usage: /{self.name} {self.args}".rstrip()
+
+    def check(self, arg: str) -> str | None:
+        """The argument error for ``arg`` (None when it is fine)."""
+        if self.arg == "text" and not arg:
+            return self.usage
+        if self.arg == "number" and arg and not arg.isdigit():
+            return f"{self.usage} ({self.hint}, not {arg!r})"
+        return None
+
+
+def session_line(info: SessionInfo) -> str:
+    """One line per stored session: id, when, message counts, status, title."""
+    import time
+
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.updated_at))
+    counts = info.message_counts
+    msgs = f"{counts.get('executor', 0)}+{counts.get('planner', 0)} msgs"
+    title = info.title or "(untitled)"
+    return f"{info.id}  {when}  {msgs:>12}  {info.status:<11}  {title}"
+
+
+def _reply(text: str) -> Answer:
+    return Answer(text)
+
+
+# -- the handlers -------------------------------------------------------------------------------
+
+
+async def _help(ctx: Context) -> Answer:
+    return _reply("\n".join(help_lines(ctx.session, ctx.frontend)))
+
+
+async def _plan(ctx: Context) -> Answer:
+    task = ctx.prepare(ctx.arg)
+
+    def start(session: AgentSession) -> Turn:
+        return session.start_turn(task, plan=True)
+
+    return Answer(turn=start)
+
+
+async def _approve(ctx: Context) -> Answer:
+    if ctx.session.pending_plan is None:
+        return Answer("No plan is waiting; /plan <task> makes one.", error=True)
+    return Answer(turn=lambda session: session.approve_plan())
+
+
+async def _mode(ctx: Context) -> Answer:
+    return _reply(ctx.session.set_mode(ctx.arg or None))
+
+
+async def _model(ctx: Context) -> Answer:
+    session = ctx.session
+    words = ctx.arg.split()
+    if not words:
+        lines = [f"{role}: {session.model_of(role) or 'disabled'}" for role in ROLES]
+        lines.append("/model ROLE MODEL switches a role's model for the next turns.")
+        return _reply("\n".join(lines))
+    if len(words) == 1:
+        words = ["executor", words[0]]
+    if len(words) != 2 or words[0] not in ROLES:
+        return Answer("Usage: /model [executor|planner] MODEL", error=True)
+    return _reply(session.switch_model(words[0], words[1]))
+
+
+ROLES = ("executor", "planner")
+
+
+async def _cost(ctx: Context) -> Answer:
+    return _reply(ctx.session.cost_table() + "\n" + await ctx.session.balance())
+
+
+async def _todo(ctx: Context) -> Answer:
+    return _reply(ctx.session.todo())
+
+
+async def _goal(ctx: Context) -> Answer:
+    """``/goal``: the words are parsed by the core (:func:`parse_goal_args`)."""
+    from reasonix.app.goal import parse_goal_args
+
+    session = ctx.session
+    verb, _, rest = ctx.arg.partition(" ")
+    if verb in ("", "status"):
+        return _reply(session.goal_status())
+    if verb == "pause":
+        return _reply(session.pause_goal())
+    if verb == "clear":
+        return _reply(session.clear_goal())
+    resume = verb == "resume"
+    wanted = parse_goal_args(rest if resume else ctx.arg, objective=not resume)
+
+    def start(session: AgentSession) -> Turn:
+        if resume:
+            return session.resume_goal(budget_usd=wanted.budget_usd, max_turns=wanted.max_turns)
+        return session.start_goal(
+            wanted.objective, budget_usd=wanted.budget_usd, max_turns=wanted.max_turns
+        )
+
+    return Answer(turn=start, then=lambda session: session.goal_status())
+
+
+async def _undo(ctx: Context) -> Answer:
+    return _reply(ctx.session.undo(int(ctx.arg) if ctx.arg else 1))
+
+
+async def _rewind(ctx: Context) -> Answer:
+    return _reply(ctx.session.rewind(int(ctx.arg) if ctx.arg else None))
+
+
+async def _turns(ctx: Context) -> Answer:
+    marks = ctx.session.marks
+    if not marks:
+        return _reply("No turns yet.")
+    return _reply("\n".join(f"{m.turn:>3}  {m.text[:70]}" for m in marks))
+
+
+async def _compact(ctx: Context) -> Answer:
+    return _reply(await ctx.session.compact())
+
+
+async def _clear(ctx: Context) -> Answer:
+    return _reply(await ctx.session.clear())
+
+
+async def _sessions(ctx: Context) -> Answer:
+    current = ctx.session.session_id
+    lines = [
+        f"* {session_line(info)}  (current)" if info.id == current else f"  {session_line(info)}"
+        for info in ctx.session.sessions()
+    ]
+    return _reply("\n".join(lines) or "No stored sessions in this folder.")
+
+
+async def _resume(ctx: Context) -> Answer:
+    return Answer(await ctx.session.resume(ctx.arg), switched=True)
+
+
+async def _config(ctx: Context) -> Answer:
+    from reasonix.config import render_config
+
+    environ = ctx.environ if ctx.environ is not None else ctx.session.environ
+    return _reply("\n".join(render_config(ctx.session.config, environ)))
+
+
+async def _remember(ctx: Context) -> Answer:
+    return _reply(f"Remembered in {ctx.session.remember(ctx.arg)}.")
+
+
+async def _mcp(ctx: Context) -> Answer:
+    words = ctx.arg.split()
+    if words[:1] == ["restart"] and len(words) == 2:
+        return _reply(await ctx.session.mcp_restart(words[1]))
+    return _reply("\n".join(ctx.session.mcp_status()))
+
+
+async def _skills(ctx: Context) -> Answer:
+    return _reply("\n".join(ctx.session.skills_listing()))
+
+
+async def _jobs(ctx: Context) -> Answer:
+    """``/jobs``, ``/jobs kill ID``, ``/jobs keep ID``."""
+    from reasonix.app.jobs import jobs_listing
+    from reasonix.tools.builtin.jobs import JobError
+
+    word, _, rest = ctx.arg.partition(" ")
+    job_id = rest.strip()
+    table = ctx.session.jobs
+    try:
+        if word == "keep" and job_id:
+            info = table.keep(job_id)
+            return _reply(f"{info.id} keeps running after the session ends (pid {info.pid}).")
+        if word == "kill" and job_id:
+            killed = await table.kill(job_id)
+            if killed.status == "exited":
+                return _reply(f"{killed.id} had already exited (exit code {killed.exit_code}).")
+            return _reply(f"Stopped {killed.id} and its processes.")
+    except JobError as exc:
+        return Answer(str(exc), error=True)
+    if word:
+        return Answer("Usage: /jobs, /jobs kill <id>, /jobs keep <id>", error=True)
+    return _reply("\n".join(jobs_listing(table.snapshot())))
+
+
+#: Every built-in slash command, in /help order.
+COMMANDS: tuple[Command, ...] = (
+    Command("help", "", "this help", _help),
+    Command("plan", "<task>", "plan first (the planner model), then execute", _plan, arg="text"),
+    Command("approve", "", "carry out the plan that is waiting (declined or plan-only)", _approve),
+    Command(
+        "mode",
+        "[MODE]",
+        "show or set the permission mode: ask | auto-edit | plan | yolo",
+        _mode,
+        arg="optional",
+    ),
+    Command(
+        "model",
+        "[ROLE MODEL]",
+        "the models of each role, or switch ROLE to MODEL",
+        _model,
+        arg="optional",
+    ),
+    Command("cost", "", "tokens, cache hits and cost per role", _cost),
+    Command("todo", "", "the executor's todo list", _todo),
+    Command(
+        "goal",
+        "<objective> [--budget USD] [--max-turns N] | status|pause|resume|clear",
+        "work toward an objective over several turns, on its own; where it stands; pause, "
+        "continue or drop it",
+        _goal,
+        arg="optional",
+    ),
+    Command(
+        "expand",
+        "[N]",
+        "the last tool result in full, or result N (Ctrl-O)",
+        None,
+        arg="number",
+        hint="N is a tool result number",
+        where=APP_ONLY,
+    ),
+    Command(
+        "undo",
+        "[K]",
+        "undo the last step (or K steps) that changed files",
+        _undo,
+        arg="number",
+        hint="K is a number of steps",
+    ),
+    Command(
+        "rewind",
+        "[TURN]",
+        "undo the last turn (or TURN and after): files and talk",
+        _rewind,
+        arg="number",
+        hint="TURN is a number from /turns",
+    ),
+    Command("turns", "", "the turns of this session (for /rewind)", _turns),
+    Command("compact", "", "summarise the executor's history to free context", _compact),
+    Command("clear", "", "start a new session (the old one stays stored)", _clear, where=APP_ONLY),
+    Command("sessions", "", "sessions of this folder", _sessions),
+    Command("resume", "<ID>", "switch to a stored session", _resume, arg="text", where=APP_ONLY),
+    Command("config", "", "the effective configuration and where each value came from", _config),
+    Command("reasoning", "", "the last reasoning in full", None, where=APP_ONLY),
+    Command(
+        "remember", "<note>", "save a note to REASONIX.md for this project", _remember, arg="text"
+    ),
+    Command("mcp", "[restart NAME]", "MCP server status, or restart one", _mcp, arg="optional"),
+    Command("skills", "", "the skills the model can load", _skills),
+    Command(
+        "jobs",
+        "[kill|keep ID]",
+        "background jobs: list, stop one, or keep one after you quit",
+        _jobs,
+        arg="optional",
+    ),
+    Command("exit", "", "quit", None, where=APP_ONLY, aliases=("quit", "q")),
+)
+
+_BY_NAME: dict[str, Command] = {name: c for c in COMMANDS for name in (c.name, *c.aliases)}
+
+
+def command_for(name: str, frontend: Frontend | None = None) -> Command | None:
+    """The built-in command called ``name`` (or one of its aliases), if it is meaningful in
+    ``frontend`` (any frontend when None)."""
+    found = _BY_NAME.get(name.lower())
+    if found is None or (frontend is not None and frontend not in found.where):
+        return None
+    return found
+
+
+def listing(frontend: Frontend) -> list[Command]:
+    """The built-in commands ``frontend`` offers, in /help order."""
+    return [c for c in COMMANDS if frontend in c.where]
+
+
+def help_lines(session: AgentSession | None, frontend: Frontend) -> list[str]:
+    """``/help``'s table for ``frontend``, then the session's custom commands."""
+    rows = [(f"/{c.name} {c.args}".rstrip(), c.help) for c in listing(frontend)]
+    width = max(len(r) for r, _ in rows) + 2
+    lines = [f"{row:<{width}}{text}" for row, text in rows]
+    custom = [c.help_line() for c in session.commands.values()] if session is not None else []
+    if custom:
+        lines += ["", "Custom commands:", *custom]
+    return lines
+
+
+def is_command(session: AgentSession, line: str, frontend: Frontend) -> bool:
+    """``line`` is a slash command ``frontend`` answers (built-in or custom), not a task."""
+    name = _name(line)
+    return name is not None and (
+        command_for(name, frontend) is not None or name in session.commands
+    )
+
+
+def _name(line: str) -> str | None:
+    stripped = line.strip()
+    if not stripped.startswith("/") or stripped.startswith("//"):
+        return None
+    name = stripped[1:].partition(" ")[0].lower()
+    return name or None
+
+
+async def answer(
+    session: AgentSession,
+    line: str,
+    frontend: Frontend,
+    *,
+    environ: Mapping[str, str] | None = None,
+    prepare: Callable[[str], str] = str,
+) -> Answer:
+    """Answer the command ``line`` (``/name args``) for ``frontend``. An unknown command, a
+    bad argument or a failure is an Answer with ``error`` set (its text says what to type);
+    a local command comes back as an Answer with no text and no turn (the frontend answers
+    it: :func:`command_for` says which)."""
+    from reasonix.errors import ReasonixError
+
+    stripped = line.strip()
+    name, _, arg = stripped[1:].partition(" ")
+    name, arg = name.lower(), arg.strip()
+    command = command_for(name, frontend)
+    if command is None:
+        if name in session.commands:
+            custom_arg = arg
+
+            def start(session: AgentSession) -> Turn:
+                return session.start_command(name, custom_arg)
+
+            return Answer(turn=start)
+        return Answer(f"Unknown command /{name}; /help lists them.", error=True)
+    problem = command.check(arg)
+    if problem is not None:
+        return Answer(problem, error=True)
+    if command.handler is None:
+        return Answer()
+    context = Context(session, arg, frontend, environ, prepare)
+    try:
+        return await command.handler(context)
+    except (ReasonixError, ValueError, OSError) as exc:
+        return Answer(str(exc), error=True)
