@@ -19,10 +19,10 @@ from acp import schema as s
 
 from reasonix.app.commands import COMMANDS, listing
 from reasonix.testing import Reply
+from tests.support.acp import EditorClient, acp_agent, text
 from tests.support.cli import cli_env, run_cli
+from tests.support.project import Project, project, project_toml
 from tests.support.web import serve
-from tests.test_acp import EditorClient, acp_agent, text
-from tests.test_cli_support import Project, project, project_toml
 
 __all__ = ["project"]
 
@@ -218,7 +218,7 @@ def _wait(check: Any, timeout: float = 30) -> None:
 
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")
 def test_app(project: Project) -> None:
-    from tests.tui_support import Terminal
+    from tests.support.tui import Terminal
 
     term = Terminal(project)
     try:
