@@ -171,10 +171,21 @@ def _read_inside(skill: Skill, file: str) -> ToolResult:
     path = Path(real)
     if not path.is_file():
         return ToolResult.error(f"No file {file!r} in skill {skill.name!r}.")
+    if _secret(os.path.relpath(real, base)):
+        # What the file tools keep from the model (.env, keys) stays out through a skill too.
+        return ToolResult.error(f"{file!r} is a file the sandbox protects (secrets); not read.")
     data = path.read_bytes()[:MAX_SKILL_BYTES]
     if b"\x00" in data[:8192]:
         return ToolResult.error(f"{file!r} is a binary file.")
     return ToolResult(data.decode("utf-8", "replace"))
+
+
+def _secret(relpath: str) -> bool:
+    from reasonix.safety.patterns import compile_patterns, match_path_or_parents
+    from reasonix.safety.sandbox import DEFAULT_READ_DENY
+
+    patterns = compile_patterns(DEFAULT_READ_DENY, ignore_case=True)
+    return match_path_or_parents(patterns, relpath, is_dir=False) is not None
 
 
 def skill_tool(skills: dict[str, Skill]) -> Tool | None:
