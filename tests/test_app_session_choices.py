@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from reasonix.config import load_config
-from reasonix.errors import ConfigError
+from reasonix.errors import ConfigError, SessionError
 from reasonix.safety.permissions import ApprovalAnswer, ApprovalRequest
 from reasonix.store import SessionStore
 from reasonix.testing import Reply
@@ -98,3 +98,116 @@ async def test_an_approver_that_says_yes_to_everything_needs_confinement(
         approver=SaysYesToEverything(),
     )
     await accepted.aclose()
+
+
+# -- what the façade answers ----------------------------------------------------------------------
+
+
+async def test_models_of_the_roles(tmp_path: Path, servers: Servers, store: SessionStore) -> None:
+    both = await open_session(tmp_path, servers, store)
+    try:
+        assert both.model_of("executor") == "deepseek-flash"
+        assert both.model_of("planner") == "deepseek-v4-pro"
+        assert both.model_of("nobody") is None
+        assert both.models() == {"executor": "deepseek-flash", "planner": "deepseek-v4-pro"}
+    finally:
+        await both.aclose()
+    alone = await open_session(tmp_path, servers, store, overrides={"planner.enabled": False})
+    try:
+        assert alone.model_of("planner") is None
+        assert alone.models() == {"executor": "deepseek-flash"}
+        with pytest.raises(SessionError, match="no 'planner' role to switch"):
+            alone.switch_model("planner", "deepseek-flash")
+    finally:
+        await alone.aclose()
+
+
+async def test_context_use_is_estimated_then_measured(
+    tmp_path: Path, servers: Servers, store: SessionStore
+) -> None:
+    servers[0].push(Reply.text("measured"))
+    session = await open_session(tmp_path, servers, store, overrides={"planner.enabled": False})
+    try:
+        (before,) = session.context_use()
+        assert (before.role, before.model) == ("executor", "deepseek-flash")
+        assert before.context_window == 1_048_576
+        await (session.start_turn("hi")).result()
+        (after,) = session.context_use()
+        assert after.prompt_tokens == servers[0].requests[-1].prompt_tokens
+        assert after.prompt_tokens > 0
+    finally:
+        await session.aclose()
+
+
+async def test_switching_a_roles_model(
+    tmp_path: Path, servers: Servers, store: SessionStore
+) -> None:
+    session = await open_session(tmp_path, servers, store)
+    try:
+        assert session.switch_model("executor", "deepseek-flash") == (
+            "The executor already runs on deepseek-flash."
+        )
+        text = session.switch_model("executor", "deepseek-v4-pro")
+        assert text.startswith("The executor now runs on deepseek-v4-pro (was deepseek-flash).")
+        assert session.model_of("executor") == "deepseek-v4-pro"
+        assert session.model_of("planner") == "deepseek-v4-pro"
+        planner = session.switch_model("planner", "deepseek-flash")
+        assert planner.startswith("The planner now runs on deepseek-flash (was deepseek-v4-pro).")
+        assert session.models() == {"executor": "deepseek-v4-pro", "planner": "deepseek-flash"}
+    finally:
+        await session.aclose()
+
+
+async def test_the_cost_table_adds_the_whole_session_only_when_resumed(
+    tmp_path: Path, servers: Servers, store: SessionStore
+) -> None:
+    servers[0].push(Reply.text("one"), Reply.text("two"))
+    first = await open_session(tmp_path, servers, store, overrides={"planner.enabled": False})
+    try:
+        await (first.start_turn("hi")).result()
+        table = first.cost_table()
+        assert "executor" in table
+        assert "Whole session" not in table and "Compaction saved" not in table
+    finally:
+        await first.aclose()
+    again = await open_session(
+        tmp_path, servers, store, overrides={"planner.enabled": False}, continue_last=True
+    )
+    try:
+        # nothing measured yet in this run: the resumed history's size is the estimate
+        (estimate,) = again.context_use()
+        assert estimate.prompt_tokens > 0
+        await (again.start_turn("again")).result()
+        assert "Whole session (all runs, USD):" in again.cost_table()
+    finally:
+        await again.aclose()
+
+
+async def test_the_balance_of_each_endpoint_once(
+    tmp_path: Path, servers: Servers, store: SessionStore
+) -> None:
+    session = await open_session(tmp_path, servers, store)
+    try:
+        lines = (await session.balance()).splitlines()
+    finally:
+        await session.aclose()
+    assert len(lines) == 2  # executor and planner have their own servers here
+    assert all(line.startswith("Balance: ") for line in lines)
+
+
+async def test_a_goal_without_a_turn_cap_gets_the_configured_one(
+    tmp_path: Path, servers: Servers, store: SessionStore
+) -> None:
+    servers[0].handler = lambda request: Reply.text("Working on it.")
+    overrides = {"planner.enabled": False, "goals.max_turns": 2}
+    session = await open_session(tmp_path, servers, store, overrides=overrides)
+    try:
+        with pytest.raises(SessionError, match="needs an objective"):
+            session.start_goal("   ")
+        turn = session.start_goal("write the notes")
+        goal = session.goal
+        assert goal is not None and goal.max_turns == 2
+        await turn.result()
+        assert goal.turns <= 2
+    finally:
+        await session.aclose()
