@@ -194,7 +194,11 @@ def test_a_strict_user_program_type_checks_with_real_types(tmp_path: Path) -> No
     def at(snippet: str) -> str:
         return revealed[next(i for i in calls if snippet in source[i - 1])]
 
-    assert at("reveal_type(ctrl)") == "reasonix.control.controller.Controller"
+    # executor only: no planner, and the type says so
+    assert at("reveal_type(ctrl)") == "reasonix.control.controller.Controller[None]"
+    assert at("reveal_type(alone.planner)") == "None"
+    # DESIGN.md's seed example (with a planner provider): ctrl.planner.session, no None check
+    assert at("reveal_type(ctrl.planner)") == "reasonix.agent.agent.Agent"
     assert at("reveal_type(shout)") == "reasonix.tools.registry.Tool"
     assert at("reveal_type(count)") == "reasonix.tools.registry.Tool"
     assert at("reveal_type(result)") == "reasonix.control.orchestrator.TurnResult"

@@ -56,6 +56,28 @@ async def library(workdir: Path) -> int:
     return 0 if result.ok else 1
 
 
+async def seed(workdir: Path) -> None:
+    """DESIGN.md's example, as written: with a planner provider, ``ctrl.planner`` is an Agent."""
+    flash = OpenAICompatProvider(
+        base_url="http://127.0.0.1:9", model="deepseek-v4-flash", api_key="sk-none"
+    )
+    pro = OpenAICompatProvider(
+        base_url="http://127.0.0.1:9", model="deepseek-v4-pro", api_key="sk-none"
+    )
+    ctrl = Controller(
+        Options(
+            executor_provider=flash,
+            planner_provider=pro,
+            tool_registry=ToolRegistry.default(workdir),
+        )
+    )
+    await ctrl.run_turn("Analyze this dataset, generate visualizations, and write the report.")
+    print(len(ctrl.executor.session.snapshot()), len(ctrl.planner.session.snapshot()))
+    reveal_type(ctrl.planner)
+    alone = Controller(Options(executor_provider=flash))
+    reveal_type(alone.planner)
+
+
 async def frontend(workdir: Path) -> str:
     config = load_config(workdir)
     with SessionStore(workdir / "sessions.db") as store:

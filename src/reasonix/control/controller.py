@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
 from reasonix.agent.agent import DEFAULT_SYSTEM_PROMPT, Agent, AgentOptions
 from reasonix.agent.memory import remember, tail_note
@@ -41,15 +41,31 @@ from reasonix.tools.deferred import DEFERRED_TOOLS
 from reasonix.tools.registry import Tool, ToolRegistry
 
 if TYPE_CHECKING:
+    # Type-checkers see defaults (PEP 696): ``Options(...)`` without a planner provider is
+    # ``Options[None]``; a bare ``Controller`` means "a planner or not". The runtime TypeVars
+    # need no default.
+    from typing_extensions import TypeVar as _DefaultTypeVar
+
     from reasonix.extensions.agents import AgentProfile
+
+    #: the planner's provider: a Provider (a planner runs) or None (executor only)
+    PlannerProvider = _DefaultTypeVar("PlannerProvider", bound="Provider | None", default=None)
+    #: the Controller's planner: an Agent, or None for executor only
+    PlannerAgent = _DefaultTypeVar("PlannerAgent", bound="Agent | None", default="Agent | None")
+else:
+    PlannerProvider = TypeVar("PlannerProvider")
+    PlannerAgent = TypeVar("PlannerAgent")
+
+_Present = TypeVar("_Present", bound=Provider)
 
 
 @dataclass
-class Options:
-    """Everything a Controller needs. ``planner_provider`` None runs executor-only."""
+class Options(Generic[PlannerProvider]):
+    """Everything a Controller needs. ``planner_provider`` None runs executor-only (the type
+    says which: ``Options[None]`` or ``Options[SomeProvider]``)."""
 
     executor_provider: Provider
-    planner_provider: Provider | None = None
+    planner_provider: PlannerProvider = None  # type: ignore[assignment]
     tool_registry: ToolRegistry | None = None
     executor_options: AgentOptions | None = None
     planner_options: AgentOptions | None = None
@@ -79,8 +95,20 @@ class Options:
     deferred_tools: Sequence[str] = DEFERRED_TOOLS
 
 
-class Controller:
-    def __init__(self, options: Options) -> None:
+class Controller(Generic[PlannerAgent]):
+    """The two agents and the orchestrator. Built with a planner provider, its ``planner`` is
+    typed as an :class:`Agent` (``ctrl.planner.session`` needs no None check); built without
+    one, as None."""
+
+    planner: PlannerAgent
+
+    @overload
+    def __init__(self: Controller[Agent], options: Options[_Present]) -> None: ...
+    @overload
+    def __init__(self: Controller[None], options: Options[None]) -> None: ...
+    @overload
+    def __init__(self: Controller[Agent | None], options: Options[Provider | None]) -> None: ...
+    def __init__(self, options: Options[Any]) -> None:
         self.options = options
         self.cost = CostTracker()
         user_sink = options.sink or NullSink()
@@ -131,7 +159,7 @@ class Controller:
         #: the host side of an active goal (the ``update_goal`` tool reads it)
         self.goal = GoalTracker()
         GOAL_KEY.set(self.executor.tool_state, self.goal)
-        self.planner: Agent | None = None
+        planner: Agent | None = None
         if options.planner_provider is not None:
             base = options.planner_options or AgentOptions(
                 system_prompt=PLANNER_SYSTEM_PROMPT, max_steps=12, workspace=exec_opts.workspace
@@ -139,7 +167,7 @@ class Controller:
             if base.system_prompt == DEFAULT_SYSTEM_PROMPT:
                 base = replace(base, system_prompt=PLANNER_SYSTEM_PROMPT)
             plan_opts = replace(base, role="planner", usage_source=UsageSource.PLANNER)
-            self.planner = Agent(
+            planner = Agent(
                 options.planner_provider,
                 registry.read_only().with_tools([submit_plan_tool()]),
                 options.planner_session
@@ -148,8 +176,10 @@ class Controller:
                 plan_opts,
                 self.sink,
             )
+        # What the overloads promise: an Agent exactly when a planner provider was given.
+        self.planner = cast("PlannerAgent", planner)
         self.orchestrator = TurnOrchestrator(
-            self.executor, self.planner, options.orchestration, self.sink, self.cost
+            self.executor, planner, options.orchestration, self.sink, self.cost
         )
 
     @property
@@ -207,7 +237,7 @@ class Controller:
                 seen.add(id(provider))
                 await close()
 
-    async def __aenter__(self) -> Controller:
+    async def __aenter__(self) -> Controller[PlannerAgent]:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
