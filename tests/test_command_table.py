@@ -88,6 +88,7 @@ def _never_sent_as_text(project: Project, name: str) -> None:
 # -- reasonix run ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", names("run"))
 def test_run(project: Project, name: str) -> None:
     arg, said = SAMPLES[name]
@@ -98,6 +99,7 @@ def test_run(project: Project, name: str) -> None:
     _never_sent_as_text(project, name)
 
 
+@pytest.mark.slow
 def test_run_json_of_a_command_answered_without_a_turn(project: Project) -> None:
     proc = project.run("run", "--output-format", "json", "/todo")
     assert proc.returncode == 0, proc.stderr
@@ -106,6 +108,7 @@ def test_run_json_of_a_command_answered_without_a_turn(project: Project) -> None
     assert result["exit_code"] == 0 and not project.ex.requests
 
 
+@pytest.mark.slow
 def test_run_continue_reads_the_table(project: Project) -> None:
     project.ex.push(Reply.text("First answer."))
     assert project.run("run", "hello").returncode == 0
@@ -144,6 +147,7 @@ def batch_rows(project: Project) -> dict[str, dict[str, Any]]:
     return {row["id"]: row for row in rows}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", names("run"))
 def test_batch(project: Project, batch_rows: dict[str, dict[str, Any]], name: str) -> None:
     row = batch_rows[name]
@@ -158,6 +162,7 @@ def test_batch(project: Project, batch_rows: dict[str, dict[str, Any]], name: st
 # -- ACP, with the SDK's own client ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", names("acp"))
 async def test_acp(project: Project, name: str) -> None:
     arg, said = SAMPLES[name]
@@ -176,6 +181,7 @@ async def test_acp(project: Project, name: str) -> None:
 # -- the dashboard, over HTTP ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", names("web"))
 def test_web(project: Project, name: str) -> None:
     arg, said = SAMPLES[name]
@@ -216,6 +222,7 @@ def _wait(check: Any, timeout: float = 30) -> None:
 # -- the interactive app, on a terminal -----------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")
 def test_app(project: Project) -> None:
     from tests.support.tui import Terminal

@@ -10,11 +10,15 @@ import asyncio
 import sys
 from typing import Any
 
+import pytest
+
 from reasonix.testing import Reply
 from tests.support.acp import EditorClient, acp_agent, text
 from tests.support.project import Project, json_lines, project
 
 __all__ = ["project"]
+
+pytestmark = pytest.mark.slow
 
 FAILING_CHECK = "python3 -c 'import sys; print(\"1 failed\"); sys.exit(1)'"
 

@@ -112,6 +112,7 @@ def test_a_jobs_guard_keeps_an_approved_write_and_undoes_the_rest(tmp_path: Path
     assert running_plants(records, root) == [] and not list(records.glob("*.json"))
 
 
+@pytest.mark.slow
 def test_a_record_of_a_job_that_ended_without_the_undo_keeps_blocking(tmp_path: Path) -> None:
     root = (tmp_path / "w").resolve()
     root.mkdir()
