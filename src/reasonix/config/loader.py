@@ -389,11 +389,16 @@ def _shown(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+#: A URL a key would go to is shown whole: cut, ``https://api.deepseek.com.<padding>...`` hides
+#: the host it really names.
+_URL_SHOWN = 4096
+
+
 def _sends(entry: Mapping[str, Any]) -> str:
     var, url = entry.get("api_key_env"), entry.get("base_url", "")
     if var:
-        return f" (sends ${var} to {_shown(url)})"
-    return f" (talks to {_shown(url)})"
+        return f" (sends ${var} to {_shown(url, _URL_SHOWN)})"
+    return f" (talks to {_shown(url, _URL_SHOWN)})"
 
 
 def _put_provider(merged: _Merged, layer: _Layer, i: int, entry: Mapping[str, Any]) -> None:
@@ -429,7 +434,8 @@ def _merge_providers(merged: _Merged, layer: _Layer, trust: TrustDecision) -> se
         if var in user_urls and url not in user_urls[var]:
             merged.ignore(
                 layer,
-                f"providers.{_k(name)} (would send your {var} to {_shown(url)}, a base URL you "
+                f"providers.{_k(name)} (would send your {var} to {_shown(url, _URL_SHOWN)}, a "
+                "base URL you "
                 "have not configured; set it in your own config.toml to use it)",
             )
             dropped.add(name)
