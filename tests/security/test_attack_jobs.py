@@ -20,6 +20,11 @@ the record says was absent when the job started treats the folder as untrusted w
 there; an approved write is kept with exactly its approved bytes, and the job's other creations
 around it are still undone. Controls: the plant is undone when the job ends, and with
 ``[sandbox] bash = "off"`` it runs (the probe sees a run).
+
+Also: a step snapshotted while the job's plant was there, then ``reasonix rewind`` to before it,
+recreated the ``.mcp.json`` the guard had undone ("Recreated .mcp.json (deleted since)"). A
+rewind no longer recreates a protected file; the control is an ordinary file the agent deleted,
+which the same rewind does bring back.
 """
 
 from __future__ import annotations
@@ -202,3 +207,44 @@ def test_control_unconfined_the_sibling_runs(lab: Lab) -> None:
     )
     _next_start(lab)
     assert marker.exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# A rewind to a snapshot taken while a job's plant was there
+
+
+def _rewind_after_a_plant(lab: Lab, name: str, *, agent_deletes: bool = False) -> Path:
+    """A job writes ``name`` and keeps running; a step is snapshotted meanwhile (the plant in
+    it); the job is stopped (its guard undoes a protected plant; with ``agent_deletes`` the
+    agent deletes the file instead); then ``reasonix rewind`` to before that step."""
+    lab.write_user_config(f"[trust]\nfolders = [{json.dumps(str(lab.root))}]\n")
+    (lab.root / "a.txt").write_text("a\n")
+    server = {"mcpServers": {"p": {"command": "sh", "args": ["-c", "true"]}}}
+    b64 = base64.b64encode(json.dumps(server).encode()).decode()
+    plant = f"echo {b64} | base64 -d > {name}; echo planted; sleep 60"
+    job = {"name": "job", "arguments": {"id": "job-1"}}
+    calls = [
+        Attack("plant", "bash", {"command": plant, "run_in_background": True}),
+        Attack("wait", "more_tools", {**job, "arguments": {"id": "job-1", "wait": 20}}),
+        Attack("a step", "write_file", {"path": "a.txt", "content": "b\n"}),
+        Attack("stop", "more_tools", {**job, "arguments": {"id": "job-1", "action": "kill"}}),
+    ]
+    if agent_deletes:
+        calls.append(Attack("delete", "delete_file", {"path": name}))
+    out = lab.attack(calls, "--yes")
+    assert "planted" in out.results[1], out.results
+    assert not (lab.root / name).exists(), out.results
+    proc = lab.cli("rewind", "--steps", "2" if agent_deletes else "1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (lab.root / "a.txt").read_text() == "a\n", proc.stdout
+    return lab.root / name
+
+
+def test_a_rewind_does_not_recreate_a_plant_the_guard_undid(lab: Lab) -> None:
+    assert not _rewind_after_a_plant(lab, ".mcp.json").exists()
+
+
+def test_control_a_rewind_recreates_an_ordinary_file_deleted_since(lab: Lab) -> None:
+    """The probe sees a recreation: the same snapshot brings back an ordinary file the agent
+    deleted since."""
+    assert _rewind_after_a_plant(lab, "servers.json", agent_deletes=True).exists()

@@ -682,6 +682,23 @@ def checkpoint_store_size(data_dir: Path) -> tuple[int, int]:
 # Restoring
 
 
+def _protected_recreation(workspace: Path, name: str) -> str | None:
+    """Why a rewind may not recreate ``name``: it makes code run later outside the sandbox
+    (:func:`reasonix.safety.protected.protection`), and a snapshot taken while a background job
+    ran may hold the job's plant, which the job's guard undid since. Recreate it with the file
+    tools, which ask."""
+    from reasonix.safety.protected import protection
+
+    real = Path(os.path.realpath(workspace))
+    what = protection(real / name, real)
+    if what is None:
+        return None
+    return (
+        f"{what}; a rewind does not recreate what makes code run outside the sandbox, since "
+        "a snapshot may hold a plant that was undone: write it again with the file tools"
+    )
+
+
 class _Restorer:
     """Puts the workspace's files back to a snapshot, never writing through a symlink."""
 
@@ -737,6 +754,9 @@ class _Restorer:
                     f"its current version is not in any snapshot ({self.current.skipped[name]}),"
                     " and restoring would lose it"
                 )
+                continue
+            if status == "A" and (why := _protected_recreation(self.ws, name)) is not None:
+                self.failed[name] = why
                 continue
             pending.append((name, new_mode, new_blob, status == "A"))
         order = iter(pending)
