@@ -5,8 +5,11 @@ error body (:class:`Rejection`): unknown roles, tool calls left unanswered or an
 place, tool names outside ``[a-zA-Z0-9_-]{1,64}``, more than 128 tools, an unknown
 ``reasoning_effort`` (422), a ``required`` or named ``tool_choice`` in thinking mode, a retired
 model, ``max_tokens`` out of range, and, in thinking mode with tools, an earlier assistant
-message without its ``reasoning_content``. The fake is only as useful as it is strict: a client
-that passes here should pass there.
+message without its ``reasoning_content``; and for images (see :mod:`reasonix.images`): image
+parts only in ``user`` and ``tool`` messages, only for a model whose ``/models`` entry lists
+the ``image`` input modality, JPEG/PNG/GIF/WebP told from the bytes, at most 32 MiB an image,
+64 MiB of images and 600 images a request, 8192 px a side (4096 from 15 images on). The fake
+is only as useful as it is strict: a client that passes here should pass there.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ __all__ = [
     "CONTEXT_WINDOW",
     "EFFORT_ALIASES",
     "EFFORT_LEVELS",
+    "IMAGE_MODELS",
+    "IMAGE_NOT_SUPPORTED",
     "LEGACY_ALIASES",
     "LISTED_MODELS",
     "MAX_OUTPUT_TOKENS",
@@ -51,6 +56,10 @@ CONTEXT_WINDOW = 1_048_576
 LISTED_MODELS = ("deepseek-flash", "deepseek-v4-pro")
 LEGACY_ALIASES: Mapping[str, str] = {"deepseek-v4-flash": "deepseek-flash"}
 RETIRED_MODELS = ("deepseek-chat", "deepseek-reasoner")
+#: The models that accept image input (``input_modalities`` has ``image``), legacy aliases too.
+IMAGE_MODELS = frozenset({"deepseek-flash", "deepseek-v4-flash", "deepseek-v4-flash-vision-exp"})
+#: The documented 400 message for an image sent to a text-only model.
+IMAGE_NOT_SUPPORTED = "This model does not support image"
 #: The documented 400 message when an earlier assistant turn lacks its reasoning.
 REASONING_MUST_BE_PASSED = (
     "The `reasoning_content` in the thinking mode must be passed back to the API."
@@ -125,7 +134,8 @@ def model_entry(name: str) -> dict[str, Any]:
         "owned_by": "deepseek",
         "context_window": CONTEXT_WINDOW,
         "max_output_tokens": MAX_OUTPUT_TOKENS,
-        "input_modalities": ["text"],
+        "input_modalities": ["text", "image"] if name in IMAGE_MODELS else ["text"],
+        "output_modalities": ["text"],
         "effort": {"supported_levels": list(EFFORT_LEVELS), "default_level": "high"},
     }
 
@@ -219,6 +229,104 @@ def validate_request(body: Any, *, models: frozenset[str] | None) -> None:
         raise bad_request("response_format.type must be 'text' or 'json_object'", "response_format")
 
     validate_messages(body.get("messages"), reasoning_required=thinking_on and bool(tools))
+    validate_images(body.get("messages"), model=model)
+
+
+_IMAGE_PARTS = ("image_url", "file")
+
+
+def image_parts(messages: Any) -> list[tuple[int, str, dict[str, Any]]]:
+    """Every image part of the messages: (message index, role, part)."""
+    found: list[tuple[int, str, dict[str, Any]]] = []
+    for i, msg in enumerate(messages if isinstance(messages, list) else ()):
+        content = msg.get("content") if isinstance(msg, dict) else None
+        if isinstance(content, list):
+            for part in content:
+                if isinstance(part, dict) and part.get("type") in _IMAGE_PARTS:
+                    found.append((i, str(msg.get("role")), part))
+    return found
+
+
+def part_bytes(part: Mapping[str, Any]) -> bytes | None:
+    """The inline bytes of an image part (None for a URL or a file id)."""
+    from reasonix.images import decode_data_url
+
+    if part.get("type") == "image_url":
+        image = part.get("image_url")
+        url = image.get("url") if isinstance(image, dict) else None
+        return decode_data_url(url) if isinstance(url, str) else None
+    data = part.get("file_data")
+    return decode_data_url(data) if isinstance(data, str) else None
+
+
+def validate_images(messages: Any, *, model: str) -> None:
+    """The vision rules (see the module docstring), in the order a client meets them."""
+    from reasonix import images
+
+    parts = image_parts(messages)
+    if not parts:
+        return
+    for i, role, _part in parts:
+        if role not in ("user", "tool"):
+            raise bad_request(
+                f"messages[{i}]: images are accepted only in user and tool messages, not {role}",
+                "messages",
+            )
+    if model not in IMAGE_MODELS:
+        raise bad_request(IMAGE_NOT_SUPPORTED, "messages")
+    if len(parts) > images.MAX_IMAGES:
+        raise bad_request(
+            f"Too many images: {len(parts)} in the request, at most {images.MAX_IMAGES}",
+            "messages",
+        )
+    side = images.MAX_SIDE_MANY if len(parts) >= images.MANY_IMAGES else images.MAX_SIDE
+    total = 0
+    for i, _role, part in parts:
+        if part.get("type") == "image_url":
+            image = part.get("image_url")
+            url = image.get("url") if isinstance(image, dict) else None
+            if not isinstance(url, str):
+                raise bad_request(f"messages[{i}]: image_url.url is required", "messages")
+            detail = image.get("detail") if isinstance(image, dict) else None
+            if detail is not None and detail not in images.DETAILS:
+                raise bad_request(
+                    f"messages[{i}]: unknown image detail {detail!r}, expected one of "
+                    "low, high, original, auto",
+                    "messages",
+                )
+            if url.startswith(("http://", "https://")):
+                if len(url) > 8192:
+                    raise bad_request(f"messages[{i}]: image URL over 8192 characters", "messages")
+                continue  # the fake downloads nothing
+        elif "file_id" in part and "file_data" in part:
+            raise bad_request(
+                f"messages[{i}]: file_id and file_data are mutually exclusive", "messages"
+            )
+        elif "file_id" in part:
+            raise bad_request(f"messages[{i}]: file not found: {part.get('file_id')!r}", "messages")
+        data = part_bytes(part)
+        if data is None:
+            raise bad_request(
+                f"messages[{i}]: the image is neither a base64 data URL nor an http(s) URL",
+                "messages",
+            )
+        try:
+            info = images.sniff(data, what=f"messages[{i}]: the image")
+        except images.ImageError as exc:
+            raise bad_request(str(exc), "messages") from None
+        if max(info.width, info.height) > side:
+            raise bad_request(
+                f"messages[{i}]: the image is {info.width}x{info.height} px; with "
+                f"{len(parts)} images a request takes at most {side} px a side",
+                "messages",
+            )
+        total += info.size
+    if total > images.MAX_TOTAL_IMAGE_BYTES:
+        raise bad_request(
+            f"The images of the request total {total:,} bytes, at most "
+            f"{images.MAX_TOTAL_IMAGE_BYTES:,} (64 MiB) without file ids",
+            "messages",
+        )
 
 
 def validate_messages(messages: Any, *, reasoning_required: bool) -> None:
@@ -280,7 +388,17 @@ def validate_messages(messages: Any, *, reasoning_required: bool) -> None:
                     pending.add(call["id"])
             if reasoning_required and not isinstance(msg.get("reasoning_content"), str):
                 raise bad_request(REASONING_MUST_BE_PASSED, "messages")
-        elif msg.get("content") is None:
+        if isinstance(msg.get("content"), list):
+            for j, part in enumerate(msg["content"]):
+                kind = part.get("type") if isinstance(part, dict) else None
+                if kind not in ("text", "image_url", "file"):
+                    raise bad_request(
+                        f"Failed to deserialize the JSON body into the target type: "
+                        f"messages[{i}].content[{j}]: unknown variant `{kind}`, expected one "
+                        "of `text`, `image_url`, `file`",
+                        "messages",
+                    )
+        if role not in ("assistant", "tool") and msg.get("content") is None:
             raise bad_request(f"messages[{i}].content is required", "messages")
     if pending:
         raise bad_request(

@@ -19,6 +19,12 @@ What it models:
   tokenisation of the request (see :func:`render_prompt`);
 - the request validation DeepSeek performs (roles, tool names, tool answers, the
   ``reasoning_content`` rule of thinking mode, ``tool_choice`` in thinking mode, models, auth);
+- images (:func:`~reasonix.testing.deepseek_rules.validate_images`): parts only in user and
+  tool messages and only for image models (``/models`` says which), the documented limits, and
+  image tokens by the rule of :func:`reasonix.images.image_tokens`;
+- ``POST /v1/tools/search`` with deterministic results (:func:`default_search_results`), the
+  query and count limits, injected error statuses (:attr:`FakeDeepSeekServer.search_faults`)
+  and a record of which searches are billed (:class:`RecordedSearch`);
 - injected faults (:class:`~reasonix.testing.script.Fault`): error statuses, keep-alives, cut
   connections, stalls, a malformed chunk, ``insufficient_system_resource``.
 
@@ -77,6 +83,8 @@ __all__ = [
     "REASONING_MUST_BE_PASSED",
     "FakeDeepSeekServer",
     "RecordedRequest",
+    "RecordedSearch",
+    "default_search_results",
     "effective_effort",
     "render_message",
     "render_prompt",
@@ -90,6 +98,50 @@ CacheFormula = Literal["units", "measured"]
 _PATHS = frozenset({"/chat/completions", "/v1/chat/completions"})
 _MODELS_PATHS = frozenset({"/models", "/v1/models"})
 _BALANCE_PATHS = frozenset({"/user/balance", "/v1/user/balance"})
+_SEARCH_PATHS = frozenset({"/v1/tools/search", "/tools/search"})
+#: the documented limits of one search request (third-party, see the reference)
+SEARCH_QUERY_MAX = 128
+SEARCH_COUNT_MAX = 50
+SEARCH_COUNT_DEFAULT = 10
+SearchResults = Callable[[str, int], list[dict[str, Any]]]
+
+
+def default_search_results(query: str, count: int) -> list[dict[str, Any]]:
+    """Deterministic results for a query: the same query gives the same results."""
+    import hashlib
+
+    digest = hashlib.sha256(query.encode()).hexdigest()[:10]
+    return [
+        {
+            "title": f"Result {k} for {query}",
+            "url": f"https://example.com/{digest}/{k}",
+            "snippet": f"A snippet of result {k} about {query}.",
+            "summary": f"Result {k} explains {query} in a few sentences. " * 4,
+            "content": "",
+            "date": f"2026-11-{k:02d}",
+            "site_name": "example.com",
+            "rerank_score": 2.0,
+            "authority": 2,
+        }
+        for k in range(1, count + 1)
+    ]
+
+
+@dataclass
+class RecordedSearch:
+    """One ``POST /v1/tools/search``: its body, status, result count and whether it is billed
+    (DeepSeek bills successful searches; empty results and errors are free, per the
+    reference's third-party probes)."""
+
+    body: dict[str, Any]
+    status: int
+    results: int = 0
+    error: str | None = None
+
+    @property
+    def billed(self) -> bool:
+        return self.status == 200 and self.results > 0
+
 
 DEFAULT_BALANCE: Mapping[str, Any] = {
     "is_available": True,
@@ -271,6 +323,10 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
+        if path in _SEARCH_PATHS:
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            self._send_json(*self.server.fake._search(headers, raw))
+            return
         if path not in _PATHS:
             self._send_json(404, Rejection(404, f"Not Found: {path}", code=None).body())
             return
@@ -370,6 +426,7 @@ class FakeDeepSeekServer:
         keep_alive: bool = True,
         delta_chars: int | None = None,
         answer_model: str | Mapping[str, str] | None = None,
+        search_results: SearchResults = default_search_results,
     ) -> None:
         if cache_formula not in ("units", "measured"):
             raise ValueError(f"cache_formula must be 'units' or 'measured', not {cache_formula!r}")
@@ -395,6 +452,11 @@ class FakeDeepSeekServer:
         if self.delta_chars < 1:
             raise ValueError("delta_chars must be at least 1")
         self.answer_model = answer_model
+        self.search_results = search_results
+        #: every search request, in arrival order (see :class:`RecordedSearch`)
+        self.searches: list[RecordedSearch] = []
+        #: statuses the next search requests fail with (first in, first out)
+        self.search_faults: deque[int] = deque()
         self._connections: set[Any] = set()
         #: every request received on the chat-completions paths, in arrival order
         self.requests: list[RecordedRequest] = []
@@ -545,6 +607,46 @@ class FakeDeepSeekServer:
             self.get_requests.append(path)
         return 200, dict(payload)
 
+    def _search(self, headers: Mapping[str, str], raw: bytes) -> tuple[int, dict[str, Any]]:
+        """``POST /v1/tools/search``: validate, answer deterministic results, record."""
+        try:
+            body = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            body = None
+        record = RecordedSearch(body if isinstance(body, dict) else {}, 200)
+        with self._lock:
+            self.searches.append(record)
+            fault = self.search_faults.popleft() if self.search_faults else None
+        try:
+            if not self._authorised(headers):
+                raise AUTH_FAILED
+            if fault is not None:
+                message, kind = STATUS_MESSAGES.get(fault, ("Error", "api_error"))
+                raise Rejection(fault, message, type_=kind, code=kind)
+            if not isinstance(body, dict):
+                raise bad_request("Failed to parse the request body as JSON")
+            query = body.get("query")
+            if not isinstance(query, str) or not query.strip() or len(query) > SEARCH_QUERY_MAX:
+                raise bad_request(
+                    f"query must be 1 to {SEARCH_QUERY_MAX} characters, not only whitespace",
+                    "query",
+                )
+            count = body.get("count", SEARCH_COUNT_DEFAULT)
+            if (
+                not isinstance(count, int)
+                or isinstance(count, bool)
+                or not 1 <= count <= SEARCH_COUNT_MAX
+            ):
+                raise bad_request(f"count must be an integer in [1, {SEARCH_COUNT_MAX}]", "count")
+        except Rejection as rejection:
+            record.status, record.error = rejection.status, rejection.message
+            return rejection.status, rejection.body()
+        results = list(self.search_results(query, count))[:count]
+        if not body.get("need_content"):
+            results = [{**r, "content": ""} for r in results]
+        record.results = len(results)
+        return 200, {"results": results}
+
     def _serve(self, http: _Handler, path: str, headers: dict[str, str], raw: bytes) -> None:
         with self._lock:
             record = RecordedRequest(len(self.requests), path, headers, raw)
@@ -575,6 +677,13 @@ class FakeDeepSeekServer:
         """Authenticate, parse, validate and pick the reply; raise ``Rejection`` to refuse."""
         if not self._authorised(record.headers):
             raise AUTH_FAILED
+        from reasonix.images import MAX_BODY_BYTES
+
+        if len(record.raw_body) > MAX_BODY_BYTES:
+            raise bad_request(
+                f"Request body of {len(record.raw_body):,} bytes is over the "
+                f"{MAX_BODY_BYTES:,}-byte (48 MiB) limit"
+            )
         try:
             body = json.loads(record.raw_body)
         except (ValueError, UnicodeDecodeError) as exc:

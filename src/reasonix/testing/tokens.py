@@ -17,11 +17,52 @@ from reasonix.messages import canonical_json
 __all__ = ["count_tokens", "render_message", "render_prompt", "tokenize"]
 
 
+#: characters of one image token in the rendered text (see :func:`_image`)
+IMAGE_TOKEN_CHARS = 4
+
+
+def _image(part: Mapping[str, Any]) -> str:
+    """An image as the model "sees" it: as many tokens as :func:`reasonix.images.image_tokens`
+    gives (``IMAGE_TOKEN_CHARS`` characters each, with the default ``chars_per_token``), and
+    tokens that depend only on the image's bytes and detail, so the same image sent again
+    renders the same. A URL image the fake cannot measure counts the per-image maximum."""
+    from reasonix import images
+    from reasonix.testing.deepseek_rules import part_bytes
+
+    data = part_bytes(part)
+    image = part.get("image_url")
+    detail = image.get("detail") if isinstance(image, Mapping) else None
+    if data is not None:
+        try:
+            info = images.sniff(data)
+            tokens = images.image_tokens(info.width, info.height, detail)
+            digest = info.sha256
+        except images.ImageError:
+            tokens, digest = images.MAX_TOKENS_PER_IMAGE, "bad"
+    else:
+        import hashlib
+
+        tokens = images.MAX_TOKENS_PER_IMAGE
+        digest = hashlib.sha256(canonical_json(part).encode()).hexdigest()
+    body = (digest * (1 + tokens * IMAGE_TOKEN_CHARS // len(digest)))[: tokens * IMAGE_TOKEN_CHARS]
+    return body
+
+
 def _text(content: Any) -> str:
     if content is None:
         return ""
     if isinstance(content, str):
         return content
+    if isinstance(content, list) and all(isinstance(p, Mapping) for p in content):
+        out: list[str] = []
+        for part in content:
+            if part.get("type") == "text":
+                out.append(str(part.get("text", "")))
+            elif part.get("type") in ("image_url", "file"):
+                out.append(_image(part))
+            else:
+                out.append(canonical_json(part))
+        return "".join(out)
     return canonical_json(content)
 
 
