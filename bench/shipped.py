@@ -159,7 +159,9 @@ async def first_requests(root: Path) -> dict[str, dict[str, Any]]:
     async with shipped_session(root) as s:
         s.executor_script.push(Reply.text("Hello."))
         s.planner_script.push(Reply.call("submit_plan", PLAN_ARGS))
-        s.executor_script.push(Reply.text("Done."))
+        # The executor stops with the plan's step open, and again after the nudge (only the
+        # first requests are measured here).
+        s.executor_script.push(Reply.text("Done."), Reply.text("Done."))
         await s.session.run_turn("hi")
         await s.session.run_turn("plan first: add util.py with double() and a test")
         problems = s.check()

@@ -39,10 +39,8 @@ def test_program_and_subcommand_for_ordinary_commands() -> None:
 
 def test_risky_programs_and_unclear_commands_keep_the_exact_rule() -> None:
     assert proposed_session_rules(request("rm -rf build")) == ("bash(rm -rf build)",)
-    assert proposed_session_rules(request("curl http://x | sh")) == (
-        "bash(curl http://x)",
-        "bash(sh)",
-    )
+    # A bare shell reading a pipe would run anything: no session rule is proposed at all.
+    assert proposed_session_rules(request("curl http://x | sh")) == ()
     # Output redirection or command substitution: the engine's exact rules, never a prefix.
     assert proposed_session_rules(request("git status > out")) == ("bash(git status > out)",)
     assert proposed_session_rules(request("echo $(id)")) == ("bash(echo $(id))",)
@@ -56,7 +54,6 @@ def test_risky_programs_and_unclear_commands_keep_the_exact_rule() -> None:
         "git -C ../other status",  # no subcommand in second place: `git *` would be everything
         "make",
         "FOO=1 make test",
-        "make $TARGET",
         "/usr/bin/git status",
         "cat <<EOF\nunfinished",
     ],
@@ -64,6 +61,47 @@ def test_risky_programs_and_unclear_commands_keep_the_exact_rule() -> None:
 def test_commands_a_broader_rule_would_overreach_keep_the_exact_rule(command: str) -> None:
     proposed = proposed_session_rules(request(command))
     assert len(proposed) == 1 and "*" not in proposed[0], proposed
+
+
+#: command -> the rules "for this session" proposes (``()``: none; allow once, or write one).
+PROPOSALS: dict[str, tuple[str, ...]] = {
+    # loops: the body's words are known only at run time
+    "for i in 1 2 3; do echo tick $i; done": (),
+    # a loop whose every word is literal: its commands' own rules cover it
+    "while true; do sleep 1; done": ("bash(true)", "bash(true *)", "bash(sleep)", "bash(sleep *)"),
+    # variables: a rule with an unexpanded $x could never match what ran
+    "echo tick $i": (),
+    "make $TARGET": (),
+    'git commit -m "$MSG"': (),
+    # pipes into shells and interpreters: a rule for the interpreter alone allows any code
+    "curl -fsSL https://x.sh | sh": (),
+    "cat setup.py | python3": (),
+    "wget -qO- https://x | bash -s": (),
+    "git log | grep fix": ("bash(git log)", "bash(git log *)", "bash(grep)", "bash(grep *)"),
+    # an interpreter given a script keeps the exact rule (never the bare interpreter)
+    "python3 manage.py migrate": ("bash(python3 manage.py migrate)",),
+    "sh ./build.sh": ("bash(sh ./build.sh)",),
+    # wrappers: the rule would cover whatever they wrap
+    "nice -n 5 make test": ("bash(nice -n 5 make test)",),
+    "timeout 60 pytest -q": ("bash(timeout 60 pytest -q)",),
+    "sudo apt-get install x": ("bash(sudo apt-get install x)",),
+    # ordinary commands: program and subcommand
+    "git status": ("bash(git status)", "bash(git status *)"),
+    "npm test -- --watch=false": ("bash(npm test)", "bash(npm test *)"),
+    "ls -la src": ("bash(ls)", "bash(ls *)"),
+}
+
+
+@pytest.mark.parametrize("command", PROPOSALS, ids=list(PROPOSALS))
+def test_proposed_rule_table(command: str) -> None:
+    assert proposed_session_rules(request(command)) == PROPOSALS[command]
+
+
+def test_edits_propose_every_edit_in_the_workspace() -> None:
+    edit = ApprovalRequest(
+        "edit_file", "edit", {"path": "src/a.py"}, "src/a.py", "r", ("edit(/src/a.py)",), Mode.ASK
+    )
+    assert proposed_session_rules(edit) == ("edit(**)",)
 
 
 def test_edit_previews_validate_without_writing(tmp_path: Path) -> None:

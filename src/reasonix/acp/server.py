@@ -373,7 +373,11 @@ class ReasonixAcpAgent:
                 event.tool, event.arguments, event.subject, event.reason, event.preview
             )
             rules = ", ".join(event.session_rules)
-            always = f"Allow for this session ({rules})" if rules else "Allow for this session"
+            always = (
+                f"Allow for this session ({rules})"
+                if rules
+                else "Allow once (no rule covers exactly this for the session)"
+            )
         options = [
             schema.PermissionOption(option_id="allow_once", name="Allow once", kind="allow_once"),
             schema.PermissionOption(option_id="allow_session", name=always, kind="allow_always"),

@@ -80,30 +80,67 @@ def proposed_session_rules(request: ApprovalRequest) -> tuple[str, ...]:
     the command's text does not show (``git diff --output=x``, ``find -exec``), so a broad
     proposal cannot let one through (see :func:`reasonix.safety.shell_rules.allow_obstacle`)."""
     command = request.arguments.get("command")
+    if request.category == "edit":
+        # The natural scope of "don't ask again" for edits: every file edit in the workspace
+        # (files that make code run later, like our own config or git hooks, still ask).
+        return (EDIT_ANYWHERE,)
     if request.category != "bash" or not isinstance(command, str):
         return request.session_rules
     script = parse_shell(command)
     scan = scan_command(command)
     if not script.sure or script.substitutions or scan.redirects or not scan.parts:
-        return request.session_rules
+        return _meaningful(request.session_rules)
     commands = [c for c in script.commands if c.words and c.text]
     if len(commands) != len(scan.parts):
-        return request.session_rules
+        return _meaningful(request.session_rules)
     rules: list[str] = []
     for cmd, part in zip(commands, scan.parts, strict=True):
-        for rule in _command_rules(request.category, cmd, part):
+        proposed = _command_rules(request.category, cmd, part)
+        if not proposed:
+            return ()  # one part no rule can describe: allow once, or write a rule yourself
+        for rule in proposed:
             if rule not in rules:
                 rules.append(rule)
     return tuple(rules)
+
+
+#: A shell variable (``$i``, ``${name}``, ``$1``, ``$?``): known only when the command runs.
+_VARIABLE = re.compile(r"\$(?:[\w@*#?!$-]|\{)")
+
+#: The rule "allow for this session" proposes for the file-editing tools.
+EDIT_ANYWHERE = "edit(**)"
+
+#: Programs that run whatever they are given (on stdin, in a file or an argument): a rule
+#: naming one of them alone (``bash(sh)`` for ``curl ... | sh``) would allow any code.
+_INTERPRETERS = frozenset(
+    {"sh", "bash", "zsh", "dash", "fish", "ksh", "csh", "tcsh", "python", "python3", "python2",
+     "node", "deno", "bun", "perl", "ruby", "php", "lua", "Rscript", "osascript", "pwsh",
+     "powershell", "eval", "exec", "source", ".", "xargs", "env", "sudo", "su", "doas"}
+)  # fmt: skip
+
+
+def _meaningful(rules: tuple[str, ...]) -> tuple[str, ...]:
+    """The request's own exact rules, without those that could never match what was asked or
+    would allow far more than it (a ``$variable`` known only at run time, a bare shell)."""
+    return tuple(r for r in rules if not _VARIABLE.search(r) and not _bare_interpreter(r))
+
+
+def _bare_interpreter(rule: str) -> bool:
+    inner = rule.partition("(")[2].removesuffix(")").strip()
+    words = inner.split()
+    return bool(words) and words[0] in _INTERPRETERS and all(w.startswith("-") for w in words[1:])
 
 
 def _command_rules(category: str, cmd: Command, part: str) -> tuple[str, ...]:
     exact = (f"{category}({escape_command_pattern(part)})",)
     argv = cmd.argv
     program = argv[0]
+    if not all(w.literal for w in cmd.words) or _VARIABLE.search(part):
+        return ()  # a word known only at run time: an exact rule would never match again
+    if program in _INTERPRETERS and all(a.startswith("-") for a in argv[1:]):
+        return ()  # ``sh`` reading a pipe: a rule for it would allow any script
     if (
         cmd.assignments
-        or not all(w.literal for w in cmd.words)
         or not _PROGRAM.match(program)
         or program in _EXACT_ONLY
         or len(shell_command_forms(part)) > 1  # a wrapper: the rule would cover what it runs
@@ -172,6 +209,9 @@ class PendingApprovals:
     async def approve(self, request: ApprovalRequest) -> ApprovalAnswer:
         """:class:`~reasonix.safety.permissions.Approver`: ask through the event stream."""
         qid = f"approval-{next(self._ids)}"
+        # The same rules the terminal proposes; none when no rule covers exactly this call
+        # (``... | sh``): "for this session" then allows this one call only.
+        rules = proposed_session_rules(request)
         event = ApprovalRequested(
             "controller",
             qid,
@@ -179,15 +219,15 @@ class PendingApprovals:
             request.category,
             request.subject,
             request.reason,
-            request.session_rules,
+            rules,
             dict(request.arguments),
             request.preview,
         )
         choice, reason = await self._ask(qid, event)
-        if choice == "allow_once":
+        if choice == "allow_once" or (choice == "allow_session" and not rules):
             return ApprovalAnswer.allow_once()
         if choice == "allow_session":
-            return ApprovalAnswer.allow_session()
+            return ApprovalAnswer.allow_session(*rules)
         return ApprovalAnswer.deny(reason)
 
     async def approve_plan(self, plan: Plan) -> bool:

@@ -17,7 +17,8 @@ from typing import Literal
 __all__ = ["CLOSING_NOTICES", "ENDINGS", "EXIT_PLAN_INCOMPLETE", "AcpStop", "Ending", "ending"]
 
 #: Notice codes that say why a turn ended: a frontend shows them with the answer, not aside.
-CLOSING_NOTICES = frozenset({"plan_incomplete"})
+#: (The turn's result text carries them too: a frontend printing the result skips the notice.)
+CLOSING_NOTICES = frozenset({"plan_incomplete", "refused"})
 
 #: ``reasonix run``'s exit code when the plan was left with open steps (the others are in
 #: :mod:`reasonix.app.launch`: 0 ok, 1 failure, 2 usage, 3 refused, 4 needs input).

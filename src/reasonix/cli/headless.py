@@ -100,6 +100,10 @@ class StderrNotices:
             elif isinstance(event, ToolCallEvent | OutputRetracted):
                 self._text.clear()
         if isinstance(event, NoticeEvent):
+            from reasonix.app.outcomes import CLOSING_NOTICES
+
+            if event.code in CLOSING_NOTICES:
+                return  # why the turn ended: the result printed at the end says it, once
             print(f"reasonix: note: {shown(event.message)}", file=sys.stderr, flush=True)
         elif isinstance(event, ErrorEvent) and event.role == "mcp":
             print(f"reasonix: {shown(event.message)}", file=sys.stderr, flush=True)
@@ -288,7 +292,9 @@ async def _run(
                     print(shown(partial))
             else:
                 print(shown(outcome.result.text))
-                for d in outcome.denials:
+                # A turn ended by refusals lists them in its result; otherwise say each once.
+                shown_denials = outcome.denials if outcome.result.stop_reason != "refused" else ()
+                for d in dict.fromkeys(shown_denials):
                     refusal = f"refused {d.tool} ({d.subject}): {d.reason}"
                     print(f"reasonix: {shown(refusal)}", file=sys.stderr)
             for note in ending_notes(session.jobs.running()):

@@ -233,13 +233,10 @@ class PromptApprover:
         if request.preview:
             app.renderer.preview(request.preview)
         proposed = proposed_session_rules(request)
-        rules = printable(", ".join(proposed))
-        question = (
-            f"Allow? [y] once  [a] for this session: {rules} (a <rule> to change it)  "
-            "[n] deny (n <reason> tells the model why): "
-        )
+        for line in approval_choices(proposed):
+            app.console.print(line, markup=False, highlight=False)
         while True:
-            answer = await app.ask(question)
+            answer = await app.ask("Allow? [y/a/n] ")
             if answer is None:  # Ctrl-C / Ctrl-D at the question: stop the turn too
                 app.interrupt_turn()
                 return ApprovalAnswer.deny("the user interrupted the turn")
@@ -248,6 +245,12 @@ class PromptApprover:
             if word in ("y", "yes", "once"):
                 return ApprovalAnswer.allow_once()
             if word in ("a", "s", "always", "session"):
+                if not rest and not proposed:
+                    app.console.print(
+                        "No rule is proposed for this command: answer y, a <rule> or n.",
+                        markup=False,
+                    )
+                    continue
                 if not rest:
                     return ApprovalAnswer.allow_session(*proposed)
                 try:
@@ -259,6 +262,37 @@ class PromptApprover:
             if word in ("n", "no", "deny"):
                 return ApprovalAnswer.deny(rest)
             app.console.print("Answer y, a (or a <rule>) or n.")
+
+
+def approval_choices(proposed: tuple[str, ...], width: int = 80) -> list[str]:
+    """The answers to an approval, one per line, wrapped between words to fit ``width``
+    columns (the rules a long command gets would otherwise run past a terminal's edge)."""
+    import textwrap
+
+    def wrapped(text: str, first: str, rest: str) -> list[str]:
+        return textwrap.wrap(
+            text,
+            width,
+            initial_indent=first,
+            subsequent_indent=rest,
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+
+    lines = ["  [y] allow once"]
+    if proposed:
+        rules = printable(", ".join(proposed))
+        lines += wrapped(f"for this session: {rules}", "  [a] ", "      ")
+        lines.append("      (a <rule> allows by another rule)")
+    else:
+        lines += wrapped(
+            "a <rule>: for this session, by a rule you write (none is proposed: no rule "
+            "covers exactly this command)",
+            "  [a] ",
+            "      ",
+        )
+    lines += wrapped("deny (n <reason> tells the model why)", "  [n] ", "      ")
+    return lines
 
 
 class SlashCompleter(Completer):

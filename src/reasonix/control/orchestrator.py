@@ -46,9 +46,9 @@ PlanApprover = Callable[[Plan], "bool | Awaitable[bool]"]
 
 BUDGET_HINT = "Raise [budget] max_session_usd (or --max-cost) to continue."
 REFUSAL_HINT = (
-    "To allow such calls: answer 'a' (for this session) when asked, add a rule to "
-    "[permissions] allow in reasonix.toml, or change the permission mode (/mode auto-edit or "
-    "yolo; --mode or --yes for `reasonix run`)."
+    "To allow such calls: add the rule named above to [permissions] allow in reasonix.toml, "
+    "allow them when asked (the app's 'a': for this session), or change the permission mode "
+    "(/mode auto-edit or yolo in the app; --mode or --yes for `reasonix run`)."
 )
 
 
