@@ -48,6 +48,8 @@ def test_a_plain_repository_names_nothing_in_the_work_tree(repo: Path) -> None:
     assert protection(repo / ".mcp.json", repo) is not None
     assert protection(repo / ".vscode" / "tasks.json", repo) is not None
     assert protection(repo / ".bashrc", repo) is not None
+    assert protection(repo / "sub" / ".mcp.json", repo) is not None  # a run started in sub/
+    assert protection(repo / "sub" / "notes.json", repo) is None
 
 
 def test_what_the_configuration_points_at_is_protected(repo: Path) -> None:

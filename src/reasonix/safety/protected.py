@@ -31,10 +31,10 @@ and its record lets another session tell which protected files the running job m
 (:func:`running_plants`: the trust decision treats such a folder as untrusted).
 
 Not covered: the same names in subfolders for bash (a run started from a subfolder reads its
-own ``.mcp.json``; the file tools do ask for our folders at any depth), nested repositories a
-command creates below the workspace root, ``.gitattributes`` files in subfolders, and what the
-programs a hook runs read in turn (``package.json`` scripts, a ``Makefile``): those are
-ordinary project files, the work itself, and show in ``git diff``.
+own ``.mcp.json``; the file tools do ask for our files and folders at any depth), nested
+repositories a command creates below the workspace root, ``.gitattributes`` files in
+subfolders, and what the programs a hook runs read in turn (``package.json`` scripts, a
+``Makefile``): those are ordinary project files, the work itself, and show in ``git diff``.
 """
 
 from __future__ import annotations
@@ -61,6 +61,8 @@ from reasonix.safety.git_repository import (
 #: Our own configuration, at a workspace root (the folders are protected at any depth for the
 #: file tools).
 OWN_CONFIG: tuple[str, ...] = ("reasonix.toml", ".mcp.json", ".reasonix", ".claude")
+#: Our own configuration files, protected at any depth for the file tools.
+OWN_CONFIG_FILES: tuple[str, ...] = ("reasonix.toml", ".mcp.json")
 #: Other agents' and editors' configuration, which they obey unconfined.
 OTHER_AGENTS_CONFIG: tuple[str, ...] = (
     ".cursor",
@@ -280,6 +282,8 @@ def protection(path: Path, root: Path) -> str | None:
         return f"{hit}/, our own configuration" if hit != ".git" else ".git/, git's machinery"
     if parts[0] in OWN_CONFIG:
         return f"{parts[0]}, our own configuration"
+    if parts[-1] in OWN_CONFIG_FILES:  # a run started in that subfolder reads it
+        return f"{rel.as_posix()}, our own configuration for a run started in its folder"
     for name, what in (
         *((n, "our own configuration") for n in OWN_CONFIG),
         *((n, "another agent's configuration") for n in OTHER_AGENTS_CONFIG),
