@@ -12,7 +12,9 @@ by deriving the protected list from the repository's own configuration).
    tools/hooks``): its target is protected, the link is not, so a confined command replaces the
    link by a folder of its own hooks.
 
-Worked on main when written; recorded as strict xfails. Controls: the same hooks run at ``git
+Worked on main when written (recorded as strict xfails); fixed: the user's own git
+configuration files are read for the paths they name in the work tree, and a symlink that a
+setting names is protected as well as what it leads to. Controls: the same hooks run at ``git
 commit`` when the user writes them (the probe sees a run); the repository's own relative
 ``core.hooksPath`` is protected (the fix these variants get around).
 """
@@ -94,14 +96,7 @@ def _plant_by_write_file(lab: Lab, path: str) -> list[str]:
     return out.results
 
 
-GLOBAL = (
-    "the user's global core.hooksPath = .githooks (relative: each repository's own folder) is "
-    "not read, so .githooks/ in the work tree is an ordinary file for every writer"
-)
-
-
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason=GLOBAL)
 def test_a_confined_command_cannot_plant_a_hook_the_global_hooks_path_runs(lab: Lab) -> None:
     _repo(lab, global_hooks=".githooks")
     results = _plant_by_bash(lab, ".githooks")
@@ -109,7 +104,6 @@ def test_a_confined_command_cannot_plant_a_hook_the_global_hooks_path_runs(lab: 
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason=GLOBAL)
 def test_write_file_asks_before_a_hook_the_global_hooks_path_runs(lab: Lab) -> None:
     _repo(lab, global_hooks=".githooks")
     _user_hook(lab, ".githooks")
@@ -138,11 +132,6 @@ def test_control_the_repositorys_own_relative_hooks_path_is_protected(lab: Lab) 
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="a hooks path that is a symlink in the work tree: the target is protected, the link "
-    "is not, and a confined command replaces it by a folder of its own hooks",
-)
 def test_a_confined_command_cannot_replace_a_hooks_path_symlink(lab: Lab) -> None:
     _repo(lab)
     (lab.root / "tools" / "hooks").mkdir(parents=True)

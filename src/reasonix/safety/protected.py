@@ -169,7 +169,12 @@ def git_named_paths(root: Path) -> list[tuple[Path, str]]:
         return []
     found: dict[Path, str] = {}
 
-    def add(path: Path, why: str) -> None:
+    def add(path: Path, why: str, written: str | None = None, base: Path | None = None) -> None:
+        # ``written`` as the configuration spells it (from ``base``): when a symlink leads to
+        # ``path``, the link itself is protected too (else it could be re-pointed).
+        if written is not None and base is not None:
+            expanded = os.path.expanduser(written) if written.startswith("~") else written
+            add(Path(os.path.normpath(os.path.join(base, expanded))), why)
         if path != root and _inside(path, root) and path not in found:
             found[path] = why
 
@@ -198,7 +203,7 @@ def git_named_paths(root: Path) -> list[tuple[Path, str]]:
                     for name in _HOOK_NAMES:
                         add(folder / name, "core.hooksPath")
                     continue
-                add(folder, "core.hooksPath")
+                add(folder, "core.hooksPath", value, top)
                 if _inside(folder, top) and folder != top:
                     first = top / folder.relative_to(top).parts[0]
                     if first.name.startswith("."):
@@ -206,10 +211,10 @@ def git_named_paths(root: Path) -> list[tuple[Path, str]]:
                         add(first, "core.hooksPath")
             elif low == "include.path" or (low.startswith("includeif.") and low.endswith(".path")):
                 included = _resolved(value, real.parent)
-                add(included, key)
+                add(included, key, value, real.parent)
                 queue.append(included)
             elif low == "core.attributesfile":
-                add(_resolved(value, top), key)
+                add(_resolved(value, top), key, value, top)
             if (
                 repository
                 and low.startswith(("filter.", "diff.", "merge."))
@@ -219,7 +224,7 @@ def git_named_paths(root: Path) -> list[tuple[Path, str]]:
             if is_command_setting(key, value) and not low.startswith(("include", "core.hookspath")):
                 for word in _words(value):
                     if "/" in word or os.path.lexists(top / word):
-                        add(_resolved(word, top), key)
+                        add(_resolved(word, top), key, word, top)
     if drivers:
         add(top / ".gitattributes", "the drivers of the repository's configuration")
         add(root / ".gitattributes", "the drivers of the repository's configuration")
