@@ -20,7 +20,13 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from reasonix.tools.registry import DISCOVERY_TOOL_NAME, Tool, ToolContext, ToolResult
+from reasonix.tools.registry import (
+    DISCOVERY_TOOL_NAME,
+    Tool,
+    ToolContext,
+    ToolResult,
+    wire_schema,
+)
 
 if TYPE_CHECKING:
     from reasonix.tools.registry import ToolRegistry
@@ -40,7 +46,7 @@ def discovery_tool(registry: ToolRegistry) -> Tool:
         for name in names:
             t = registry.get(name)
             if t is not None:
-                params = json.dumps(t.schema()["function"]["parameters"], sort_keys=True)
+                params = json.dumps(wire_schema(t.parameters), sort_keys=True)
                 lines.append(f"{name}: {t.description}\n  parameters: {params}")
         return "\n".join(lines)
 
