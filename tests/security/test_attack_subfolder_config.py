@@ -7,9 +7,10 @@ at the workspace root only, so a prompt-injected model can write ``pkg/.mcp.json
 confined command, or with ``write_file`` in ``auto-edit`` mode without any question — and the
 user's next ``reasonix`` in ``pkg/`` starts the planted server outside the sandbox.
 
-Worked on main when written; recorded as strict xfails. Controls: the same plant at the
-workspace root is undone / asked for (the protection the subfolder lacks), and the planted server
-does run when the sandbox is off, so the probe sees a run.
+Worked on main when written; recorded as strict xfails. The file tools now ask for those names
+in any subfolder (bf0eed2); a confined command's subfolder plant is still an xfail. Controls:
+the same plant at the workspace root is undone / asked for, and the planted server does run
+when the sandbox is off or the file tools write in yolo mode, so the probe sees a run.
 """
 
 from __future__ import annotations
@@ -90,20 +91,26 @@ def _file_tool_plant(lab: Lab, path: str) -> tuple[Path, list[str]]:
         "auto-edit",
     )
     assert out.proc.returncode in (0, 3), out.proc.stderr  # 3: the turn ended on a refusal
+    # A refused write leaves no folder: the user's next run starts in it anyway.
+    (lab.root / path).parent.mkdir(parents=True, exist_ok=True)
     _next_run_in(lab, (lab.root / path).parent)
     return marker, out.results
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="write_file asks for reasonix.toml/.mcp.json at the workspace root only; "
-    "pkg/.mcp.json is written in auto-edit mode without a question and obeyed by the next "
-    "reasonix started in pkg/ of a trusted tree",
-)
 def test_write_file_asks_before_writing_config_in_a_subfolder(lab: Lab) -> None:
     _trusted(lab)
     marker, results = _file_tool_plant(lab, "pkg/.mcp.json")
     assert not marker.exists(), results
+    assert "needs approval" in results[0], results
+
+
+def test_control_yolo_write_file_plants_config_in_a_subfolder(lab: Lab) -> None:
+    _trusted(lab)
+    text, marker = _server(lab)
+    lab.attack([Attack("plant", "write_file", {"path": "pkg/.mcp.json", "content": text})],
+               "--mode", "yolo")  # fmt: skip
+    _next_run_in(lab, lab.root / "pkg")
+    assert marker.exists(), "the probe cannot see the planted server run"
 
 
 def test_control_write_file_at_the_root_asks(lab: Lab) -> None:
