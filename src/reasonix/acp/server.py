@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from reasonix.app.session import AgentSession
     from reasonix.config import Config
     from reasonix.mcp import McpServerConfig
+    from reasonix.tools.registry import Tool
 
 __all__ = ["MODES", "ReasonixAcpAgent", "available_commands"]
 
@@ -82,6 +83,20 @@ def available_commands(session: AgentSession) -> list[schema.AvailableCommand]:
         for name, custom in session.commands.items()
     ]
     return offered
+
+
+def _tool_finder(session: AgentSession) -> Callable[[str], Tool | None]:
+    """A tool of the session by name: the executor's (deferred ones too), then the planner's
+    (``submit_plan``)."""
+    ctrl = session.controller
+
+    def find(name: str) -> Tool | None:
+        found = ctrl.executor.tools.get(name)
+        if found is None and ctrl.planner is not None:
+            found = ctrl.planner.tools.get(name)
+        return found
+
+    return find
 
 
 def _error(message: str, code: int = -32602) -> RequestError:
@@ -443,6 +458,7 @@ class ReasonixAcpAgent:
             workspace=session.workspace,
             context_window=info.context_window,
             cost=session.cost,
+            tools=_tool_finder(session),
         )
         opened = _Open(session, mapper)
         self._open[session.session_id] = opened

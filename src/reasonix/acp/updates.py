@@ -36,6 +36,7 @@ from reasonix.events import (
     ToolCallEvent,
     ToolResultEvent,
 )
+from reasonix.tools.registry import Tool, ToolKind
 
 __all__ = ["Update", "UpdateMapper", "stop_reason_for", "tool_kind"]
 
@@ -49,27 +50,6 @@ Update = (
     | schema.UserMessageChunk
 )
 
-ToolKind = Literal[
-    "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"
-]
-
-_KINDS: dict[str, ToolKind] = {
-    "read_file": "read",
-    "ls": "read",
-    "glob": "search",
-    "grep": "search",
-    "write_file": "edit",
-    "edit_file": "edit",
-    "multi_edit": "edit",
-    "delete_file": "delete",
-    "bash": "execute",
-    "web_fetch": "fetch",
-    "todo_write": "think",
-    "complete_step": "think",
-    "submit_plan": "think",
-    "remember": "think",
-}
-
 _PLAN_STATUS: dict[str, Literal["pending", "in_progress", "completed"]] = {
     "pending": "pending",
     "in_progress": "in_progress",
@@ -80,9 +60,9 @@ _PLAN_STATUS: dict[str, Literal["pending", "in_progress", "completed"]] = {
 OUTPUT_LIMIT = 8_000
 
 
-def tool_kind(name: str) -> ToolKind:
-    """The ACP kind of one of our tools (``other`` for MCP and unknown tools)."""
-    return _KINDS.get(name, "other")
+def tool_kind(tool: Tool | None) -> ToolKind:
+    """The ACP kind a tool declares (:attr:`Tool.kind`; ``other`` for an unknown one)."""
+    return tool.kind if tool is not None else "other"
 
 
 def stop_reason_for(
@@ -135,13 +115,15 @@ class UpdateMapper:
 
     ``workspace`` resolves the relative paths tools are given (ACP locations are absolute);
     ``context_window`` is the executor model's window, the ``size`` of ``usage_update``;
-    ``cost`` returns the session's per-role totals so far; ``currency`` labels them.
+    ``cost`` returns the session's per-role totals so far; ``currency`` labels them; ``tools``
+    finds a tool by name (its kind is what the editor shows).
     """
 
     workspace: Path
     context_window: int
     cost: Callable[[], Mapping[str, RoleCost]]
     currency: str = "USD"
+    tools: Callable[[str], Tool | None] = lambda name: None
     _open: dict[str, _OpenCall] = field(default_factory=dict)
     _by_args: dict[str, str] = field(default_factory=dict)
     _last_prompt: int = 0
@@ -275,7 +257,7 @@ class UpdateMapper:
 
     def _start_call(self, role: str, call_id: str, name: str, arguments: str) -> Update:
         args = _args(arguments)
-        kind = tool_kind(name)
+        kind = tool_kind(self.tools(name))
         title = self._title(role, name, args)
         path = self._path(args.get("path"))
         locations = [schema.ToolCallLocation(path=path)] if path else None
@@ -347,7 +329,7 @@ class UpdateMapper:
         return schema.ToolCallUpdate(
             tool_call_id=f"approval:{tool}:{abs(hash(subject)) % 10**8}",
             title=f"{tool} {subject}".strip(),
-            kind=tool_kind(tool),
+            kind=tool_kind(self.tools(tool)),
             status="pending",
             content=content,
             raw_input=dict(arguments),

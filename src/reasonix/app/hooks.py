@@ -78,7 +78,8 @@ class SessionHooks:
         self.session_id = ""
         self.executor: Agent | None = None
         self._written = 0
-        self._ran: set[str] = set()
+        #: calls that passed the permission check, with their tool's name for hooks
+        self._ran: dict[str, str] = {}
 
     @classmethod
     def none(cls, workspace: Path, sink: Sink, data_dir: Path) -> SessionHooks:
@@ -174,22 +175,22 @@ class SessionHooks:
         self, tool: Tool, arguments: Mapping[str, Any], ctx: ToolContext
     ) -> HookOutcome:
         fields = {
-            "tool_name": claude_tool_name(tool.name),
+            "tool_name": claude_tool_name(tool),
             "tool_input": claude_tool_input(arguments),
             "tool_use_id": ctx.call_id,
         }
-        return await self.fire("PreToolUse", fields, match=(tool.name, claude_tool_name(tool.name)))
+        return await self.fire("PreToolUse", fields, match=(tool.name, claude_tool_name(tool)))
 
-    def ran(self, call_id: str) -> None:
+    def ran(self, call_id: str, tool: Tool) -> None:
         """The call passed the permission check (its PostToolUse hooks may run)."""
         if call_id:
-            self._ran.add(call_id)
+            self._ran[call_id] = claude_tool_name(tool)
 
     async def after_tool(self, call: ToolCall, result: ToolResult, ctx: ToolContext) -> ToolResult:
         """``PostToolUse`` for a call that ran; a block reason joins the result."""
-        if call.id not in self._ran:
+        hook_name = self._ran.pop(call.id, None)
+        if hook_name is None:
             return result
-        self._ran.discard(call.id)
         if not self.runner.has("PostToolUse"):
             return result
         try:
@@ -197,7 +198,7 @@ class SessionHooks:
         except json.JSONDecodeError:
             arguments = {}
         fields = {
-            "tool_name": claude_tool_name(call.name),
+            "tool_name": hook_name,
             "tool_input": claude_tool_input(arguments if isinstance(arguments, dict) else {}),
             "tool_response": {
                 "output": result.content,
@@ -206,9 +207,7 @@ class SessionHooks:
             },
             "tool_use_id": call.id,
         }
-        outcome = await self.fire(
-            "PostToolUse", fields, match=(call.name, claude_tool_name(call.name))
-        )
+        outcome = await self.fire("PostToolUse", fields, match=(call.name, hook_name))
         if not outcome.blocked:
             return result
         note = f"\n\n[PostToolUse hook] {outcome.reason or 'the hook objected to this result'}"
@@ -274,7 +273,7 @@ class HookedPolicy:
             return PermissionDecision(Permission.DENY, f"blocked by a PreToolUse hook: {why}")
         decision = await self.engine.check(tool, arguments, ctx, hook_decision=outcome.permission)
         if decision.allowed:
-            self.hooks.ran(ctx.call_id)
+            self.hooks.ran(ctx.call_id, tool)
         return decision
 
 

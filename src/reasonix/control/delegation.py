@@ -399,7 +399,7 @@ class Delegator:
         if profile is not None:
             from reasonix.extensions.agents import profile_tool_names
 
-            allowed = profile_tool_names(profile, registry.names)
+            allowed = profile_tool_names(profile, registry)
             if allowed is not None:
                 registry = _only(registry, allowed)
         system = profile.prompt if profile is not None else None

@@ -18,8 +18,12 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reasonix.extensions.frontmatter import parse
+
+if TYPE_CHECKING:
+    from reasonix.tools.registry import Tool
 
 __all__ = ["AgentProfile", "agent_folders", "load_agent_profiles", "profile_tool_names"]
 
@@ -28,18 +32,6 @@ MAX_PROFILE_BYTES = 100_000
 MAX_LISTED_DESCRIPTION = 200
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 
-#: Claude Code's tool names and what they are called here.
-_CLAUDE_TOOLS: dict[str, tuple[str, ...]] = {
-    "read": ("read_file",),
-    "grep": ("grep",),
-    "glob": ("glob",),
-    "ls": ("ls",),
-    "bash": ("bash",),
-    "edit": ("edit_file", "multi_edit"),
-    "multiedit": ("multi_edit",),
-    "write": ("write_file",),
-    "webfetch": ("web_fetch",),
-}
 #: Claude's model aliases: they mean "a Claude model", so the child keeps the executor's.
 _INHERIT = frozenset({"", "inherit", "sonnet", "opus", "haiku"})
 
@@ -131,16 +123,18 @@ def load_agent_profiles(
     return dict(sorted(found.items()))
 
 
-def profile_tool_names(profile: AgentProfile, available: Iterable[str]) -> list[str] | None:
-    """The tools of ``available`` the profile allows, by our names (Claude Code's accepted);
+def profile_tool_names(profile: AgentProfile, available: Iterable[Tool]) -> list[str] | None:
+    """The tools of ``available`` the profile allows, by our names; a profile written for
+    Claude Code names them by the tools' aliases (:attr:`Tool.aliases`, case-insensitive).
     None when it names none (it gets them all). Unknown names are ignored."""
     if not profile.tools:
         return None
-    names = set(available)
+    tools = list(available)
     wanted: list[str] = []
     for raw in profile.tools:
         base = raw.split("(", 1)[0].strip()
-        for name in _CLAUDE_TOOLS.get(base.lower(), (base,)):
-            if name in names and name not in wanted:
-                wanted.append(name)
+        for tool in tools:
+            called = {tool.name, *(alias.lower() for alias in tool.aliases)}
+            if (base in called or base.lower() in called) and tool.name not in wanted:
+                wanted.append(tool.name)
     return wanted

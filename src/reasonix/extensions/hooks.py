@@ -44,23 +44,13 @@ import signal
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reasonix.config.hooks import HookCommand, HookGroup
 
-#: Our tool names → Claude Code's, for ``tool_name`` and for matchers written for it.
-CLAUDE_TOOL_NAMES: Mapping[str, str] = {
-    "bash": "Bash",
-    "read_file": "Read",
-    "write_file": "Write",
-    "edit_file": "Edit",
-    "multi_edit": "MultiEdit",
-    "glob": "Glob",
-    "grep": "Grep",
-    "ls": "LS",
-    "web_fetch": "WebFetch",
-    "skill": "Skill",
-}
+if TYPE_CHECKING:
+    from reasonix.tools.registry import Tool
+
 #: Our permission modes as Claude Code names them in ``permission_mode``.
 CLAUDE_PERMISSION_MODES: Mapping[str, str] = {
     "ask": "default",
@@ -73,8 +63,10 @@ TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse"})
 MAX_HOOK_OUTPUT = 64_000
 
 
-def claude_tool_name(name: str) -> str:
-    return CLAUDE_TOOL_NAMES.get(name, name)
+def claude_tool_name(tool: Tool) -> str:
+    """What Claude Code calls ``tool`` (its first alias, :attr:`Tool.aliases`), for
+    ``tool_name`` and for matchers written for Claude Code; else our own name."""
+    return tool.aliases[0] if tool.aliases else tool.name
 
 
 def claude_tool_input(arguments: Mapping[str, Any]) -> dict[str, Any]:

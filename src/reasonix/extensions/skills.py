@@ -160,6 +160,8 @@ class SkillTool:
             description=self.description(),
             read_only=True,
             category="skill",
+            kind="read",
+            aliases=("Skill",),
         )
 
 

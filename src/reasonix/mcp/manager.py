@@ -578,6 +578,10 @@ class McpManager:
             # A little beyond our own call timeout, so ours fires first with the clearer message.
             timeout=cfg.call_timeout + 5,
             category="mcp",
+            # What an editor shows it as: the server's own hints (display only; approval goes by
+            # read_only above).
+            kind="read" if annotations.get("readOnlyHint") is True else "other",
+            writes=not read_only and annotations.get("destructiveHint", True) is not False,
         )
 
     async def call_tool(

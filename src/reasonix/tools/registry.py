@@ -137,6 +137,11 @@ class PermissionPolicy(Protocol):
 
 ToolFunc = Callable[..., Any]
 
+#: What a tool is, in the Agent Client Protocol's words (``ToolKind`` of its schema).
+ToolKind = Literal[
+    "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"
+]
+
 
 @dataclass(frozen=True)
 class Tool:
@@ -150,6 +155,15 @@ class Tool:
     context_param: str | None = None
     #: a free-form group name used by permission rules, e.g. ``edit`` for write_file/edit_file.
     category: str = ""
+    #: what the tool is, in the Agent Client Protocol's vocabulary (an editor's icon and panel)
+    kind: ToolKind = "other"
+    #: Claude Code's names for it (hooks' ``tool_name`` is the first; agent profiles may grant
+    #: it by any of them)
+    aliases: tuple[str, ...] = ()
+    #: the arguments that name what a call acts on (a path, a command, a URL)
+    subjects: tuple[str, ...] = ()
+    #: it changes files in the workspace
+    writes: bool = False
     #: ``preview(arguments, ctx)``: what the call will do (a diff, the command) for the one
     #: approving it, without doing it; an error result means the call would fail, and it is
     #: refused with that error before anyone is asked.
@@ -183,6 +197,10 @@ class Tool:
         destructive: bool = False,
         timeout: float | None = None,
         category: str = "",
+        kind: ToolKind = "other",
+        aliases: tuple[str, ...] = (),
+        subjects: tuple[str, ...] = (),
+        writes: bool = False,
     ) -> Tool:
         """Build a tool from a typed callable. Parameter descriptions come from
         ``Annotated[T, "description"]``; the description from the docstring."""
@@ -198,6 +216,10 @@ class Tool:
             timeout=timeout,
             context_param=ctx_param,
             category=category,
+            kind=kind,
+            aliases=aliases,
+            subjects=subjects,
+            writes=writes,
         )
 
 

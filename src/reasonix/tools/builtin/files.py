@@ -516,18 +516,34 @@ class FileTools:
 
         return [
             builtin_tool(
-                tool_errors(self.read_file), name="read_file", read_only=True, category="read"
+                tool_errors(self.read_file),
+                name="read_file",
+                read_only=True,
+                category="read",
+                kind="read",
+                aliases=("Read",),
+                subjects=("path",),
             ),
             previewed(
-                builtin_tool(tool_errors(self.write_file), name="write_file", category="edit"),
+                builtin_tool(
+                    tool_errors(self.write_file), name="write_file", **_WRITER, aliases=("Write",)
+                ),
                 self._preview_write,
             ),
             previewed(
-                builtin_tool(tool_errors(self.edit_file), name="edit_file", category="edit"),
+                builtin_tool(
+                    tool_errors(self.edit_file), name="edit_file", **_WRITER, aliases=("Edit",)
+                ),
                 self._preview_edit,
             ),
             previewed(
-                builtin_tool(tool_errors(self.multi_edit), name="multi_edit", category="edit"),
+                builtin_tool(
+                    tool_errors(self.multi_edit),
+                    name="multi_edit",
+                    **_WRITER,
+                    # Claude Code's Edit permission covers its MultiEdit too
+                    aliases=("MultiEdit", "Edit"),
+                ),
                 self._preview_multi,
             ),
             builtin_tool(
@@ -535,9 +551,20 @@ class FileTools:
                 name="delete_file",
                 category="edit",
                 destructive=True,
+                kind="delete",
+                subjects=("path",),
+                writes=True,
             ),
         ]
 
+
+#: what the three editing tools are
+_WRITER: dict[str, Any] = {
+    "category": "edit",
+    "kind": "edit",
+    "subjects": ("path",),
+    "writes": True,
+}
 
 #: lines of a new file's head shown before it is written
 PREVIEW_HEAD_LINES = 20

@@ -269,12 +269,21 @@ class SearchTools:
     def tools(self) -> list[Tool]:
         """The three search tools as registry tools."""
         return [
-            builtin_tool(tool_errors(self.ls), name="ls", read_only=True, category="read"),
-            builtin_tool(tool_errors(self.glob), name="glob", read_only=True, category="read"),
+            builtin_tool(tool_errors(self.ls), name="ls", **_READER, kind="read", aliases=("LS",)),
             builtin_tool(
-                async_tool_errors(self.grep), name="grep", read_only=True, category="read"
+                tool_errors(self.glob), name="glob", **_READER, kind="search", aliases=("Glob",)
+            ),
+            builtin_tool(
+                async_tool_errors(self.grep),
+                name="grep",
+                **_READER,
+                kind="search",
+                aliases=("Grep",),
             ),
         ]
+
+
+_READER: dict[str, Any] = {"read_only": True, "category": "read", "subjects": ("path",)}
 
 
 def _size(n: int) -> str:

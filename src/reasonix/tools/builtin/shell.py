@@ -421,6 +421,9 @@ class ShellTool:
             name="bash",
             destructive=True,
             category="bash",
+            kind="execute",
+            aliases=("Bash",),
+            subjects=("command",),
             timeout=self.options.max_timeout + 30,
         )
 

@@ -467,6 +467,9 @@ def web_tool(options: WebOptions | None = None) -> Tool:
         fetcher.web_fetch,
         name="web_fetch",
         category="web",
+        kind="fetch",
+        aliases=("WebFetch",),
+        subjects=("url",),
         # [web] timeout bounds the network time; this leaves room for a question a redirect
         # asks (see WebFetchTool._fetch).
         timeout=(options or WebOptions()).timeout + 15 + QUESTION_SECONDS,
