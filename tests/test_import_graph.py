@@ -28,7 +28,17 @@ LAYERS: dict[str, int] = {
     **dict.fromkeys(("tools", "providers", "mcp", "extensions", "safety", "store", "testing"), 1),
     # plain typed data, no I/O (the config loader reads its files)
     **dict.fromkeys(
-        ("messages", "events", "errors", "config", "redaction", "terminal_text", "_version"), 0
+        (
+            "messages",
+            "events",
+            "errors",
+            "config",
+            "redaction",
+            "terminal_text",
+            "images",
+            "_version",
+        ),
+        0,
     ),
 }
 
