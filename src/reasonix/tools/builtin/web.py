@@ -124,7 +124,9 @@ _EMBEDDING = tuple(
 )
 #: IPv6 ranges refused whatever they carry: NAT64's local-use prefix (each network chooses where
 #: in it the IPv4 address sits, so it cannot be read back) and Teredo (a tunnel to wherever).
-_TUNNELS = tuple(ipaddress.IPv6Network(n) for n in ("64:ff9b:1::/48", "2001::/32"))
+#: Also the deprecated site-local range (a private range, which Python's ``is_global`` calls
+#: global).
+_TUNNELS = tuple(ipaddress.IPv6Network(n) for n in ("64:ff9b:1::/48", "2001::/32", "fec0::/10"))
 
 
 def embedded_ipv4(address: IPAddress) -> list[ipaddress.IPv4Address]:
