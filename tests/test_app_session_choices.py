@@ -209,5 +209,59 @@ async def test_a_goal_without_a_turn_cap_gets_the_configured_one(
         assert goal is not None and goal.max_turns == 2
         await turn.result()
         assert goal.turns <= 2
+        assert not goal.finished  # stopped by its turn cap: resumable, so no second goal yet
+        with pytest.raises(SessionError, match="unfinished goal"):
+            session.start_goal("another")
     finally:
         await session.aclose()
+
+
+async def test_no_goal_to_resume(tmp_path: Path, servers: Servers, store: SessionStore) -> None:
+    session = await open_session(tmp_path, servers, store, overrides={"planner.enabled": False})
+    try:
+        with pytest.raises(SessionError, match="has no goal"):
+            session.resume_goal()
+        assert session.pause_goal() == "No goal is running."
+    finally:
+        await session.aclose()
+
+
+async def test_a_turns_outcome_lists_the_refused_calls_only(
+    tmp_path: Path, servers: Servers, store: SessionStore
+) -> None:
+    """No approver: what would ask is refused; what needs no question runs."""
+    (tmp_path / "a.txt").write_text("alpha\n")
+    servers[0].push(
+        Reply.calls(
+            ("read_file", {"path": "a.txt"}), ("write_file", {"path": "b.txt", "content": "x"})
+        ),
+        Reply.text("Read a; writing b was refused."),
+    )
+    session = await open_session(tmp_path, servers, store, overrides={"planner.enabled": False})
+    try:
+        outcome = await (session.start_turn("read a, write b")).result()
+    finally:
+        await session.aclose()
+    assert [d.tool for d in outcome.denials] == ["write_file"]
+    assert not (tmp_path / "b.txt").exists()
+
+
+async def test_machine_facts_ride_once_on_a_new_conversations_first_message(
+    tmp_path: Path, servers: Servers, store: SessionStore
+) -> None:
+    servers[0].push(Reply.text("one"), Reply.text("two"), Reply.text("three"))
+    overrides = {"planner.enabled": False}
+    session = await open_session(tmp_path, servers, store, overrides=overrides)
+    try:
+        await (session.start_turn("first")).result()
+        await (session.start_turn("second")).result()
+    finally:
+        await session.aclose()
+    resumed = await open_session(tmp_path, servers, store, overrides=overrides, continue_last=True)
+    try:
+        await (resumed.start_turn("third")).result()
+    finally:
+        await resumed.aclose()
+    users = [m for m in servers[0].requests[-1].messages if m["role"] == "user"]
+    with_facts = [m for m in users if f"- folder: {tmp_path}" in m["content"]]
+    assert len(users) == 3 and with_facts == users[:1]
