@@ -22,8 +22,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+from reasonix.errors import ReasonixError
+
+if TYPE_CHECKING:
+    from reasonix.messages import ImagePart, Message
 
 __all__ = [
     "DETAILS",
@@ -36,9 +42,11 @@ __all__ = [
     "MAX_TOTAL_IMAGE_BYTES",
     "ImageError",
     "ImageInfo",
+    "check_request_images",
     "data_url",
     "decode_data_url",
     "image_tokens",
+    "load_image",
     "sniff",
 ]
 
@@ -65,7 +73,7 @@ _PATCHES_PER_TOKEN = 9
 MAX_TOKENS_PER_IMAGE = 1024
 
 
-class ImageError(ValueError):
+class ImageError(ReasonixError, ValueError):
     """An image DeepSeek would refuse, with a message that says what to change."""
 
 
@@ -196,3 +204,71 @@ def decode_data_url(url: str) -> bytes | None:
         return base64.b64decode(payload, validate=True)
     except ValueError:
         return None
+
+
+def load_image(
+    data: bytes, *, name: str = "", detail: str | None = None, what: str | None = None
+) -> ImagePart:
+    """An image part for a message, or :class:`ImageError` saying what to change."""
+    from reasonix.messages import ImagePart
+
+    label = what or (f"{name!r}" if name else "the image")
+    if detail is not None and detail not in DETAILS:
+        raise ImageError(f"image detail {detail!r} is not one of {', '.join(DETAILS)}")
+    info = sniff(data, what=label)
+    return ImagePart(
+        url=data_url(data, info),
+        mime=info.mime,
+        width=info.width,
+        height=info.height,
+        size=info.size,
+        sha256=info.sha256,
+        detail=detail,
+        name=name,
+    )
+
+
+def check_request_images(
+    messages: Sequence[Message], *, model: str, accepts_images: bool, image_models: Sequence[str]
+) -> None:
+    """Refuse, before it is sent, a request DeepSeek would refuse for its images: any image to
+    a model that does not read them (naming a configured model that does), more than 600, over
+    4096 px a side from 15 on, over 64 MiB of images, or a body over 48 MiB."""
+    from reasonix.messages import message_images
+
+    found = message_images(messages)
+    if not found:
+        return
+    if not accepts_images:
+        others = ", ".join(image_models) or "none is configured"
+        raise ImageError(
+            f"{model} does not read images (its /models entry lists text only), so the "
+            f"{len(found)} image(s) of this turn were not sent. Models that read images: "
+            f'{others}; make one the executor (e.g. [executor] model = "deepseek-flash") '
+            "or send the turn without images."
+        )
+    if len(found) > MAX_IMAGES:
+        raise ImageError(
+            f"the conversation carries {len(found)} images; DeepSeek takes at most "
+            f"{MAX_IMAGES} in one request: start a new session or /compact"
+        )
+    if len(found) >= MANY_IMAGES:
+        wide = [i for i in found if max(i.width, i.height) > MAX_SIDE_MANY]
+        if wide:
+            raise ImageError(
+                f"with {len(found)} images in a request DeepSeek takes at most {MAX_SIDE_MANY} "
+                f"px a side, and {wide[0].name or 'an image'} is {wide[0].width}x"
+                f"{wide[0].height}: scale it down or send fewer images"
+            )
+    total = sum(i.size for i in found)
+    if total > MAX_TOTAL_IMAGE_BYTES:
+        raise ImageError(
+            f"the images of this request total {total:,} bytes; DeepSeek takes at most "
+            f"{MAX_TOTAL_IMAGE_BYTES:,} (64 MiB) inline: send fewer or smaller images"
+        )
+    body = sum(len(i.url) for i in found)
+    if body > MAX_BODY_BYTES:
+        raise ImageError(
+            f"the encoded images of this request take {body:,} bytes, over DeepSeek's "
+            f"{MAX_BODY_BYTES:,}-byte (48 MiB) request limit: send fewer or smaller images"
+        )

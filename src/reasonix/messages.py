@@ -35,6 +35,83 @@ class ToolCall:
 
 
 @dataclass(frozen=True, slots=True)
+class ImagePart:
+    """One image a user turn or a tool result carries, inline as a base64 ``data:`` URL.
+
+    Built by :func:`reasonix.images.load_image` (format and size told from the bytes). The wire
+    part is a pure function of the URL and ``detail``, so the same image is sent as the same
+    bytes on every later request. ``description`` is local: a short text written once by an
+    image model, sent in the image's place to a text-only model (the planner), never to a model
+    that sees the image itself.
+    """
+
+    url: str
+    mime: str
+    width: int
+    height: int
+    size: int
+    sha256: str
+    detail: str | None = None
+    name: str = ""
+    description: str | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        image: dict[str, Any] = {"url": self.url}
+        if self.detail is not None:
+            image["detail"] = self.detail
+        return {"type": "image_url", "image_url": image}
+
+    def placeholder(self, index: int) -> str:
+        """The image in text, for a model that cannot see it."""
+        label = f"[image {index}{': ' + self.name if self.name else ''}, {self.mime}, "
+        label += f"{self.width}x{self.height}"
+        if self.description:
+            return f"{label}; described by an image model: {self.description}]"
+        return f"{label}; not described]"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "url": self.url,
+            "mime": self.mime,
+            "width": self.width,
+            "height": self.height,
+            "size": self.size,
+            "sha256": self.sha256,
+            "detail": self.detail,
+            "name": self.name,
+            "description": self.description,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ImagePart:
+        detail, description = data.get("detail"), data.get("description")
+        return cls(
+            url=str(data["url"]),
+            mime=str(data["mime"]),
+            width=int(data["width"]),
+            height=int(data["height"]),
+            size=int(data["size"]),
+            sha256=str(data["sha256"]),
+            detail=None if detail is None else str(detail),
+            name=str(data.get("name") or ""),
+            description=None if description is None else str(description),
+        )
+
+
+def _content_with_images(text: str, images: tuple[ImagePart, ...]) -> str | list[Any]:
+    if not images:
+        return text
+    parts: list[Any] = [{"type": "text", "text": text}] if text else []
+    parts.extend(image.to_wire() for image in images)
+    return parts
+
+
+def _text_with_placeholders(text: str, images: tuple[ImagePart, ...]) -> str:
+    lines = [image.placeholder(i) for i, image in enumerate(images, 1)]
+    return "\n\n".join([text, *lines]) if text else "\n\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
 class SystemMessage:
     content: str
     role: Literal["system"] = field(default="system", init=False)
@@ -46,10 +123,17 @@ class SystemMessage:
 @dataclass(frozen=True, slots=True)
 class UserMessage:
     content: str
+    images: tuple[ImagePart, ...] = ()
     role: Literal["user"] = field(default="user", init=False)
 
     def to_wire(self) -> dict[str, Any]:
-        return {"role": "user", "content": self.content}
+        return {"role": "user", "content": _content_with_images(self.content, self.images)}
+
+    def text_only(self) -> UserMessage:
+        """This turn for a model that cannot see images: each image as its description."""
+        if not self.images:
+            return self
+        return UserMessage(_text_with_placeholders(self.content, self.images))
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,10 +170,19 @@ class ToolMessage:
     content: str
     name: str = ""
     is_error: bool = False
+    images: tuple[ImagePart, ...] = ()
     role: Literal["tool"] = field(default="tool", init=False)
 
     def to_wire(self) -> dict[str, Any]:
-        return {"role": "tool", "tool_call_id": self.tool_call_id, "content": self.content}
+        content = _content_with_images(self.content, self.images)
+        return {"role": "tool", "tool_call_id": self.tool_call_id, "content": content}
+
+    def text_only(self) -> ToolMessage:
+        """This result for a model that cannot see images: each image as its description."""
+        if not self.images:
+            return self
+        text = _text_with_placeholders(self.content, self.images)
+        return ToolMessage(self.tool_call_id, text, self.name, self.is_error)
 
 
 Message: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolMessage
@@ -119,8 +212,19 @@ def message_to_dict(message: Message) -> dict[str, Any]:
             "content": message.content,
             "name": message.name,
             "is_error": message.is_error,
+            **_images_dict(message.images),
         }
+    if isinstance(message, UserMessage):
+        return {"role": "user", "content": message.content, **_images_dict(message.images)}
     return {"role": message.role, "content": message.content}
+
+
+def _images_dict(images: tuple[ImagePart, ...]) -> dict[str, Any]:
+    return {"images": [image.to_dict() for image in images]} if images else {}
+
+
+def _images_from(data: Mapping[str, Any]) -> tuple[ImagePart, ...]:
+    return tuple(ImagePart.from_dict(d) for d in data.get("images") or ())
 
 
 def message_from_dict(data: Mapping[str, Any]) -> Message:
@@ -129,7 +233,7 @@ def message_from_dict(data: Mapping[str, Any]) -> Message:
     if role == "system":
         return SystemMessage(str(data["content"]))
     if role == "user":
-        return UserMessage(str(data["content"]))
+        return UserMessage(str(data["content"]), _images_from(data))
     if role == "assistant":
         calls = tuple(
             ToolCall(
@@ -151,6 +255,7 @@ def message_from_dict(data: Mapping[str, Any]) -> Message:
             content=str(data["content"]),
             name=str(data.get("name") or ""),
             is_error=bool(data.get("is_error", False)),
+            images=_images_from(data),
         )
     raise ValueError(f"unknown message role: {role!r}")
 
@@ -341,3 +446,17 @@ StreamEvent: TypeAlias = (
 
 def wire_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return [m.to_wire() for m in messages]
+
+
+def message_images(messages: Sequence[Message]) -> list[ImagePart]:
+    """Every image the messages carry, in order."""
+    found: list[ImagePart] = []
+    for m in messages:
+        if isinstance(m, UserMessage | ToolMessage):
+            found.extend(m.images)
+    return found
+
+
+def text_only(messages: Sequence[Message]) -> tuple[Message, ...]:
+    """The messages for a model that cannot see images (images become their descriptions)."""
+    return tuple(m.text_only() if isinstance(m, UserMessage | ToolMessage) else m for m in messages)

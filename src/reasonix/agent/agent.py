@@ -63,6 +63,7 @@ from reasonix.events import (
 )
 from reasonix.messages import (
     AssistantMessage,
+    ImagePart,
     Message,
     ModelRequest,
     ReasoningDelta,
@@ -127,6 +128,13 @@ class AgentHooks(Protocol):
     async def before_compact(self, trigger: str) -> None: ...
 
 
+#: What an image model is asked for an image a text-only planner cannot see.
+DESCRIBE_IMAGE_INSTRUCTION = (
+    "Describe the attached image in at most three sentences for a colleague who cannot see "
+    "it: what it shows, and any text, error message or numbers in it that matter for the task."
+)
+
+
 @dataclass
 class AgentOptions:
     """How an agent talks to its model. ``prices`` default to the provider's model prices."""
@@ -165,6 +173,8 @@ class AgentOptions:
     context_window: int | None = None
     #: the host's hooks around tool calls and compaction (None: none)
     hooks: AgentHooks | None = None
+    #: configured models that read images, named when this agent's model cannot
+    image_models: tuple[str, ...] = ("deepseek-flash",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,7 +377,12 @@ class Agent:
         return asyncio.run(self.run(text))
 
     async def run(
-        self, text: str | None, *, on_step: StepHook | None = None, continue_turn: bool = False
+        self,
+        text: str | None,
+        *,
+        on_step: StepHook | None = None,
+        continue_turn: bool = False,
+        images: tuple[ImagePart, ...] = (),
     ) -> AgentResult:
         """Run one turn. ``text`` None continues from the session as it is (the last message
         must then be a user or tool message). ``continue_turn`` keeps the turn number (the
@@ -385,11 +400,15 @@ class Agent:
             if open_calls:
                 # The user's input is the answer the open calls wait for (``ask``): a tool
                 # message per call, so no user message comes before every call is answered.
-                for call in open_calls:
+                for i, call in enumerate(open_calls):
                     answer = free_answer(text) if call.name == ASK_TOOL_NAME else INTERRUPTED_CALL
-                    self.session.add(ToolMessage(call.id, answer, name=call.name))
+                    self.session.add(
+                        ToolMessage(
+                            call.id, answer, name=call.name, images=images if i == 0 else ()
+                        )
+                    )
             else:
-                self.session.add(UserMessage(text))
+                self.session.add(UserMessage(text, images))
         usage_before, cost_before = self.usage_total, self.cost_total
         steps = 0
         final_text = ""
@@ -509,8 +528,9 @@ class Agent:
         """The next request: the session (or ``messages``) with this agent's model, tools and
         options."""
         o = self.options
+        chosen = self.session.snapshot() if messages is None else tuple(messages)
         return ModelRequest(
-            messages=self.session.snapshot() if messages is None else tuple(messages),
+            messages=self._for_model(chosen),
             model=o.model or self.provider.model,
             tools=self.tools.schemas(),
             thinking=o.thinking,
@@ -521,6 +541,58 @@ class Agent:
             user_id=o.user_id,
             extra_body=o.extra_body,
         )
+
+    async def describe_images(self, images: tuple[ImagePart, ...]) -> tuple[ImagePart, ...]:
+        """The images with a short description each, written once by this agent's model (it
+        must read images), for a model that cannot see them. One request per image, on the
+        agent's own request shape so its cached prefix is reused; its usage is counted on this
+        agent's role (where it was spent). An image already described is kept as it is."""
+        from dataclasses import replace
+
+        from reasonix.messages import StreamFinished as Finished
+
+        described: list[ImagePart] = []
+        for image in images:
+            if image.description:
+                described.append(image)
+                continue
+            ask = UserMessage(DESCRIBE_IMAGE_INSTRUCTION, (image,))
+            request = self.build_request((*self.session.snapshot(), ask), tool_choice="none")
+            from reasonix.images import check_request_images
+
+            check_request_images(
+                request.messages,
+                model=request.model or self.provider.model,
+                accepts_images=self.provider.info.accepts_images,
+                image_models=self.options.image_models,
+            )
+            finished: Finished | None = None
+            async for event in self.provider.stream(request):
+                if isinstance(event, Finished):
+                    finished = event
+            text = finished.message.content.strip() if finished is not None else ""
+            if finished is not None:
+                self.account_usage(
+                    request.model or self.provider.model, finished.usage, self.options.usage_source
+                )
+            described.append(replace(image, description=" ".join(text.split())[:600] or None))
+        return tuple(described)
+
+    def _for_model(self, messages: tuple[Message, ...]) -> tuple[Message, ...]:
+        """The messages as this agent's model may see them. A model that reads images gets
+        them as they are; one that does not (the planner) gets each image as the description
+        an image model wrote once and stored with it, so the request holds no image and is
+        the same bytes every time. An image without a description stays, and
+        :func:`~reasonix.images.check_request_images` refuses the request with a clear
+        message before it is sent."""
+        from reasonix.messages import message_images, text_only
+
+        if self.provider.info.accepts_images:
+            return messages
+        found = message_images(messages)
+        if found and all(image.description for image in found):
+            return text_only(messages)
+        return messages
 
     def carried_state(self) -> list[str]:
         """What a compaction summary carries over: the todo list and the current plan."""
@@ -535,6 +607,15 @@ class Agent:
     async def _request(self) -> StreamFinished:
         request = self.build_request()
         check_request_size(request.messages, self.tools.limits)
+        if any(getattr(m, "images", ()) for m in request.messages):
+            from reasonix.images import check_request_images
+
+            check_request_images(
+                request.messages,
+                model=request.model or self.provider.model,
+                accepts_images=self.provider.info.accepts_images,
+                image_models=self.options.image_models,
+            )
         shape = self._tracker.shape(request.messages, self.tools.schema_bytes(), self.session.epoch)
         finished: StreamFinished | None = None
         self._partial_text, self._partial_reasoning = [], []

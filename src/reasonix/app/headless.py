@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from reasonix.app.session import AgentSession
     from reasonix.app.turn import TurnOutcome
     from reasonix.control.plan import Plan
+    from reasonix.messages import ImagePart
 
 __all__ = [
     "EXIT_FAILURE",
@@ -113,7 +114,12 @@ def result_object(session: AgentSession, outcome: TurnOutcome) -> dict[str, Any]
 
 
 async def run_text(
-    session: AgentSession, text: str, *, plan: bool | None = None, plan_only: bool = False
+    session: AgentSession,
+    text: str,
+    *,
+    plan: bool | None = None,
+    plan_only: bool = False,
+    images: tuple[ImagePart, ...] = (),
 ) -> TurnOutcome | str:
     """A task or a slash command, with nobody watching (``reasonix run``, a batch task): a
     command from the one table (:mod:`reasonix.app.commands`) gives its turn's outcome, or its
@@ -122,8 +128,8 @@ async def run_text(
     from reasonix.app import commands
     from reasonix.errors import SessionError
 
-    if not commands.is_command(session, text, "run"):
-        return await session.run_turn(text, plan=plan, plan_only=plan_only)
+    if images or not commands.is_command(session, text, "run"):
+        return await session.run_turn(text, plan=plan, plan_only=plan_only, images=images)
     answer = await commands.answer(session, text, "run")
     if answer.error:
         raise SessionError(answer.text)

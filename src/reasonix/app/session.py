@@ -66,6 +66,7 @@ from reasonix.errors import ConfigError, ReasonixError, SessionError
 from reasonix.events import NoticeEvent, NullSink, Sink
 from reasonix.extensions.commands import CustomCommand
 from reasonix.extensions.skills import skills_listing
+from reasonix.messages import ImagePart
 from reasonix.providers.base import Provider
 from reasonix.safety.checkpoints import CHECKPOINTS_KEY, CheckpointManager
 from reasonix.safety.confinement import BashConfinement, NoConfiner
@@ -573,12 +574,20 @@ class AgentSession:
 
     # -- turns ------------------------------------------------------------------------------------
 
-    def start_turn(self, text: str, *, plan: bool | None = None, plan_only: bool = False) -> Turn:
+    def start_turn(
+        self,
+        text: str,
+        *,
+        plan: bool | None = None,
+        plan_only: bool = False,
+        images: tuple[ImagePart, ...] = (),
+    ) -> Turn:
         """Start one user turn; iterate the returned :class:`Turn` for its events and await
         ``turn.result()``. ``plan=True`` forces the planner (``/plan``), ``False`` forbids it;
         ``plan_only`` plans and stops (the plan waits for :meth:`approve_plan`); so does a plan
         request in plan mode, where nothing may change (the read-only executor could only
-        stall on it). Raises SessionError while another turn runs."""
+        stall on it). ``images`` ride in the user turn (see :mod:`reasonix.images`).
+        Raises SessionError while another turn runs."""
         self._check_idle("start a turn")
         if plan and self.mode == "plan":
             plan_only = True
@@ -592,7 +601,8 @@ class AgentSession:
         )
         return self._start(
             lambda: self._hooked_turn(
-                text, lambda prompt: ctrl.run_turn(prompt, plan=plan, plan_only=plan_only)
+                text,
+                lambda prompt: ctrl.run_turn(prompt, plan=plan, plan_only=plan_only, images=images),
             )
         )
 
@@ -722,10 +732,15 @@ class AgentSession:
         return self._start(self._controller.execute_pending_plan)
 
     async def run_turn(
-        self, text: str, *, plan: bool | None = None, plan_only: bool = False
+        self,
+        text: str,
+        *,
+        plan: bool | None = None,
+        plan_only: bool = False,
+        images: tuple[ImagePart, ...] = (),
     ) -> TurnOutcome:
         """:meth:`start_turn` and wait for its outcome (events go to the session's sink)."""
-        return await self.start_turn(text, plan=plan, plan_only=plan_only).result()
+        return await self.start_turn(text, plan=plan, plan_only=plan_only, images=images).result()
 
     async def execute_pending_plan(self) -> TurnOutcome:
         """:meth:`approve_plan` and wait for its outcome."""

@@ -156,6 +156,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="allow what would ask for approval (deny rules still apply) and approve plans",
     )
+    run.add_argument(
+        "--image",
+        metavar="FILE",
+        action="append",
+        default=[],
+        help="attach an image (JPEG, PNG, GIF or WebP, up to 32 MiB) to the task; repeatable; "
+        "'-' reads the image bytes from standard input",
+    )
     plan = run.add_mutually_exclusive_group()
     plan.add_argument("--plan", action="store_true", help="force the planner for this task")
     plan.add_argument(

@@ -27,7 +27,7 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reasonix.app.assembly import make_confinement
 from reasonix.app.goal import goal_budget, goal_max_turns
@@ -59,6 +59,9 @@ from reasonix.events import (
 from reasonix.redaction import redact, redact_json_text
 from reasonix.terminal_text import json_text_for_terminal, terminal_safe
 from reasonix.tools.ask import describe_questions
+
+if TYPE_CHECKING:
+    from reasonix.messages import ImagePart
 
 
 class SafeJsonStream:
@@ -127,6 +130,33 @@ async def _run_goal(session: AgentSession, goal: GoalRequest) -> TurnOutcome:
     except ReasonixError as exc:
         raise UsageError(str(exc)) from None
     return await turn.result()
+
+
+def read_images(paths: list[str], *, stdin_task: bool) -> tuple[ImagePart, ...]:
+    """The ``--image`` files (``-``: the bytes on standard input), each checked from its bytes
+    before anything is sent; a file that is no image, too large or unreadable is a usage
+    error that says which and why."""
+    if not paths:
+        return ()
+    from reasonix.images import ImageError, load_image
+
+    if paths.count("-") > 1 or ("-" in paths and stdin_task):
+        raise UsageError("standard input can carry one thing: the task or one --image -")
+    found = []
+    for path in paths:
+        try:
+            if path == "-":
+                data = bytes(sys.stdin.buffer.read())
+                name = "stdin"
+            else:
+                data = Path(path).read_bytes()
+                name = Path(path).name
+            found.append(load_image(data, name=name, what=f"--image {path}"))
+        except OSError as exc:
+            raise UsageError(f"--image {path}: {exc.strerror or exc}") from None
+        except ImageError as exc:
+            raise UsageError(f"{exc}; nothing was sent") from None
+    return tuple(found)
 
 
 def read_task(task: str) -> str:
@@ -198,6 +228,7 @@ def run_headless(args: argparse.Namespace) -> int:
         raise UsageError("--goal needs an objective")
     if goal is None and args.task is None:
         raise UsageError("reasonix run needs a task (or --goal OBJECTIVE)")
+    images = read_images(getattr(args, "image", None) or [], stdin_task=args.task == "-")
     task = read_task(args.task) if goal is None else ""
     _prepare_stdout(args.output_format)
     started = start(args)
@@ -211,6 +242,7 @@ def run_headless(args: argparse.Namespace) -> int:
                 started.environ,
                 started.notice,
                 goal,
+                images,
             )
         )
     finally:
@@ -225,6 +257,7 @@ async def _run(
     environ: dict[str, str],
     notice: str,
     goal: GoalRequest | None = None,
+    images: tuple[ImagePart, ...] = (),
 ) -> int:
     fmt = args.output_format
     out = SafeJsonStream(sys.stdout)
@@ -267,6 +300,7 @@ async def _run(
                     task,
                     plan=True if args.plan or plan_only else None,
                     plan_only=plan_only,
+                    images=images,
                 )
             except SessionError as exc:
                 raise UsageError(str(exc)) from None

@@ -36,6 +36,7 @@ from reasonix.control.orchestrator import (
 from reasonix.control.plan import Plan, submit_plan_tool
 from reasonix.control.todo_tools import executor_plan_tools
 from reasonix.events import FanoutSink, NullSink, Sink, UsageSource
+from reasonix.messages import ImagePart
 from reasonix.providers.base import Provider
 from reasonix.tools.deferred import DEFERRED_TOOLS
 from reasonix.tools.registry import Tool, ToolRegistry
@@ -193,12 +194,13 @@ class Controller(Generic[PlannerAgent]):
         plan: bool | None = None,
         plan_only: bool = False,
         revision: bool = False,
+        images: tuple[ImagePart, ...] = (),
     ) -> TurnResult:
         """One user turn. ``plan=True`` forces the planner (``/plan``), ``False`` forbids it;
         ``plan_only`` plans and stops (the plan is kept as :attr:`pending_plan`); ``revision``
         plans again and offers the plan for approval (a declined plan's revision)."""
         return await self.orchestrator.run_turn(
-            text, plan=plan, plan_only=plan_only, revision=revision
+            text, plan=plan, plan_only=plan_only, revision=revision, images=images
         )
 
     def run_turn_sync(self, text: str, **kwargs: bool | None) -> TurnResult:

@@ -33,7 +33,14 @@ from reasonix.events import (
     Sink,
     StepCompleted,
 )
-from reasonix.messages import AssistantMessage, Message, ToolMessage
+from reasonix.messages import (
+    AssistantMessage,
+    ImagePart,
+    Message,
+    ToolMessage,
+    UserMessage,
+    text_only,
+)
 from reasonix.tools.registry import PERMISSION_DENIED
 
 PLAN_CLOSING = "Plan submitted to the executor."
@@ -251,6 +258,7 @@ class TurnOrchestrator:
         plan: bool | None = None,
         plan_only: bool = False,
         revision: bool = False,
+        images: tuple[ImagePart, ...] = (),
     ) -> TurnResult:
         mark = self.cost.snapshot()
         # A revision's plan stays the plan for the task the declined one was made for.
@@ -284,10 +292,16 @@ class TurnOrchestrator:
             return result(self._budget_stop("Not started", spent), "budget")
 
         if decision.route is Route.EXECUTOR_ONLY:
-            run = await self._execute(text, task=text)
+            run = await self._execute(text, task=text, images=images)
             return result(run.text, run.stop_reason, None, run.replans)
 
-        new_plan = await self._plan(text, brief=self._brief(), reason="", round_no=1)
+        planner_task = text
+        if images:
+            # The planner's model cannot see images: the executor's model describes each once,
+            # the description is stored with the image, and the planner reads it as text.
+            images = await self.executor.describe_images(images)
+            planner_task = text_only((UserMessage(text, images),))[0].content
+        new_plan = await self._plan(planner_task, brief=self._brief(), reason="", round_no=1)
         if (spent := self._over_budget()) is not None:
             return result(self._budget_stop("Stopped after planning", spent), "budget", new_plan)
         if new_plan is None:
@@ -298,7 +312,7 @@ class TurnOrchestrator:
             )
             if decision.route is Route.PLAN_ONLY:
                 return result("The planner did not produce a plan.", "plan_failed")
-            run = await self._execute(text, task=text)
+            run = await self._execute(text, task=text, images=images)
             return result(run.text, run.stop_reason, None, run.replans)
 
         if decision.route is Route.PLAN_ONLY:
@@ -321,7 +335,7 @@ class TurnOrchestrator:
         self._seed(new_plan)
         STEP_BASELINE.set(self.executor.tool_state, self.executor.ledger.mark())
         handoff = f"{text}\n\n{self._handoff(new_plan)}"
-        run = await self._execute(handoff, task=text, plan=new_plan)
+        run = await self._execute(handoff, task=text, plan=new_plan, images=images)
         return result(run.text, run.stop_reason, new_plan, run.replans)
 
     async def execute_pending_plan(
@@ -354,7 +368,14 @@ class TurnOrchestrator:
 
     # -- executor with stall watch ----------------------------------------------------------------
 
-    async def _execute(self, text: str, *, task: str, plan: Plan | None = None) -> _Execution:
+    async def _execute(
+        self,
+        text: str,
+        *,
+        task: str,
+        plan: Plan | None = None,
+        images: tuple[ImagePart, ...] = (),
+    ) -> _Execution:
         """Run the executor; on a stall, re-plan (bounded)."""
         plans = [plan] if plan else []
         replans = 0
@@ -366,7 +387,10 @@ class TurnOrchestrator:
         while True:
             watch = _StallWatch(self.executor, self.options, self.cost)
             outcome = await self.executor.run(
-                next_text, on_step=watch.on_step, continue_turn=continue_turn
+                next_text,
+                on_step=watch.on_step,
+                continue_turn=continue_turn,
+                images=() if continue_turn else images,
             )
             continue_turn = True
             open_steps = self._open_steps() if plans and outcome.stop_reason == "done" else []

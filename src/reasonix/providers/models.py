@@ -56,6 +56,8 @@ class ModelInfo:
     max_output: int = 8_192
     prices: Prices = field(default=ZERO_PRICES)
     supports_thinking: bool = False
+    #: the model reads images (its ``GET /models`` entry lists the ``image`` input modality)
+    accepts_images: bool = False
 
 
 def price_usage(usage: Usage, prices: Prices, at: datetime | None = None) -> float:
@@ -89,6 +91,7 @@ _FLASH = ModelInfo(
     # 0.0028 / 0.14 / 0.28).
     prices=_peak(0.003, 0.15, 0.60),
     supports_thinking=True,
+    accepts_images=True,
 )
 _PRO = ModelInfo(
     "deepseek-v4-pro",

@@ -1,0 +1,146 @@
+"""Images through the real CLI against the fake DeepSeek server: ``run --image`` and piped
+bytes reach the executor as image parts; files that are no image, too large, or meant for a
+text-only model are refused with a clear message before any request; a planned turn gives the
+planner the image's stored description and never the image."""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reasonix.testing import FakeDeepSeekServer, Reply
+from reasonix.testing.fake_server import RecordedRequest
+from reasonix.testing.project import fake_project_toml
+from tests.support.cli import cli_env
+from tests.support.images import png
+
+pytestmark = pytest.mark.slow
+
+
+def setup(tmp_path: Path, url: str, **kw: str) -> tuple[Path, dict[str, str]]:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    (cfg / "config.toml").write_text(fake_project_toml(url, url, max_steps=6, **kw))
+    return repo, cli_env(tmp_path / "data", cfg)
+
+
+def run(args: list[str], repo: Path, env: dict[str, str], stdin: bytes = b"") -> tuple[int, str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "reasonix", "run", *args],
+        cwd=repo,
+        env=env,
+        input=stdin,
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
+    return proc.returncode, (proc.stdout + proc.stderr).decode("utf-8", "replace")
+
+
+def image_urls(request: RecordedRequest) -> list[str]:
+    urls = []
+    for message in request.messages:
+        content = message.get("content")
+        if isinstance(content, list):
+            urls += [p["image_url"]["url"] for p in content if p.get("type") == "image_url"]
+    return urls
+
+
+def data_url(data: bytes) -> str:
+    return "data:image/png;base64," + base64.b64encode(data).decode()
+
+
+def test_run_image_reaches_the_executor_as_an_image_part(tmp_path: Path) -> None:
+    shot, other = png(40, 30, seed=1), png(20, 10, seed=2)
+    with FakeDeepSeekServer([Reply.text("a login form")]) as srv:
+        repo, env = setup(tmp_path, srv.base_url)
+        (repo / "shot.png").write_bytes(shot)
+        (repo / "other.dat").write_bytes(other)  # the bytes decide, not the name
+        code, out = run(["what is this?", "--image", "shot.png", "--image", "other.dat"], repo, env)
+        assert code == 0, out
+        assert image_urls(srv.requests[0]) == [data_url(shot), data_url(other)]
+        assert srv.requests[0].messages[0]["role"] == "system"
+        assert isinstance(srv.requests[0].messages[0]["content"], str)  # never in the prompt
+
+
+def test_piped_image_bytes_reach_the_executor(tmp_path: Path) -> None:
+    shot = png(16, 16, seed=5)
+    with FakeDeepSeekServer([Reply.text("a square")]) as srv:
+        repo, env = setup(tmp_path, srv.base_url)
+        code, out = run(["describe it", "--image", "-"], repo, env, stdin=shot)
+        assert code == 0, out
+        assert image_urls(srv.requests[0]) == [data_url(shot)]
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (b"BM" + b"\0" * 100, "not a JPEG, PNG, GIF or WebP"),
+        (b"GIF89a\x10\x00\x10\x00" + b"\0" * (32 * 1024 * 1024), "at most 33,554,432"),
+    ],
+)
+def test_no_image_or_an_oversize_one_is_refused_before_any_request(
+    tmp_path: Path, content: bytes, said: str
+) -> None:
+    with FakeDeepSeekServer() as srv:
+        repo, env = setup(tmp_path, srv.base_url)
+        (repo / "bad.png").write_bytes(content)
+        code, out = run(["look", "--image", "bad.png"], repo, env)
+        assert code == 2, out
+        assert said in out and "nothing was sent" in out
+        assert srv.requests == []
+
+
+def test_a_text_only_executor_is_never_sent_an_image(tmp_path: Path) -> None:
+    with FakeDeepSeekServer() as srv:
+        repo, env = setup(tmp_path, srv.base_url, executor_model="deepseek-v4-pro")
+        (repo / "shot.png").write_bytes(png())
+        code, out = run(["look", "--image", "shot.png"], repo, env)
+        assert code != 0
+        assert "deepseek-v4-pro does not read images" in out and "deepseek-flash" in out
+        assert srv.requests == []
+
+
+def test_a_planned_turn_gives_the_planner_a_stored_description_and_no_image(
+    tmp_path: Path,
+) -> None:
+    shot = png(50, 50, seed=9)
+    plan = {"objective": "Fix the dialog", "steps": [{"title": "Read the error"}]}
+
+    def model(request: RecordedRequest) -> Reply:
+        last = request.messages[-1]
+        text = json.dumps(last.get("content"))
+        if request.model == "deepseek-v4-pro":
+            if last["role"] == "tool":
+                return Reply.text("planned")
+            return Reply.call("submit_plan", plan)
+        if "Describe the attached image" in text:
+            return Reply.text("An error dialog saying  'disk full'.")
+        return Reply.text("done")
+
+    with FakeDeepSeekServer(handler=model) as srv:
+        repo, env = setup(tmp_path, srv.base_url)
+        (repo / "shot.png").write_bytes(shot)
+        code, out = run(
+            ["fix what the screenshot shows", "--plan", "--image", "shot.png"], repo, env
+        )
+        assert code == 5, out  # the scripted executor leaves the plan's step open
+        planner = [r for r in srv.requests if r.model == "deepseek-v4-pro"]
+        executor = [r for r in srv.requests if r.model == "deepseek-flash"]
+    assert planner and all(image_urls(r) == [] for r in planner)
+    task = next(m["content"] for m in planner[0].messages if m["role"] == "user")
+    assert "described by an image model: An error dialog saying 'disk full'." in task
+    # every later planner request repeats the first one's messages byte for byte
+    first = json.dumps(planner[0].messages)
+    assert all(json.dumps(r.messages[: len(planner[0].messages)]) == first for r in planner)
+    # the executor's model described it once, and then got the image itself in the turn
+    describe = [r for r in executor if "Describe the attached image" in json.dumps(r.messages)]
+    assert len(describe) == 1
+    assert image_urls(executor[-1]) == [data_url(shot)]
