@@ -1,7 +1,14 @@
-"""Snapshot cost per step on a 10,000-file git repository: the first snapshot of a folder
-(every file hashed into the private store), then the per-step cost when nothing changed, when
-one file changed and when a hundred did, and a rewind after files were deleted (everything;
-a hundred with ``--quick``)."""
+"""Snapshot cost per step on git repositories of 10,000 and 50,000 files (10,000 only with
+``--quick``): the folder's first snapshot (every file hashed into the private store), which a
+session now takes in the background from its start; then what a mutating step waits for when
+nothing changed, when one file changed and when a hundred did, two ways:
+
+- ``inline``: the step's own snapshot does all the work (how every step worked before);
+- ``overlapped``: the files a step changed are hashed right after it, in the background, while
+  the (simulated, ``MODEL_S`` seconds) model request runs; the next step's snapshot then only
+  checks that nothing else changed.
+
+Then a rewind after files were deleted (everything; a hundred with ``--quick``)."""
 
 from __future__ import annotations
 
@@ -12,15 +19,16 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from bench.common import print_table
 
-FILES = 10_000
+SIZES = (10_000, 50_000)
+#: the model's answer between two steps, which the background snapshot overlaps
+MODEL_S = 1.0
 
 
-def _repository(root: Path) -> None:
+def _repository(root: Path, files: int) -> None:
     env = {
         **os.environ,
         "GIT_CONFIG_GLOBAL": os.devnull,
@@ -31,7 +39,7 @@ def _repository(root: Path) -> None:
         "GIT_COMMITTER_EMAIL": "bench@localhost",
     }
     per_folder = 100
-    for d in range(FILES // per_folder):
+    for d in range(files // per_folder):
         folder = root / f"pkg{d:03}" / ("sub" if d % 2 else "")
         folder.mkdir(parents=True, exist_ok=True)
         for f in range(per_folder):
@@ -60,72 +68,106 @@ def _ms(func: Any) -> float:
     return (time.perf_counter() - t0) * 1000
 
 
-def run_snapshots(quick: bool) -> dict[str, Any]:
+def _one_size(tmp: Path, size: int, repeats: int, quick: bool, rewind: bool) -> dict[str, Any]:
     from reasonix.safety.checkpoints import CheckpointManager
 
-    repeats = 3 if quick else 20
-    tmp = Path(tempfile.mkdtemp(prefix="reasonix-bench-snap-"))
-    try:
-        ws = tmp / "repo"
-        ws.mkdir()
-        _repository(ws)
-        files = _count(ws)
-        manager = CheckpointManager(ws, data_dir=tmp / "data", session_id="bench")
-        calls = iter(range(1_000_000))
+    ws = tmp / f"repo{size}"
+    ws.mkdir()
+    _repository(ws, size)
+    files = _count(ws)
+    calls = iter(range(1_000_000))
 
-        def step() -> None:
-            ctx = SimpleNamespace(turn=1, call_id=f"c{next(calls)}")
-            if manager.before_step(ctx.turn, ctx.call_id, "bash", "bench") is None:
-                raise RuntimeError(manager.last_error or "no snapshot was taken")
+    def manager(name: str) -> CheckpointManager:
+        return CheckpointManager(ws, data_dir=tmp / f"data-{size}-{name}", session_id="bench")
 
-        first = _ms(step)
-        unchanged = [_ms(step) for _ in range(repeats)]
-        one: list[float] = []
-        for i in range(repeats):
+    def step(m: CheckpointManager) -> None:
+        if m.before_step(1, f"c{next(calls)}", "bash", "bench") is None:
+            raise RuntimeError(m.last_error or "no snapshot was taken")
+
+    inline = manager("inline")
+    first = _ms(lambda: step(inline))
+    # A session's start: the first snapshot in the background; the first step comes after the
+    # user typed and the model answered (MODEL_S), and waits only for what is left of it.
+    background = manager("overlapped")
+    background.prepare_in_background()
+    time.sleep(MODEL_S)
+    first_wait = _ms(lambda: step(background))
+
+    def changes(kind: str, i: int) -> None:
+        if kind == "one":
             (ws / "pkg000" / "mod000.py").write_text(f"changed {i}\n")
-            one.append(_ms(step))
-        hundred: list[float] = []
-        for i in range(repeats):
+        elif kind == "hundred":
             for f in range(100):
                 (ws / "pkg002" / f"mod{f:03}.py").write_text(f"changed {i}\n")
-            hundred.append(_ms(step))
-        before_rm = len(manager.steps())
-        step()
+
+    out: dict[str, Any] = {"files": files, "first_snapshot_ms": round(first, 1)}
+    out["first_step_after_background_start_ms"] = round(first_wait, 1)
+    for kind in ("unchanged", "one", "hundred"):
+        plain = []
+        for i in range(repeats):
+            changes(kind, i)
+            plain.append(_ms(lambda: step(inline)))
+        overlapped = []
+        for i in range(repeats):
+            changes(kind, 1000 + i)  # what the previous step did
+            background.after_step()  # its result is out: hash it while the model answers
+            time.sleep(MODEL_S)
+            overlapped.append(_ms(lambda: step(background)))
+        out[f"{kind}_inline_ms"] = round(statistics.median(plain), 1)
+        out[f"{kind}_overlapped_ms"] = round(statistics.median(overlapped), 1)
+    background.wait()
+    if rewind:
+        before_rm = len(inline.steps())
+        step(inline)
         # Creating files is what a rewind of a big deletion costs (the file system's own
         # time); the quick run deletes one folder of a hundred.
         doomed = [ws / "pkg004"] if quick else [ws / e for e in os.listdir(ws) if e != ".git"]
         for path in doomed:
             shutil.rmtree(path) if path.is_dir() else path.unlink()
-        deleted = files - _count(ws)
-        rewind_ms = _ms(lambda: manager.undo(len(manager.steps()) - before_rm))
-        restored = _count(ws)
-        store_mb = manager.store_size() / 1024 / 1024
+        out["files_deleted"] = files - _count(ws)
+        out["rewind_after_deleting_ms"] = round(
+            _ms(lambda: inline.undo(len(inline.steps()) - before_rm)), 1
+        )
+        out["files_restored"] = _count(ws)
+    out["store_mb"] = round(inline.store_size() / 1024 / 1024, 1)
+    return out
+
+
+def run_snapshots(quick: bool) -> dict[str, Any]:
+    repeats = 3 if quick else 9
+    sizes = SIZES[:1] if quick else SIZES
+    tmp = Path(tempfile.mkdtemp(prefix="reasonix-bench-snap-"))
+    results: dict[str, Any] = {"repeats": repeats, "model_s": MODEL_S}
+    try:
+        for size in sizes:
+            results[str(size)] = _one_size(tmp, size, repeats, quick, rewind=size == sizes[0])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    out = {
-        "files": files,
-        "first_snapshot_ms": round(first, 1),
-        "per_step_unchanged_ms": round(statistics.median(unchanged), 1),
-        "per_step_one_file_changed_ms": round(statistics.median(one), 1),
-        "per_step_hundred_files_changed_ms": round(statistics.median(hundred), 1),
-        "files_deleted": deleted,
-        "rewind_after_deleting_ms": round(rewind_ms, 1),
-        "files_restored": restored,
-        "store_mb": round(store_mb, 1),
-        "repeats": repeats,
-    }
-    print_table(
-        f"Snapshots: cost per step on a {files}-file git repository (median of {repeats})",
-        [
+    rows = []
+    for size in sizes:
+        r = results[str(size)]
+        rows.append(
             [
-                f"{out['first_snapshot_ms']} ms",
-                f"{out['per_step_unchanged_ms']} ms",
-                f"{out['per_step_one_file_changed_ms']} ms",
-                f"{out['per_step_hundred_files_changed_ms']} ms",
-                f"{out['rewind_after_deleting_ms']} ms ({deleted} files)",
-                f"{out['store_mb']} MB",
+                r["files"],
+                f"{r['first_snapshot_ms']:.0f} ms",
+                f"{r['first_step_after_background_start_ms']:.0f} ms",
+                *(
+                    f"{r[f'{k}_inline_ms']:.0f} / {r[f'{k}_overlapped_ms']:.0f} ms"
+                    for k in ("unchanged", "one", "hundred")
+                ),
             ]
-        ],
-        ["first", "unchanged", "1 changed", "100 changed", "rewind of rm", "store"],
+        )
+    print_table(
+        f"Snapshots: what a mutating step waits for (median of {repeats}; inline / overlapped "
+        f"with a {MODEL_S:g} s model request)",
+        rows,
+        ["files", "first snapshot", "first step", "unchanged", "1 changed", "100 changed"],
     )
-    return out
+    first = results[str(sizes[0])]
+    if "rewind_after_deleting_ms" in first:
+        print(
+            f"  rewind after deleting {first['files_deleted']} files: "
+            f"{first['rewind_after_deleting_ms']:.0f} ms ({first['files_restored']} restored); "
+            f"store {first['store_mb']} MB"
+        )
+    return results

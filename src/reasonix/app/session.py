@@ -33,6 +33,7 @@ and :mod:`~reasonix.app.rewind`.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -278,6 +279,10 @@ class AgentSession:
             session_id=stored.session_id,
             settings=self.config.checkpoints,
         )
+        # Snapshots off the critical path: the folder's first one starts now, while the user
+        # types; each step's changes are hashed after it, while the model answers.
+        self._checkpoints.prepare_in_background()
+        self._events.after_tool = self._checkpoints.after_step
         sessions: dict[str, Session] = {
             role: Session(f"{stored.session_id}:{role}", stored.messages[role]) for role in ROLES
         }
@@ -1068,6 +1073,7 @@ class AgentSession:
             if self._mcp is not None:
                 await self._mcp.aclose()
             await self._controller.aclose()
+            await asyncio.to_thread(self._checkpoints.wait, pending=False)
         finally:
             self._record.release()
 

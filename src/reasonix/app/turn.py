@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reasonix.control import Route, TurnResult
-from reasonix.events import Event, GateDecided, NullSink, Sink, UsageEvent
+from reasonix.events import Event, GateDecided, NullSink, Sink, ToolResultEvent, UsageEvent
 from reasonix.safety.permissions import PermissionRecord
 
 __all__ = ["SessionEvents", "Turn", "TurnOutcome"]
@@ -162,6 +162,8 @@ class SessionEvents:
         self.last_prompt: dict[str, int] = {}
         self.requests = 0
         self.route = Route.EXECUTOR_ONLY
+        #: called when a tool call's result is out (before the next model request)
+        self.after_tool: Callable[[], None] | None = None
 
     def emit(self, event: Event) -> None:
         self.record.emit(event)
@@ -170,6 +172,8 @@ class SessionEvents:
             self.requests += 1
         elif isinstance(event, GateDecided):
             self.route = Route(event.route)
+        elif isinstance(event, ToolResultEvent) and self.after_tool is not None:
+            self.after_tool()
         self.tell(event)
 
     def tell(self, event: Event) -> None:

@@ -16,8 +16,19 @@ Where snapshots live, and why there
     without the system or global configuration, with hooks and fsmonitor off and with every
     attribute that could transform content (``text``, ``eol``, ``filter``, ``ident``,
     ``working-tree-encoding``) unset, so a planted ``core.fsmonitor`` or hook in the workspace
-    never runs and the stored bytes are the file's bytes. Git's index (ours, in the store) is the
-    stat cache that makes a snapshot of an unchanged tree cost a directory scan and no hashing.
+    never runs and the stored bytes are the file's bytes.
+
+What a snapshot costs
+    Each tracked file is stat'ed once per snapshot; a stat cache (size, mtime, ctime, mode,
+    inode as the last snapshot saw them) says which changed, and only those are hashed; git
+    lists only files that are new. A file written within ``_RACY_NS`` of the last look is read
+    again whatever its stat says (a write in the same clock tick can leave the stat as it was).
+    The cache is held for the store's last snapshot only; after another process's snapshot,
+    or in a new process, git's own index compares instead. A session takes the folder's first
+    snapshot in the background as it opens (:meth:`CheckpointManager.prepare_in_background`)
+    and hashes what each step changed right after it (:meth:`CheckpointManager.after_step`),
+    while the model answers; a step's own snapshot then only checks, and waits for a
+    background one still running.
 
 What is not covered
     Folders named in :data:`DEFAULT_EXCLUDE` plus ``[checkpoints] exclude`` (gitignore syntax;
@@ -127,6 +138,12 @@ _GIT_FLAGS = (
 #: store's ``info/attributes`` outranks the workspace's ``.gitattributes``.
 _ATTRIBUTES = "* -text -eol -filter -ident -working-tree-encoding -diff -merge\n"
 _LINK = 0o120000
+#: A file written within this long of a snapshot's look at it is read again by the next one:
+#: a write in the same clock tick can leave size, times and inode as they were (racy git).
+_RACY_NS = 2_000_000_000
+#: How long after a tool call's result the background snapshot starts (a next call sooner
+#: cancels it).
+_SETTLE_S = 0.05
 _SHOWN = 8  # names listed per line of the summary before "and N more"
 
 
@@ -313,6 +330,12 @@ class _Store:
         self.sessions = self.dir / "sessions"
         self._env: dict[str, str] | None = None
         self._meta_cache: dict[str, _Snapshot] = {}
+        # The stat cache: every file of our index as the last snapshot saw it (size, mtime,
+        # ctime, mode, inode), valid while the store's last snapshot is the one it was taken
+        # for (another process may snapshot the same workspace in between).
+        self._stats: dict[str, tuple[int, int, int, int, int]] = {}
+        self._stats_commit: str | None = None
+        self._stats_time = 0
 
     # -- set-up -----------------------------------------------------------------------------------
 
@@ -435,6 +458,19 @@ class _Store:
                 others.add(name)
         return tracked, changed, others, nested
 
+    def _untracked(self) -> tuple[set[str], list[str]]:
+        """(others, nested): what ``_listing`` says of files not in the index, read without
+        git looking at the tracked files (the stat cache does that, one stat per file)."""
+        out = self.run("ls-files", "-z", "-o", f"--exclude-from={self.exclude}")
+        others: set[str] = set()
+        nested: list[str] = []
+        for entry in out.split(b"\0"):
+            if not entry:
+                continue
+            name = entry.decode("utf-8", "surrogateescape")
+            (nested.append if name.endswith("/") else others.add)(name)
+        return others, nested
+
     def last(self) -> _Snapshot | None:
         commit = self._read_last()
         return self.load(commit) if commit else None
@@ -452,7 +488,17 @@ class _Store:
         if previous is None:
             # Our index may describe a snapshot that is gone; start from nothing.
             self.index.unlink(missing_ok=True)
-        tracked, changed, others, nested = self._listing()
+        cached = previous is not None and self._stats_commit == previous_commit
+        started = time.time_ns()
+        if cached:
+            # Changed files come from our stat cache; git lists only what is new.
+            others, nested = self._untracked()
+            tracked: set[str] = set(self._stats)
+            changed: set[str] = set()
+        else:
+            tracked, changed, others, nested = self._listing()
+        old_stats, racy_after = self._stats, self._stats_time - _RACY_NS
+        stats: dict[str, tuple[int, int, int, int, int]] = {}
         limit = int(self.settings.max_file_mb * 1024 * 1024)
         modes: dict[str, int] = {}
         skipped: dict[str, str] = {}
@@ -478,27 +524,39 @@ class _Store:
 
             lstat = os.lstat
             plain = (0o644, 0o755)
-            # Unchanged tracked files (most of them): only their exact permission bits, which
-            # git does not keep, are read. This loop is the cost of a step; keep it lean.
+            candidates: dict[str, os.stat_result] = {}
+            # Every tracked file is stat'ed once, here: its exact permission bits (git does not
+            # keep them), and with the stat cache whether it changed. This loop is the cost of
+            # a step; keep it lean.
             for name in tracked - changed:
                 try:
                     parent = name.rpartition("/")[0]
                     if not (real_dirs.get(parent) or real_dir(parent)):
                         raise FileNotFoundError(name)
-                    mode = lstat(name, dir_fd=fd).st_mode
+                    st = lstat(name, dir_fd=fd)
                 except OSError:
                     remove.append(name)
                     continue
+                mode, mtime, ctime = st.st_mode, st.st_mtime_ns, st.st_ctime_ns
+                key = (st.st_size, mtime, ctime, mode, st.st_ino)
+                # Racy: written so close to the last look that a later write in the same
+                # clock tick could leave the same stat; read it again (as git does).
+                if cached and (
+                    old_stats.get(name) != key or ctime >= racy_after or mtime >= racy_after
+                ):
+                    candidates[name] = st
+                    continue
+                stats[name] = key
                 if mode & 0o7777 not in plain and stat.S_ISREG(mode):
                     modes[name] = mode & 0o7777
             for name in changed | others:
                 try:
                     if not real_dir(name.rpartition("/")[0]):
                         raise FileNotFoundError(name)
-                    st = lstat(name, dir_fd=fd)
+                    candidates[name] = lstat(name, dir_fd=fd)
                 except OSError:
                     remove.append(name)
-                    continue
+            for name, st in candidates.items():
                 kind = stat.S_IFMT(st.st_mode)
                 if kind not in (stat.S_IFREG, stat.S_IFLNK):
                     remove.append(name)
@@ -516,6 +574,7 @@ class _Store:
                 if kind == stat.S_IFREG and perms not in plain:
                     modes[name] = perms
                 add.append(name)
+                stats[name] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode, st.st_ino)
         finally:
             os.close(fd)
         for name in nested:
@@ -532,12 +591,15 @@ class _Store:
             tree = self.run("write-tree").decode().strip()
         snap = _Snapshot(tree, modes, skipped)
         if previous is not None and snap == previous and previous_commit is not None:
-            return previous_commit
-        commit = self.run("commit-tree", tree, stdin=snap.message().encode()).decode().strip()
-        self._meta_cache[commit] = snap
-        tmp = self.dir / "last.tmp"
-        tmp.write_text(commit + "\n", encoding="utf-8")
-        os.replace(tmp, self.dir / "last")
+            commit = previous_commit
+        else:
+            commit = self.run("commit-tree", tree, stdin=snap.message().encode()).decode()
+            commit = commit.strip()
+            self._meta_cache[commit] = snap
+            tmp = self.dir / "last.tmp"
+            tmp.write_text(commit + "\n", encoding="utf-8")
+            os.replace(tmp, self.dir / "last")
+        self._stats, self._stats_commit, self._stats_time = stats, commit, started
         return commit
 
     def load(self, commit: str) -> _Snapshot | None:
@@ -986,6 +1048,9 @@ class CheckpointManager:
         self._ready = False
         self._since_prune = 0
         self._seq: int | None = None
+        self._background: threading.Thread | None = None
+        self._stepped = False  # a step snapshot was taken since the last background one
+        self._soon: threading.Timer | None = None
 
     @property
     def enabled(self) -> bool:
@@ -1001,6 +1066,59 @@ class CheckpointManager:
             self._store.ensure()
             self._ready = True
             self._prune_locked()
+
+    # -- taking snapshots off the critical path -----------------------------------------------
+
+    def prepare_in_background(self) -> None:
+        """Take a snapshot now, in a background thread, so that the next step's snapshot only
+        has to look at what changed since (at session start: the first snapshot of a folder
+        hashes every file). It is not a step: nothing is journaled. A step that comes while
+        it runs waits for it (the same lock); a failure is left for that step to report."""
+        if not self.enabled:
+            return
+        with self._lock:
+            if self._background is not None and self._background.is_alive():
+                return
+            self._stepped = False
+            thread = threading.Thread(target=self._refresh, name="reasonix-snapshot", daemon=True)
+            self._background = thread
+            thread.start()
+
+    def after_step(self) -> None:
+        """A tool call ended (before the next model request): when it took a step snapshot,
+        hash what it changed in the background, overlapped with the model's answer. It starts
+        after a short pause that the next step cancels, so calls that come back to back (many
+        writes in one answer) do not pay for a snapshot each in between."""
+        if not self._stepped:
+            return
+        with self._lock:
+            if self._soon is not None:
+                self._soon.cancel()
+            self._soon = threading.Timer(_SETTLE_S, self.prepare_in_background)
+            self._soon.daemon = True
+            self._soon.start()
+
+    def wait(self, *, pending: bool = True) -> None:
+        """Wait for a background snapshot to finish; one that is due after a step starts now
+        (with ``pending=False``, as a closing session does, it is dropped)."""
+        soon = self._soon
+        if soon is not None and soon.is_alive():
+            soon.cancel()
+            if pending:
+                self.prepare_in_background()
+        thread = self._background
+        if thread is not None:
+            thread.join()
+
+    def _refresh(self) -> None:
+        with self._lock:
+            try:
+                self._prepare()
+                with self._store.locked():
+                    commit = self._store.snapshot()
+                    self._store.set_refs({"refs/last": commit})  # keeps it through pruning
+            except (OSError, NotImplementedError, _GitError, subprocess.SubprocessError):
+                pass  # the next step's own snapshot tries again and reports a failure
 
     # -- recording -----------------------------------------------------------------------------
 
@@ -1020,12 +1138,16 @@ class CheckpointManager:
         a failed snapshot must not stop the step (the failure is kept in ``last_error``)."""
         if not self.enabled:
             return None
+        soon = self._soon
+        if soon is not None:
+            soon.cancel()  # this step's own snapshot does the work now
         with self._lock:
             try:
                 self._prepare()
                 with self._store.locked():
                     commit = self._store.snapshot()
                     step = self._append(turn, call_id, tool, detail, commit, "step")
+                    self._stepped = True
                     self._since_prune += 1
                     if self._since_prune >= 200:
                         self._prune_locked(held=True)

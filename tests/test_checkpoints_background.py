@@ -1,0 +1,92 @@
+"""Snapshots off the critical path: a session snapshots its folder in the background as it
+opens; the files a step changed are hashed right after it (while the model answers), so the
+next step's own snapshot only checks; the stat cache that makes that check cheap misses no
+change (same-size rewrites with the old mtime, permission-only changes, a file turned symlink,
+a file deleted and made again), so undo stays byte-exact."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from reasonix.safety.checkpoints import CheckpointManager
+from reasonix.store import SessionStore
+from reasonix.tools.builtin import default_tools
+from reasonix.tools.registry import ToolContext, ToolRegistry
+from tests.support.sessions import Servers, open_session
+from tests.test_checkpoints import manager_for, seed, state
+
+
+def _stored(manager: CheckpointManager, content: bytes) -> bool:
+    """Whether the store holds a blob with exactly ``content``."""
+    sha = subprocess.run(
+        ["git", "hash-object", "--stdin"], input=content, capture_output=True, check=True
+    ).stdout.strip()
+    env = {"GIT_DIR": str(manager.store_dir / "git"), "PATH": os.environ["PATH"]}
+    probe = subprocess.run(["git", "cat-file", "-e", sha], env=env, capture_output=True)
+    return probe.returncode == 0
+
+
+async def test_a_session_snapshots_its_folder_as_it_opens(
+    tmp_path: Path, servers: Servers, store: SessionStore
+) -> None:
+    (tmp_path / "notes.md").write_bytes(b"written before the session\n")
+    session = await open_session(tmp_path, servers, store)
+    await session.aclose()  # waits for the background snapshot
+    manager = CheckpointManager(tmp_path, data_dir=tmp_path / "data", session_id="probe")
+    assert _stored(manager, b"written before the session\n")
+    assert manager.steps() == []  # not a step: nothing to undo
+
+
+async def test_a_steps_changes_are_hashed_right_after_it(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    seed(ws)
+    manager = manager_for(tmp_path, ws)
+    registry = ToolRegistry(default_tools(ws, use_rg=False))
+    ctx = ToolContext(workspace=ws, turn=1, call_id="c1", state={"checkpoints": manager})
+    args = {"path": "new.txt", "content": "made by the step\n"}
+    result = await registry.execute("write_file", json.dumps(args), ctx)
+    assert not result.is_error, result.content
+    assert not _stored(manager, b"made by the step\n")  # the step's snapshot came before it
+    manager.after_step()  # its result is out: the session calls this
+    manager.wait()
+    assert _stored(manager, b"made by the step\n")
+    assert len(manager.steps()) == 1
+
+
+def test_the_stat_cache_misses_no_change(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    seed(ws)
+    (ws / "same.txt").write_bytes(b"aaaa\n")
+    (ws / "gone.txt").write_bytes(b"bbbb\n")
+    (ws / "link-me.txt").write_bytes(b"cccc\n")
+    # Older than the racy window (a file written within 2 s of a snapshot is read again
+    # whatever its stat says): here only the stat cache can see the changes below.
+    time.sleep(2.2)
+    manager = manager_for(tmp_path, ws)
+    assert manager.before_step(1, "c1", "bash", "one") is not None
+    # The step's work: changes a stat cache could miss.
+    old = os.stat(ws / "same.txt")
+    (ws / "same.txt").write_bytes(b"AAAA\n")  # same size, then the old times back
+    os.utime(ws / "same.txt", ns=(old.st_atime_ns, old.st_mtime_ns))
+    (ws / "private.key").chmod(0o640)  # permissions only
+    gone = os.stat(ws / "gone.txt")
+    (ws / "gone.txt").unlink()  # deleted and made again: same size and times
+    (ws / "gone.txt").write_bytes(b"BBBB\n")
+    os.utime(ws / "gone.txt", ns=(gone.st_atime_ns, gone.st_mtime_ns))
+    (ws / "link-me.txt").unlink()
+    (ws / "link-me.txt").symlink_to("a.txt")
+    after_first = state(ws)
+    manager.after_step()
+    manager.wait()
+    assert manager.before_step(2, "c2", "bash", "two") is not None
+    (ws / "same.txt").write_bytes(b"later\n")
+    (ws / "private.key").chmod(0o600)
+    manager.after_turn(2)  # the files as the agent left them, as the session records
+    manager.undo(1)
+    assert state(ws) == after_first
