@@ -341,3 +341,44 @@ def test_ray_engine_without_ray_says_how_to_install(batch: Batch) -> None:
     )
     assert proc.returncode == 2
     assert "pip install 'reasonix[ray]'" in proc.stderr
+
+
+def _together(count: int) -> Any:
+    """A handler like ``scripted()`` whose first answer to each task waits until ``count``
+    tasks have asked: it answers only when that many run at the same time (a 400 after 120 s
+    of waiting, which fails the task)."""
+    import threading
+
+    barrier = threading.Barrier(count, timeout=120)
+    inner = scripted()
+
+    def handler(request: RecordedRequest) -> Reply:
+        if not any(m.get("role") == "assistant" for m in request.messages):
+            try:
+                barrier.wait()
+            except threading.BrokenBarrierError:
+                return Reply.failing(Fault(status=400, message="tasks did not run together"))
+        reply: Reply = inner(request)
+        return reply
+
+    return handler
+
+
+def test_ray_runs_as_many_tasks_at_once_as_asked_whatever_its_cpus(batch: Batch) -> None:
+    # A task waits on the model: on one CPU, four of them run at once (each asks a quarter).
+    pytest.importorskip("ray")
+    batch.server.handler = _together(4)
+    lines = [
+        {"id": f"ok-{i}", "repo": str(batch.repo(f"r{i}")), "task": f"[ok-{i}] create done.txt"}
+        for i in range(4)
+    ]
+    proc = batch.run(
+        str(batch.tasks(lines)),
+        *("--out", "out", "--yes", "--engine", "ray", "--ray-cpus", "1", "--concurrency", "4"),
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = rows_of(batch.root / "out")
+    assert sorted(r["id"] for r in rows) == [f"ok-{i}" for i in range(4)]
+    assert all(not r.get("error_class") for r in rows), rows
+    assert re.search(r"effective concurrency \d+\.\d of 4 asked", proc.stdout), proc.stdout

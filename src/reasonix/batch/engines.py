@@ -104,6 +104,12 @@ def _ray_task(
     return asyncio.run(run_task(BatchTask.from_dict(task), run, budget))
 
 
+def task_cpus(cpus: float, concurrency: int) -> float:
+    """The CPU share each Ray task asks for: ``concurrency`` tasks fit in ``cpus`` CPUs, never
+    more than one CPU each (Ray accepts shares down to 1/10,000)."""
+    return max(0.0001, min(1.0, round(cpus / max(concurrency, 1), 4)))
+
+
 class RayEngine:
     """One ``ray.remote`` task per batch task. ``address`` is an existing cluster (``auto`` or
     ``ray://host:port``); None starts a local instance with ``num_cpus`` CPUs for this batch.
@@ -152,7 +158,14 @@ class RayEngine:
             elif self.num_cpus:
                 options["num_cpus"] = self.num_cpus
             await asyncio.to_thread(ray.init, **options)
-        remote = ray.remote(max_retries=self.max_retries)(_ray_task)
+        # A task waits on the model most of the time: give each a share of a CPU so that
+        # ``concurrency`` of them run at once whatever the cluster's CPU count (a whole CPU
+        # each ran 2 at a time on 2 cores, whatever --concurrency said).
+        resources: dict[str, float] = await asyncio.to_thread(ray.cluster_resources)
+        cpus = float(resources.get("CPU", 1.0))
+        remote = ray.remote(max_retries=self.max_retries, num_cpus=task_cpus(cpus, concurrency))(
+            _ray_task
+        )
         keys = sorted(k for k in self.env if k not in ("REASONIX_CONFIG_DIR", "REASONIX_DATA_DIR"))
         plain = dataclasses.asdict(settings)
         queue = list(tasks)

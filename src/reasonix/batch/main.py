@@ -13,6 +13,7 @@ import asyncio
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,12 @@ from reasonix.app.launch import EXIT_FAILURE, EXIT_OK, StartupError, launch, ove
 
 def run_batch(args: argparse.Namespace) -> int:
     from reasonix.batch.engines import Ledger, LocalEngine, RayEngine
-    from reasonix.batch.results import ResultsFile, summarise, write_predictions
+    from reasonix.batch.results import (
+        ResultsFile,
+        concurrency_line,
+        summarise,
+        write_predictions,
+    )
     from reasonix.batch.runner import RunSettings
     from reasonix.batch.tasks import load_tasks
     from reasonix.errors import ConfigError
@@ -91,8 +97,15 @@ def run_batch(args: argparse.Namespace) -> int:
         results.append(row)
         progress.finished(row)
 
+    ran: list[dict[str, Any]] = []
+
+    def on_ran(row: dict[str, Any]) -> None:
+        ran.append(row)
+        on_row(row)
+
+    began = time.monotonic()
     try:
-        asyncio.run(engine.run(todo, settings, ledger, concurrency, on_row, progress.started))
+        asyncio.run(engine.run(todo, settings, ledger, concurrency, on_ran, progress.started))
     except ConfigError as exc:
         raise StartupError(str(exc)) from None
     finally:
@@ -107,6 +120,8 @@ def run_batch(args: argparse.Namespace) -> int:
         write_predictions(out, rows, base.executor.model)
     for line in summary.lines():
         print(line)
+    if ran:
+        print(concurrency_line(ran, time.monotonic() - began, concurrency))
     if ledger.not_started:
         print(
             f"budget of ${max_cost:.4f} reached: {len(ledger.not_started)} task(s) not started "

@@ -109,6 +109,19 @@ class BatchSummary:
         }
 
 
+def concurrency_line(rows: Iterable[Mapping[str, Any]], wall_s: float, asked: int) -> str:
+    """How parallel the run really was: the tasks' own run time over the wall time (8.0 with
+    ``asked`` = 8 is linear), and tasks per minute."""
+    ran = [r for r in rows if r.get("duration_ms")]
+    busy = sum(float(r["duration_ms"]) for r in ran) / 1000
+    effective = busy / wall_s if wall_s > 0 else 0.0
+    per_min = len(ran) / wall_s * 60 if wall_s > 0 else 0.0
+    return (
+        f"ran {len(ran)} task(s) in {wall_s:.1f} s: effective concurrency {effective:.1f} of "
+        f"{asked} asked ({effective / asked:.0%} of linear), {per_min:.1f} tasks/min"
+    )
+
+
 def summarise(rows: Iterable[Mapping[str, Any]]) -> BatchSummary:
     summary = BatchSummary()
     for row in rows:
