@@ -34,9 +34,11 @@ and :mod:`~reasonix.app.rewind`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -260,6 +262,7 @@ class AgentSession:
         )
         session.environ = environ
         await hooks.session_start("resume" if session.resumed else "startup")
+        _prepare_in_background(providers.values())
         return session
 
     #: the environment the session was opened with (the keys held apart), for ``/config``
@@ -1107,6 +1110,20 @@ class AgentSession:
         )
         self.notices.append(text)
         self._events.emit(NoticeEvent("controller", "snapshot_failed", text))
+
+
+def _prepare_in_background(providers: Iterable[Provider]) -> None:
+    """Build the providers' HTTP clients (TLS set-up, tens of milliseconds each) in a thread
+    while the user types, so the first request does not wait for them."""
+    ready = [f for f in (getattr(p, "prepare", None) for p in providers) if callable(f)]
+
+    def prepare() -> None:
+        for func in ready:
+            with contextlib.suppress(Exception):  # the first request reports any failure
+                func()
+
+    if ready:
+        threading.Thread(target=prepare, name="reasonix-connect", daemon=True).start()
 
 
 def _resolve(workspace: str | os.PathLike[str]) -> Path:

@@ -13,6 +13,7 @@ import asyncio
 import json
 import os
 import re
+import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import aclosing
 from types import TracebackType
@@ -162,6 +163,12 @@ class OpenAICompatProvider:
         self._retry = RetryPolicy(max_retries, backoff_base, backoff_max, sleep)
         self._transport = transport
         self._client: httpx.AsyncClient | None = None
+        self._client_lock = threading.Lock()
+
+    def prepare(self) -> None:
+        """Build the HTTP client now (its TLS set-up costs tens of milliseconds), e.g. in a
+        thread while the user types, so the first request does not wait for it."""
+        self._get_client()
 
     # -- Provider protocol ----------------------------------------------------------------------
 
@@ -265,17 +272,18 @@ class OpenAICompatProvider:
     def _get_client(self) -> httpx.AsyncClient:
         import httpx
 
-        if self._client is None:
-            timeout = httpx.Timeout(
-                connect=self._connect_timeout,
-                read=self._idle_timeout,
-                write=self._idle_timeout,
-                pool=self._connect_timeout,
-            )
-            self._client = httpx.AsyncClient(
-                transport=self._transport, timeout=timeout, follow_redirects=False
-            )
-        return self._client
+        with self._client_lock:  # prepare() may run in another thread
+            if self._client is None:
+                timeout = httpx.Timeout(
+                    connect=self._connect_timeout,
+                    read=self._idle_timeout,
+                    write=self._idle_timeout,
+                    pool=self._connect_timeout,
+                )
+                self._client = httpx.AsyncClient(
+                    transport=self._transport, timeout=timeout, follow_redirects=False
+                )
+            return self._client
 
     def _failure(self, exc: BaseException, phase: HttpPhase, detail: str = "") -> ProviderError:
         return http_failure(
