@@ -124,6 +124,9 @@ def _one_size(tmp: Path, size: int, repeats: int, quick: bool, rewind: bool) -> 
         doomed = [ws / "pkg004"] if quick else [ws / e for e in os.listdir(ws) if e != ".git"]
         for path in doomed:
             shutil.rmtree(path) if path.is_dir() else path.unlink()
+        # The agent's turn did the deleting: recorded as its own (a change after the last
+        # record counts as someone else's, and a rewind leaves that alone).
+        inline.after_turn(1)
         out["files_deleted"] = files - _count(ws)
         out["rewind_after_deleting_ms"] = round(
             _ms(lambda: inline.undo(len(inline.steps()) - before_rm)), 1

@@ -585,8 +585,12 @@ class _Store:
             # Many new files (a first snapshot) go into one pack instead of a loose file each.
             bulk = ("-c", "core.bigFileThreshold=1") if len(add) > 200 else ()
             self.run(*bulk, "update-index", "-z", "--add", "--stdin", stdin=_nul(sorted(add)))
-        if previous is not None and not add and not remove:
-            tree = previous.tree  # nothing changed in git's view: no need to write a tree
+        if cached and not add and not remove:
+            # Nothing changed since our own last snapshot, whose tree our index describes.
+            # (Without the cache the index may be ahead of it: a process that died between
+            # updating the index and recording its snapshot. git writes the tree then.)
+            assert previous is not None
+            tree = previous.tree
         else:
             tree = self.run("write-tree").decode().strip()
         snap = _Snapshot(tree, modes, skipped)
@@ -1051,6 +1055,7 @@ class CheckpointManager:
         self._background: threading.Thread | None = None
         self._stepped = False  # a step snapshot was taken since the last background one
         self._soon: threading.Timer | None = None
+        self._closed = False  # wait(pending=False) ran: no new background snapshot
 
     @property
     def enabled(self) -> bool:
@@ -1077,6 +1082,8 @@ class CheckpointManager:
         if not self.enabled:
             return
         with self._lock:
+            if self._closed:
+                return
             if self._background is not None and self._background.is_alive():
                 return
             self._stepped = False
@@ -1101,6 +1108,9 @@ class CheckpointManager:
     def wait(self, *, pending: bool = True) -> None:
         """Wait for a background snapshot to finish; one that is due after a step starts now
         (with ``pending=False``, as a closing session does, it is dropped)."""
+        if not pending:
+            with self._lock:
+                self._closed = True  # a timer firing now starts nothing
         soon = self._soon
         if soon is not None and soon.is_alive():
             soon.cancel()
