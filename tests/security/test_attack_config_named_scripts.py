@@ -9,8 +9,10 @@ it, and the next ``reasonix`` in the trusted folder runs that line outside the s
 shape as issue 24's class 2 (what git's configuration names), for our own configuration; and the
 trust fingerprint does not cover it, so nothing asks again (class 5).
 
-Worked on main when written; recorded as strict xfails. Control: the planted line runs when
-the script has it, so the probe sees a run.
+Worked on main when written (recorded as strict xfails); fixed: the files our configuration's
+commands name in the folder are on the protected list (read-only in the sandbox, asked for by
+the file tools) and in the trust fingerprint. Control: the planted line runs when the script has
+it, so the probe sees a run.
 """
 
 from __future__ import annotations
@@ -67,7 +69,7 @@ def _by_bash(lab: Lab, script: Path) -> bool:
     command = f"echo {base64.b64encode(PLANT.encode()).decode()} | base64 -d >> {rel}"
     out = lab.attack([Attack("append", "bash", {"command": command})], "--yes")
     assert out.proc.returncode == 0, out.proc.stderr
-    assert PLANT in script.read_text(), out.results
+    assert "Read-only file system" in out.results[0] or PLANT in script.read_text(), out.results
     return _next_start(lab)
 
 
@@ -81,20 +83,11 @@ def _by_write_file(lab: Lab, script: Path) -> bool:
     return _next_start(lab)
 
 
-REASON = (
-    "a script that a trusted .mcp.json server or reasonix.toml hook names inside the work tree "
-    "is an ordinary file: any writer changes it without a question, the trust fingerprint does "
-    "not cover it, and the next reasonix runs it unconfined"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=REASON)
 @pytest.mark.parametrize("kind", ["mcp", "hook"])
 def test_a_confined_command_cannot_change_a_script_our_config_runs(lab: Lab, kind: str) -> None:
     assert not _by_bash(lab, _setup(lab, kind))
 
 
-@pytest.mark.xfail(strict=True, reason=REASON)
 @pytest.mark.parametrize("kind", ["mcp", "hook"])
 def test_write_file_asks_before_changing_a_script_our_config_runs(lab: Lab, kind: str) -> None:
     assert not _by_write_file(lab, _setup(lab, kind))

@@ -156,66 +156,14 @@ def _project_files(project_dir: Path, base: Path, problems: list[str]) -> list[P
                 return found
     # The programs the project's hooks and servers run from the folder (``sh scripts/hook.sh``,
     # ``python server.py``): changing one changes what runs, so it is part of the hash.
+    from reasonix.safety.protected import config_named_files
+
     listed = set(found)
-    for path in _named_by_commands(project_dir, base):
+    for path in config_named_files(project_dir):
         if path not in listed:
             found.append(path)
             listed.add(path)
     return found
-
-
-#: The most bytes of a configuration file read to find the files its commands name.
-_MAX_NAMING_BYTES = 1 << 20
-
-
-def _named_by_commands(project_dir: Path, base: Path) -> list[Path]:
-    """Regular files inside the folder that a word of a string in the project's configuration
-    files names (the hook commands, the servers' commands and arguments), sorted."""
-    import shlex
-    import tomllib
-
-    found: set[Path] = set()
-    for name in (*PROJECT_CONFIG_FILES, *PROJECT_EXTRA_FILES):
-        path = project_dir / name
-        try:
-            if not path.is_file() or path.stat().st_size > _MAX_NAMING_BYTES:
-                continue
-            text = path.read_text(encoding="utf-8", errors="replace")
-            data: Any = tomllib.loads(text) if name.endswith(".toml") else json.loads(text)
-        except (OSError, ValueError):
-            continue
-        for value in _strings(data):
-            try:
-                words = shlex.split(value)
-            except ValueError:
-                words = value.split()
-            for word in words:
-                if not word or "\0" in word or len(word) > 4096:
-                    continue
-                candidate = Path(word) if os.path.isabs(word) else project_dir / word
-                try:
-                    if not candidate.is_file():
-                        continue
-                except OSError:
-                    continue
-                real = Path(os.path.realpath(candidate))
-                if _inside(real, base) and real != base:
-                    found.add(project_dir / real.relative_to(base))
-    return sorted(found)
-
-
-def _strings(data: Any) -> list[str]:
-    out: list[str] = []
-    stack = [data]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            out.append(item)
-        elif isinstance(item, dict):
-            stack += list(item.values())
-        elif isinstance(item, list):
-            stack += item
-    return out
 
 
 def measure(project_dir: Path) -> Fingerprint:

@@ -50,6 +50,7 @@ import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from reasonix.safety.git_repository import (
     config_entries,
@@ -255,6 +256,72 @@ def _words(value: str) -> list[str]:
         return text.split()
 
 
+#: Our configuration files whose commands run programs.
+_CONFIG_RUNNING_FILES = (
+    "reasonix.toml",
+    ".mcp.json",
+    ".claude/settings.json",
+    ".claude/settings.local.json",
+)
+
+#: The most bytes of a configuration file read to find the files its commands name.
+_MAX_NAMING_BYTES = 1 << 20
+
+
+def config_named_files(project_dir: Path) -> list[Path]:
+    """Regular files inside the folder that a word of a string in our own configuration files
+    there names (``reasonix.toml``'s hook commands, ``.mcp.json``'s servers' commands and
+    arguments, ``.claude/settings*.json``'s hooks: ``sh tools/server.sh``), sorted. They run
+    outside the sandbox when the folder is trusted: protected like the configuration itself,
+    and part of the trust fingerprint."""
+    import tomllib
+
+    base = Path(os.path.realpath(project_dir))
+
+    found: set[Path] = set()
+    for name in _CONFIG_RUNNING_FILES:
+        path = project_dir / name
+        try:
+            if not path.is_file() or path.stat().st_size > _MAX_NAMING_BYTES:
+                continue
+            text = path.read_text(encoding="utf-8", errors="replace")
+            data: Any = tomllib.loads(text) if name.endswith(".toml") else json.loads(text)
+        except (OSError, ValueError):
+            continue
+        for value in _strings(data):
+            try:
+                words = shlex.split(value)
+            except ValueError:
+                words = value.split()
+            for word in words:
+                if not word or "\0" in word or len(word) > 4096:
+                    continue
+                candidate = Path(word) if os.path.isabs(word) else project_dir / word
+                try:
+                    if not candidate.is_file():
+                        continue
+                except OSError:
+                    continue
+                real = Path(os.path.realpath(candidate))
+                if real != base and _inside(real, base):
+                    found.add(project_dir / real.relative_to(base))
+    return sorted(found)
+
+
+def _strings(data: Any) -> list[str]:
+    out: list[str] = []
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, dict):
+            stack += list(item.values())
+        elif isinstance(item, list):
+            stack += item
+    return out
+
+
 def protected_paths(root: Path) -> list[Path]:
     """The protected paths of one workspace root, ``.git`` itself included."""
     git = root / ".git"
@@ -265,6 +332,9 @@ def protected_paths(root: Path) -> list[Path]:
     ]
     out = list(dict.fromkeys(fixed))
     for path, _why in git_named_paths(root):
+        if path not in out:
+            out.append(path)
+    for path in config_named_files(root):
         if path not in out:
             out.append(path)
     return out
@@ -302,6 +372,10 @@ def protection(path: Path, root: Path) -> str | None:
             real = Path(os.path.realpath(entry))
             if path == real or path.is_relative_to(real):
                 return f"{name} (a symlink to {real.relative_to(root).as_posix()}), {what}"
+    for entry in config_named_files(root):
+        if path == entry or path == Path(os.path.realpath(entry)):
+            shown = entry.relative_to(root).as_posix()
+            return f"{shown}, a program our own configuration runs"
     for entry, why in git_named_paths(root):
         real = Path(os.path.realpath(entry))
         if path in (entry, real) or path.is_relative_to(entry) or path.is_relative_to(real):
