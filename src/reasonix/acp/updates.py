@@ -95,6 +95,16 @@ def _args(call_arguments: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _dispatched(name: str, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """A call through ``more_tools`` shown as the tool it runs (its kind, title and path)."""
+    from reasonix.tools.registry import DISCOVERY_TOOL_NAME
+
+    target, inner = args.get("name"), args.get("arguments")
+    if name == DISCOVERY_TOOL_NAME and isinstance(target, str) and target:
+        return target, inner if isinstance(inner, dict) else {}
+    return name, args
+
+
 def _canonical(name: str, arguments: Mapping[str, Any]) -> str:
     return name + "\0" + json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
 
@@ -257,6 +267,7 @@ class UpdateMapper:
 
     def _start_call(self, role: str, call_id: str, name: str, arguments: str) -> Update:
         args = _args(arguments)
+        name, args = _dispatched(name, args)
         kind = tool_kind(self.tools(name))
         title = self._title(role, name, args)
         path = self._path(args.get("path"))
