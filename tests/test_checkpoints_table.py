@@ -239,3 +239,20 @@ def test_a_failed_prune_drops_nothing_and_says_why(
     monkeypatch.setattr(manager, "_prune", broken)
     assert manager.prune() == 0
     assert manager.last_error == "pruning the snapshot store failed: disk on fire"
+
+
+def test_a_rewind_keeps_what_someone_else_changed_since(tmp_path: Path) -> None:
+    """The agent changed a.txt in turn 1; the user then edited b.txt and made c.txt: a rewind
+    to before turn 1 puts a.txt back and leaves the user's work alone, naming it."""
+    manager, ws = _manager(tmp_path)
+    (ws / "b.txt").write_text("bravo\n")
+    manager.before_step(1, "call-1", "bash", "echo one > a.txt")
+    (ws / "a.txt").write_text("one\n")
+    manager.after_turn(1)
+    (ws / "b.txt").write_text("the user's edit\n")
+    (ws / "c.txt").write_text("the user's new file\n")
+    result = manager.rewind(1)
+    assert (ws / "a.txt").read_text() == "alpha\n"
+    assert (ws / "b.txt").read_text() == "the user's edit\n"
+    assert (ws / "c.txt").read_text() == "the user's new file\n"
+    assert set(result.kept) == {"b.txt", "c.txt"}

@@ -392,3 +392,9 @@ def test_closing_a_cgroup_kills_what_is_left_in_it(tmp_path: Path) -> None:
     (tmp_path / "cgroup.procs").write_text(f"{child.pid}\n")
     PidsCgroup(tmp_path).close()  # a plain folder cannot be removed: it gives up after its tries
     assert child.wait(timeout=60) == -signal.SIGKILL
+
+
+def test_a_bubblewrap_that_cannot_even_start_is_reported(broken_bwrap: Path) -> None:
+    broken_bwrap.chmod(0o644)  # not executable: starting it fails
+    problem = bwrap_problem(str(broken_bwrap))
+    assert problem is not None and problem.startswith("bubblewrap could not start: ")
