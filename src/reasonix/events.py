@@ -152,6 +152,8 @@ class UsageEvent(Event):
     usage: Usage
     cost: float
     cost_cny: float | None = None
+    #: the usage never arrived (an interrupted or broken request): counted from what streamed
+    estimated: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -619,6 +619,43 @@ class Agent:
         shape = self._tracker.shape(request.messages, self.tools.schema_bytes(), self.session.epoch)
         finished: StreamFinished | None = None
         self._partial_text, self._partial_reasoning = [], []
+        try:
+            finished = await self._stream(request)
+        except (asyncio.CancelledError, ProviderError):
+            # Cut off before the usage arrived: what streamed was billed all the same.
+            streamed = sum(map(len, self._partial_text)) + sum(map(len, self._partial_reasoning))
+            self._account_estimate(request, streamed)
+            raise
+        self._partial_text, self._partial_reasoning = [], []
+        if finished is None:
+            raise StreamCutError("The provider's stream ended without a finished message.")
+        self.requests += 1
+        usage = finished.usage or Usage()
+        requested = request.model or self.provider.model
+        answered = finished.model or requested
+        if answered != requested:
+            self._note_substitution(requested, answered)
+        self.account_usage(answered, usage)
+        self._check_cache(shape, usage)
+        return finished
+
+    def _account_estimate(self, request: ModelRequest, streamed_chars: int) -> None:
+        """Count a request whose usage never arrived, from what streamed before it broke: the
+        prompt as large as the last one reported (at least the request's own text), the
+        output at DeepSeek's rule of thumb of 0.3 tokens per character. Labelled an estimate
+        wherever it is shown."""
+        if streamed_chars <= 0:
+            return
+        own = round(sum(len(str(m.content or "")) for m in request.messages) * 0.3)
+        last = self._last_prompt_tokens or 0
+        prompt = max(last, own)
+        hit = min(last, prompt)
+        usage = Usage(prompt, hit, prompt - hit, max(1, round(streamed_chars * 0.3)), 0)
+        self.account_usage(request.model or self.provider.model, usage, estimated=True)
+
+    async def _stream(self, request: ModelRequest) -> StreamFinished | None:
+        """Stream one request to the sink; its finished message (None if it never came)."""
+        finished: StreamFinished | None = None
         async for event in self.provider.stream(request):
             if isinstance(event, TextDelta):
                 self._partial_text.append(event.text)
@@ -642,26 +679,24 @@ class Agent:
                 if event.billed is not None:
                     # A broken attempt the server reported usage for: it may have been billed.
                     self.account_usage(request.model or self.provider.model, event.billed)
+                else:
+                    # No usage came with the broken attempt: count what it had streamed.
+                    self._account_estimate(request, event.partial_chars)
                 self.sink.emit(RetryEvent(self.role, event.attempt, event.delay, event.reason))
             elif isinstance(event, StreamFinished):
                 finished = event
-        self._partial_text, self._partial_reasoning = [], []
-        if finished is None:
-            raise StreamCutError("The provider's stream ended without a finished message.")
-        self.requests += 1
-        usage = finished.usage or Usage()
-        requested = request.model or self.provider.model
-        answered = finished.model or requested
-        if answered != requested:
-            self._note_substitution(requested, answered)
-        self.account_usage(answered, usage)
-        self._check_cache(shape, usage)
         return finished
 
     def account_usage(
-        self, model: str, usage: Usage | None, source: UsageSource | None = None
+        self,
+        model: str,
+        usage: Usage | None,
+        source: UsageSource | None = None,
+        *,
+        estimated: bool = False,
     ) -> float:
-        """Price one request's usage with this agent's model and emit the usage event."""
+        """Price one request's usage with this agent's model and emit the usage event
+        (``estimated``: counted from what streamed, the server's figure never arrived)."""
         usage = usage or Usage()
         prices, cny = self._prices_of(model)
         at = datetime.now(UTC)
@@ -670,7 +705,7 @@ class Agent:
         self.usage_total = self.usage_total + usage
         self.cost_total += cost
         src = source or self.options.usage_source
-        self.sink.emit(UsageEvent(self.role, src, model, usage, cost, cost_cny))
+        self.sink.emit(UsageEvent(self.role, src, model, usage, cost, cost_cny, estimated))
         return cost
 
     def _other_prices(self, model: str) -> tuple[Prices, Prices | None] | None:

@@ -17,6 +17,9 @@ class RoleCost:
     cost: float = 0.0
     #: the same in CNY, from DeepSeek's CNY price list (0 when no CNY prices are known)
     cost_cny: float = 0.0
+    #: how many of the requests were interrupted or broke before their usage arrived: their
+    #: tokens are an estimate from what streamed
+    estimated: int = 0
 
     def __add__(self, other: RoleCost) -> RoleCost:
         return RoleCost(
@@ -24,6 +27,7 @@ class RoleCost:
             self.usage + other.usage,
             self.cost + other.cost,
             self.cost_cny + other.cost_cny,
+            self.estimated + other.estimated,
         )
 
     def __sub__(self, other: RoleCost) -> RoleCost:
@@ -32,6 +36,7 @@ class RoleCost:
             self.usage - other.usage,
             self.cost - other.cost,
             self.cost_cny - other.cost_cny,
+            self.estimated - other.estimated,
         )
 
     @property
@@ -44,6 +49,8 @@ class RoleCost:
             **self.usage.to_dict(),
             "cost_usd": round(self.cost, 8),
             "cache_hit_ratio": round(self.hit_ratio, 4),
+            # requests counted from what streamed (the usage never arrived): an estimate
+            **({"estimated_requests": self.estimated} if self.estimated else {}),
         }
 
 
@@ -60,7 +67,7 @@ class CostTracker:
         if isinstance(event, UsageEvent):
             key = str(event.source)
             self.by_source[key] = self.by_source.get(key, RoleCost()) + RoleCost(
-                1, event.usage, event.cost, event.cost_cny or 0.0
+                1, event.usage, event.cost, event.cost_cny or 0.0, int(event.estimated)
             )
             self.models[key] = event.model
 
@@ -105,14 +112,20 @@ def format_cost_table(by_source: dict[str, RoleCost], currency: str = "USD") -> 
         total = total + c
         rows.append(_row(role, c, currency))
     rows.append(_row("total", total, currency))
+    if total.estimated:
+        rows.append(
+            f"~ includes an estimate for {total.estimated} interrupted or broken request(s): "
+            "their usage never arrived, so their tokens are counted from what streamed."
+        )
     return "\n".join(rows)
 
 
 def _row(name: str, c: RoleCost, currency: str) -> str:
     u = c.usage
     cost = c.cost_cny if currency == "CNY" else c.cost
+    mark = " ~" if c.estimated else ""
     return (
         f"{name:<11}{c.requests:>5}{u.prompt_tokens:>10}{u.cache_hit_tokens:>10}"
         f"{u.cache_miss_tokens:>9}{u.completion_tokens:>9}{c.hit_ratio * 100:>6.1f}%"
-        f"{cost:>11.6f}"
+        f"{cost:>11.6f}{mark}"
     )
