@@ -144,3 +144,58 @@ def test_a_planned_turn_gives_the_planner_a_stored_description_and_no_image(
     describe = [r for r in executor if "Describe the attached image" in json.dumps(r.messages)]
     assert len(describe) == 1
     assert image_urls(executor[-1]) == [data_url(shot)]
+
+
+def test_read_file_of_a_png_returns_an_image_part(tmp_path: Path) -> None:
+    shot = png(64, 48, seed=7)
+    with FakeDeepSeekServer(
+        [Reply.call("read_file", {"path": "ui.png"}), Reply.text("a dialog")]
+    ) as srv:
+        repo, env = setup(tmp_path, srv.base_url)
+        (repo / "ui.png").write_bytes(shot)
+        code, out = run(["look at ui.png"], repo, env)
+        assert code == 0, out
+        tool = srv.requests[1].messages[-1]
+    assert tool["role"] == "tool"
+    assert tool["content"][0]["text"].startswith("ui.png: image/png image, 64x48 px")
+    assert tool["content"][1] == {"type": "image_url", "image_url": {"url": data_url(shot)}}
+
+
+def test_a_five_turn_session_with_two_images_is_pure_append(tmp_path: Path) -> None:
+    from tests.support.wire import pure_append_hits, wire_prefix_violations
+
+    first, second = png(300, 200, seed=11), png(500, 400, seed=12)
+    plan = {"objective": "Tidy", "steps": [{"title": "Say it is tidy"}]}
+    with (
+        FakeDeepSeekServer(cache_formula="measured", handler=lambda r: Reply.text("Done.")) as ex,
+        FakeDeepSeekServer(cache_formula="measured") as pl,
+    ):
+        repo = tmp_path / "repo"
+        repo.mkdir()
+        cfg = tmp_path / "cfg"
+        cfg.mkdir()
+        (cfg / "config.toml").write_text(fake_project_toml(ex.base_url, pl.base_url, max_steps=8))
+        env = cli_env(tmp_path / "data", cfg)
+        (repo / "a.png").write_bytes(first)
+        (repo / "b.png").write_bytes(second)
+        ex.push(Reply.text("A chart.", reasoning="It is a chart."))
+        assert run(["what is this?", "--image", "a.png"], repo, env)[0] == 0
+        ex.push(Reply.call("read_file", {"path": "b.png"}), Reply.text("A screenshot."))
+        assert run(["-c", "and b.png?"], repo, env)[0] == 0
+        ex.push(Reply.text("They differ in size."))
+        assert run(["-c", "compare them"], repo, env)[0] == 0
+        pl.push(Reply.call("submit_plan", plan), Reply.text("ok"))
+        ex.push(Reply.call("complete_step", {"step": "1", "evidence": "said"}), Reply.text("Tidy."))
+        code, out = run(["-c", "--plan", "tidy up"], repo, env)
+        assert code in (0, 5), out
+        ex.push(Reply.text("Bye."))
+        assert run(["-c", "thanks"], repo, env)[0] == 0
+        for server in (ex, pl):
+            requests = server.requests
+            assert all(r.status == 200 for r in requests), [r.error for r in requests]
+            assert wire_prefix_violations(requests) == []
+            actual, ideal = pure_append_hits(requests)
+            assert actual == ideal
+        last = json.dumps(ex.requests[-1].messages)
+        assert data_url(first) in last and data_url(second) in last
+        assert all(image_urls(r) == [] for r in pl.requests)

@@ -47,6 +47,7 @@ __all__ = [
     "decode_data_url",
     "image_tokens",
     "load_image",
+    "looks_like_image",
     "sniff",
 ]
 
@@ -100,6 +101,11 @@ def _kind(data: bytes) -> ImageFormat | None:
     if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
         return "webp"
     return None
+
+
+def looks_like_image(head: bytes) -> bool:
+    """The first bytes of a JPEG, PNG, GIF or WebP file."""
+    return _kind(head) is not None
 
 
 def _png_size(data: bytes) -> tuple[int, int]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 from reasonix.testing.fake_server import RecordedRequest
@@ -20,3 +21,17 @@ def wire_prefix_violations(requests: list[RecordedRequest]) -> list[str]:
         if json.dumps(prev.get("tools")) != json.dumps(cur.get("tools")):
             problems.append(f"tool schemas changed at request {i}")
     return problems
+
+
+def pure_append_hits(requests: list[RecordedRequest], unit: int = 128) -> tuple[int, int]:
+    """(cache hits, pure-append ideal) over consecutive requests of one role under the fake's
+    measured formula: the ideal of request n is what request n-1 sent and received, in whole
+    units, less the unit holding the end of the prompt."""
+    actual = ideal = 0
+    for prev, cur in itertools.pairwise(requests):
+        assert prev.stored_tokens_after_output is not None and cur.prompt_tokens is not None
+        units = min(prev.stored_tokens_after_output, cur.prompt_tokens) // unit
+        units = min(units, max(0, cur.prompt_tokens // unit - 1))
+        actual += cur.cache_hit_tokens or 0
+        ideal += units * unit
+    return actual, ideal

@@ -794,6 +794,7 @@ class Agent:
         finally:
             messages = []
             budget = StepBudget(self.tools.limits)
+            shown_images = 0
             for call in calls:
                 out = results.get(call.id) or ToolResult.error(INTERRUPTED_CALL)
                 if out.needs_input:
@@ -803,7 +804,11 @@ class Agent:
                     continue
                 content = cap_output(redact(out.content), self.options.max_tool_output_chars)
                 content = budget.admit(content, out.is_error)
-                msg = ToolMessage(call.id, content, name=call.name, is_error=out.is_error)
+                images, content = self._admit_images(out.images, content, shown_images)
+                shown_images += len(images)
+                msg = ToolMessage(
+                    call.id, content, name=call.name, is_error=out.is_error, images=images
+                )
                 self.session.add(msg)
                 messages.append(msg)
                 if call.id in results:
@@ -811,6 +816,25 @@ class Agent:
                         ToolResultEvent(self.role, call.id, call.name, content, out.is_error)
                     )
         return tuple(messages)
+
+    def _admit_images(
+        self, images: tuple[ImagePart, ...], content: str, shown: int
+    ) -> tuple[tuple[ImagePart, ...], str]:
+        """The images a tool result may show: none to a model that does not read them, at
+        most ``[limits] max_images_per_step`` a step; the result says what was left out."""
+        if not images:
+            return (), content
+        if not self.provider.info.accepts_images:
+            return (), f"{content}\n[image not shown: {self.provider.model} does not read images]"
+        room = max(0, self.tools.limits.max_images_per_step - shown)
+        if len(images) > room:
+            left = len(images) - room
+            content += (
+                f"\n[{left} image(s) not shown: at most "
+                f"{self.tools.limits.max_images_per_step} a step ([limits] max_images_per_step)]"
+            )
+            images = images[:room]
+        return images, content
 
     def _is_read_only(self, call: ToolCall) -> bool:
         # A call through more_tools reads only if the tool it dispatches to does.

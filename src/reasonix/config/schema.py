@@ -42,6 +42,7 @@ Gate: TypeAlias = Literal["auto", "explicit", "always", "off"]
 PermissionMode: TypeAlias = Literal["ask", "auto-edit", "plan", "yolo"]
 ProviderKind: TypeAlias = Literal["openai"]
 ProjectRule: TypeAlias = Literal["trusted", "add", "lower", "never"]
+ImageDetail: TypeAlias = Literal["auto", "low", "high", "original"]
 SandboxMode: TypeAlias = Literal["auto", "bwrap", "off"]
 CompactionPolicy: TypeAlias = Literal["economic", "window"]
 
@@ -275,6 +276,22 @@ class LimitsConfig:
     )
     max_concurrent_tools: int = setting(
         8, "tool calls (and their processes) running at once", minimum=1, project="lower"
+    )
+    max_image_bytes: int = setting(
+        8_000_000,
+        "size of one image read_file shows the model (DeepSeek takes at most 32 MiB)",
+        minimum=1,
+        maximum=32 * 1024 * 1024,
+        project="lower",
+    )
+    max_images_per_step: int = setting(
+        4, "images the tool results of one step may show the model", minimum=0, project="lower"
+    )
+    image_detail: ImageDetail = setting(
+        "auto",
+        "detail of the images read_file shows: low (512x512, fewer tokens), high/original, "
+        "or auto (the server's default)",
+        what="image detail",
     )
 
 

@@ -54,6 +54,10 @@ class ToolLimits:
     max_step_result_chars: int = 200_000
     max_request_chars: int = 8_000_000
     max_concurrent_tools: int = 8
+    #: ``read_file`` on an image: its largest size, the images one step may add, the detail
+    max_image_bytes: int = 8_000_000
+    max_images_per_step: int = 4
+    image_detail: str = "auto"
 
     @classmethod
     def from_config(cls, section: Any) -> ToolLimits:

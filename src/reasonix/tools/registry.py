@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Protocol, Union, get_args, get_origin, overload
 
 from reasonix.errors import ToolDefinitionError
-from reasonix.messages import canonical_json
+from reasonix.messages import ImagePart, canonical_json
 from reasonix.tools.limits import (
     DEFAULT_LIMITS,
     ArgumentsRejected,
@@ -76,6 +76,8 @@ class ToolResult:
     is_error: bool = False
     effects: tuple[Effect, ...] = ()
     needs_input: bool = False
+    #: images shown to the model with the result (``read_file`` on an image)
+    images: tuple[ImagePart, ...] = ()
 
     @classmethod
     def error(cls, message: str) -> ToolResult:

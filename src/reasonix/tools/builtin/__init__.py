@@ -69,7 +69,13 @@ def default_tools(
         box.workspace, roots=box.roots, options=shell_options, checkpoints=checkpoints, jobs=jobs
     )
     return [
-        *FileTools(box, checkpoints, max_write_bytes=limits.max_write_bytes).tools(),
+        *FileTools(
+            box,
+            checkpoints,
+            max_write_bytes=limits.max_write_bytes,
+            max_image_bytes=limits.max_image_bytes,
+            image_detail=limits.image_detail,
+        ).tools(),
         *SearchTools(box, use_rg=use_rg).tools(),
         shell.tool(),
         web_tool(web_options),

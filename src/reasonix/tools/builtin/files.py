@@ -164,9 +164,14 @@ class FileTools:
         checkpoints: CheckpointManager | None = None,
         *,
         max_write_bytes: int = DEFAULT_LIMITS.max_write_bytes,
+        max_image_bytes: int = DEFAULT_LIMITS.max_image_bytes,
+        image_detail: str = DEFAULT_LIMITS.image_detail,
     ) -> None:
         self.sandbox = sandbox
         self.checkpoints = checkpoints
+        #: ``read_file`` on an image (``[limits] max_image_bytes``, ``image_detail``)
+        self.max_image_bytes = max_image_bytes
+        self.image_detail = None if image_detail == "auto" else image_detail
         #: what one call may write (``[limits] max_write_bytes``): whatever is written stays
         #: in the conversation and is resent on every later request
         self.max_write_bytes = max_write_bytes
@@ -224,6 +229,40 @@ class FileTools:
                 "changed into a symlink while the tool ran); nothing was written."
             )
 
+    def _image(self, real: Path, shown: str, size: int) -> ToolResult | None:
+        """An image file (told from its first bytes) as an image part of the result, for a
+        model that reads images; None for anything else. Over ``max_image_bytes`` or past
+        DeepSeek's limits it is described in words, not attached."""
+        from reasonix.images import ImageError, looks_like_image
+
+        with real.open("rb") as f:
+            head = f.read(16)
+        if not looks_like_image(head):
+            return None
+        if size > self.max_image_bytes:
+            return ToolResult(
+                f"{shown}: image of {size:,} bytes, over the {self.max_image_bytes:,}-byte "
+                "limit for showing one ([limits] max_image_bytes); not attached."
+            )
+        from reasonix.images import load_image
+
+        data = real.read_bytes()
+        effect = Effect("read", f"{shown}:image", digest(data))
+        try:
+            part = load_image(data, name=shown, detail=self.image_detail, what=shown)
+        except ImageError as exc:
+            return ToolResult(
+                f"{shown}: binary file ({describe_binary(data)}, {size:,} bytes); not shown to "
+                f"the model: {exc}",
+                effects=(effect,),
+            )
+        return ToolResult(
+            f"{shown}: {part.mime} image, {part.width}x{part.height} px, {size:,} bytes "
+            "(attached below).",
+            effects=(effect,),
+            images=(part,),
+        )
+
     def _not_regular(self, real: Path, shown: str) -> ToolResult | None:
         """An error for a FIFO, socket or device, whose reading would block or never end."""
         if real.exists() and not real.is_file():
@@ -249,6 +288,8 @@ class FileTools:
         if (special := self._not_regular(real, shown)) is not None:
             return special
         size = real.stat().st_size
+        if (image := self._image(real, shown, size)) is not None:
+            return image
         if size > READ_MAX_BYTES:
             return self._read_large(real, shown, size, offset, limit)
         data = real.read_bytes()
