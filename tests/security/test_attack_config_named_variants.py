@@ -38,7 +38,6 @@ pytestmark = [
 ]
 
 
-
 def _hook(lab: Lab, command: str) -> None:
     entry = {"type": "command", "command": command}
     settings = {"hooks": {"SessionStart": [{"hooks": [entry]}]}}
