@@ -349,3 +349,22 @@ def test_an_unfinished_plan_ends_plan_incomplete_on_the_page(
         statuses = [li.get_attribute("data-status") for li in page.locator("#todo li").all()]
         assert statuses == ["in_progress", "pending"]
         context.close()
+
+
+def test_a_broken_request_is_counted_and_marked_an_estimate_on_the_page(
+    project: Project, browser: Any
+) -> None:
+    from reasonix.testing import Fault
+
+    answer = "A long answer that streams for a while before the connection breaks.\n" * 10
+    project.ex.push(Reply(content=answer, fault=Fault(cut_in="text")), Reply.text(answer))
+    with serve(project) as served:
+        context, page = open_logged_in(browser, served, DESKTOP)
+        page.fill(".new-session textarea", "explain it")
+        page.click("button:text-is('New session')")
+        page.wait_for_selector(".note:has-text('Turn 1 ended: done')", timeout=WAIT)
+        cell = page.locator('#cost tr[data-role="executor"] td.usd')
+        assert cell.inner_text().endswith("~")
+        assert "estimate for 1 interrupted or broken" in (cell.get_attribute("title") or "")
+        assert role_requests(page, "executor") == 2
+        context.close()

@@ -781,8 +781,10 @@
   function addUsage(v, event) {
     const role = event.source || event.role;
     const u = event.usage || {};
-    const c = v.costs[role] || { requests: 0, prompt: 0, hit: 0, miss: 0, completion: 0, cost: 0 };
+    const c = v.costs[role] || { requests: 0, prompt: 0, hit: 0, miss: 0, completion: 0, cost: 0, estimated: 0 };
     c.requests += 1;
+    // An interrupted or broken request whose usage never arrived: counted from what streamed.
+    if (event.estimated) c.estimated += 1;
     c.prompt += u.prompt_tokens || 0;
     c.hit += u.cache_hit_tokens || 0;
     c.miss += u.cache_miss_tokens || 0;
@@ -826,7 +828,13 @@
           el('td', { text: num(c.prompt) }),
           el('td', { class: 'hit', text: pct(c.hit, c.prompt) }),
           el('td', { text: num(c.completion) }),
-          el('td', { class: 'usd', text: usd(c.cost) }),
+          el('td', {
+            class: 'usd',
+            text: usd(c.cost) + (c.estimated ? ' ~' : ''),
+            title: c.estimated
+              ? 'includes an estimate for ' + c.estimated + ' interrupted or broken request(s): their usage never arrived, so their tokens are counted from what streamed'
+              : null,
+          }),
         ),
       );
     }
