@@ -47,6 +47,11 @@ def launch_and_leave(project: Project) -> None:
     try:
         child.expect("new session")
         child.expect("›")
+        # /clear leaves an empty session too: it is not kept, and /clear does not offer it.
+        child.sendline("/clear")
+        child.expect(r"New session \S+\.\s")
+        assert "/resume" not in (child.before or "") + (child.after or "")
+        child.expect("›")
         child.sendline("/exit")
         child.expect(pexpect.EOF)
     finally:

@@ -1012,6 +1012,8 @@ class AgentSession:
         await self._hooks.session_end("clear")
         self._switch(stored)
         await self._hooks.session_start("clear")
+        if self.store.get_session(old) is None:  # no turn ran in it: it was not kept
+            return f"New session {self.session_id}."
         return f"New session {self.session_id} (previous: {old}; /resume {old} to go back)."
 
     async def resume(self, session_id: str) -> str:
