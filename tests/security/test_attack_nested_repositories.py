@@ -15,7 +15,10 @@ the sandbox's read-only binds nor the undo of created files cover (they guard th
 
 Both worked on main when written. The first is fixed in this module's commit (the batch's diff
 does not look inside embedded repositories: ``--ignore-submodules=dirty``, which keeps their
-commit line); the second is recorded as a strict xfail. Controls: the batch's diff as it was,
+commit line); the second was recorded as a strict xfail and is fixed since: when a call changed
+the index, a repository embedded in it (a gitlink to a folder with its own ``.git``) that the
+call made or changed and that names a program or holds a hook loses its git folder, as a root
+``.git`` planted so would. Controls: the batch's diff as it was,
 run in the copy the task left, reads the key; with ``[sandbox] bash = "off"`` the second plant
 runs (the probe sees it); and the same fsmonitor planted in the root's
 ``.git/config`` is undone (the protection the nested folder lacks).
@@ -141,11 +144,6 @@ def _fsmonitor_line(marker: Path) -> str:
     return f"[core]\n\tfsmonitor = touch {marker}; false #\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a repository a confined command makes below the root (and adds as a gitlink) is not "
-    "protected: its core.fsmonitor runs at the user's next git status",
-)
 def test_a_nested_repository_plant_does_not_run_at_the_users_git_status(lab: Lab) -> None:
     _repo(lab)
     marker = lab.tmp / "nested-fsmonitor-ran"

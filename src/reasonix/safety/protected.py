@@ -46,6 +46,8 @@ import secrets
 import shlex
 import shutil
 import stat
+import subprocess
+import time
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -430,6 +432,9 @@ class CreationGuard:
     links: dict[Path, str] = field(default_factory=dict)
     approved: dict[Path, bytes] = field(default_factory=dict)
     record: Path | None = None
+    #: each root's index as it was (stat), to notice a gitlink the call added
+    indexes: dict[Path, tuple[int, int, int] | None] = field(default_factory=dict)
+    began_ns: int = 0
     #: the job's own process (its supervisor), which a kept job outlives the session with
     job_pid: int | None = None
 
@@ -439,7 +444,9 @@ class CreationGuard:
     ) -> CreationGuard:
         """Record which protected paths are absent and which are symlinks."""
         guard = cls(tuple(Path(os.path.realpath(r)) for r in roots))
+        guard.began_ns = time.time_ns()
         for root in guard.roots:
+            guard.indexes[root] = _index_stat(root)
             for path in protected_paths(root):
                 if path.is_symlink():
                     guard.links[path] = os.readlink(path)
@@ -490,6 +497,9 @@ class CreationGuard:
                 continue
             _remove(path)
             undone.append(self._name(path))
+        for root in self.roots:
+            if _index_stat(root) != self.indexes.get(root):
+                undone += [self._name(p) for p in _embedded_plants(root, self.began_ns)]
         for path, target in self.links.items():
             if path.is_symlink() and os.readlink(path) == target:
                 continue
@@ -525,6 +535,60 @@ class CreationGuard:
             os.replace(tmp, self.record)
         except OSError:
             pass  # a session without the record only loses the cross-session check
+
+
+def _index_stat(root: Path) -> tuple[int, int, int] | None:
+    try:
+        info = os.stat(root / ".git" / "index")
+    except OSError:
+        return None
+    return (info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def _embedded_plants(root: Path, since_ns: int) -> list[Path]:
+    """Remove the git folders of repositories embedded in ``root``'s index (gitlinks to a
+    folder holding its own ``.git`` folder) that were made or changed since ``since_ns`` and
+    name a program or hold a hook: the user's ``git status`` recurses into them and obeys their
+    configuration. The git folders removed."""
+    try:
+        proc = subprocess.run(
+            ["git", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null",
+             "--git-dir", str(root / ".git"), "--work-tree", str(root),
+             "ls-files", "--stage", "-z"],
+            env={"PATH": os.environ.get("PATH", os.defpath), "GIT_CONFIG_NOSYSTEM": "1",
+                 "GIT_CONFIG_GLOBAL": os.devnull, "HOME": os.devnull},
+            capture_output=True, timeout=30, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    removed = []
+    for entry in proc.stdout.split(b"\0"):
+        meta, _, name = entry.partition(b"\t")
+        if not meta.startswith(b"160000"):
+            continue
+        nested = root / os.fsdecode(name) / ".git"
+        try:
+            info = os.lstat(nested)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(info.st_mode) or not _inside(Path(os.path.realpath(nested)), root):
+            continue
+        changed = max(info.st_ctime_ns, _newest(nested)) >= since_ns
+        if changed and (git_dir_obstacle(nested) is not None or has_hooks(nested)):
+            _remove(nested)
+            removed.append(nested)
+    return removed
+
+
+def _newest(git_dir: Path) -> int:
+    """The latest change time of the files that decide what a git folder runs."""
+    newest = 0
+    for name in ("config", "config.worktree", "hooks"):
+        try:
+            newest = max(newest, os.lstat(git_dir / name).st_ctime_ns)
+        except OSError:
+            continue
+    return newest
 
 
 def _prune(path: Path, keep: dict[Path, bytes]) -> bool:
