@@ -721,8 +721,7 @@ class App:
         if result.route != "executor_only":
             tail = f"{result.route} · " + tail
         self.console.print(f"[dim]── {tail}[/dim]")
-        if result.stop_reason == "refused":
-            self.renderer.line(result.text, "yellow")
+        # A refusal or an unfinished plan was said once, by its notice, as the turn ended.
         revision, self._revision = self._revision, ""
         if result.stop_reason == "plan_declined" and revision:
             self.console.print("[dim]Asking the planner for a revised plan…[/dim]")
