@@ -156,6 +156,25 @@ class UsageEvent(Event):
     estimated: bool = False
 
 
+def charge_source(service: str, source: str) -> str:
+    """The /cost line of a paid tool: ``web_search`` (the executor's), ``web_search:planner``."""
+    return service if source == "executor" else f"{service}:{source}"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCharged(Event):
+    """A tool paid a service (``web_search``: DeepSeek's Search API): ``requests`` made,
+    ``billed`` of them, their price (USD, CNY), counted on ``source`` (the calling role)."""
+
+    kind: ClassVar[str] = "tool_charged"
+    source: UsageSource
+    service: str
+    requests: int
+    billed: int
+    cost: float
+    cost_cny: float = 0.0
+
+
 @dataclass(frozen=True, slots=True)
 class CacheMissExplained(Event):
     """The server reported fewer cache hits than a pure-append history allows; ``changed`` says

@@ -83,7 +83,7 @@ from reasonix.providers.models import Prices, price_usage
 from reasonix.redaction import redact
 from reasonix.tools.ask import ASK_TOOL_NAME, free_answer
 from reasonix.tools.limits import StepBudget, bound_response, check_request_size
-from reasonix.tools.registry import ToolContext, ToolRegistry, ToolResult, cap_output
+from reasonix.tools.registry import Charge, ToolContext, ToolRegistry, ToolResult, cap_output
 
 #: the executor's system prompt (see :mod:`reasonix.agent.prompts`)
 DEFAULT_SYSTEM_PROMPT = EXECUTOR_SYSTEM_PROMPT
@@ -806,6 +806,8 @@ class Agent:
                 content = budget.admit(content, out.is_error)
                 images, content = self._admit_images(out.images, content, shown_images)
                 shown_images += len(images)
+                if out.charge is not None:
+                    self._account_charge(out.charge)
                 msg = ToolMessage(
                     call.id, content, name=call.name, is_error=out.is_error, images=images
                 )
@@ -816,6 +818,23 @@ class Agent:
                         ToolResultEvent(self.role, call.id, call.name, content, out.is_error)
                     )
         return tuple(messages)
+
+    def _account_charge(self, charge: Charge) -> None:
+        """A paid tool request, counted on this agent's role (its own line in /cost)."""
+        from reasonix.events import ToolCharged
+
+        self.cost_total += charge.cost
+        self.sink.emit(
+            ToolCharged(
+                self.role,
+                self.options.usage_source,
+                charge.service,
+                charge.requests,
+                charge.billed,
+                charge.cost,
+                charge.cost_cny,
+            )
+        )
 
     def _admit_images(
         self, images: tuple[ImagePart, ...], content: str, shown: int

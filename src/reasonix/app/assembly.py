@@ -148,6 +148,21 @@ def make_sandbox(config: Config, workspace: Path) -> Sandbox:
     return Sandbox(roots, read_deny=(*DEFAULT_READ_DENY, *ws.read_deny))
 
 
+def search_tools(config: Config) -> list[Tool]:
+    """``web_search`` on the executor's provider (``[web] search = "deepseek"``), or none."""
+    if config.web.search == "off":
+        return []
+    from reasonix.tools.builtin.web_search import SearchOptions, search_endpoint, search_tool
+
+    provider = config.provider_for(config.executor)
+    options = SearchOptions(
+        endpoint=search_endpoint(provider.base_url),
+        api_key_env=provider.api_key_env or None,
+        timeout=config.web.timeout,
+    )
+    return [search_tool(options)]
+
+
 def make_registry(
     config: Config,
     workspace: Path,
@@ -191,7 +206,9 @@ def make_registry(
         limits=limits,
         jobs=jobs,
     )
-    registry = ToolRegistry([*tools, *extra], policy=permissions, limits=limits)
+    registry = ToolRegistry(
+        [*tools, *search_tools(config), *extra], policy=permissions, limits=limits
+    )
     if mcp is not None:
         from reasonix.control.todo_tools import executor_plan_tools
         from reasonix.mcp.overflow import fit_mcp_tools

@@ -43,6 +43,7 @@ PermissionMode: TypeAlias = Literal["ask", "auto-edit", "plan", "yolo"]
 ProviderKind: TypeAlias = Literal["openai"]
 ProjectRule: TypeAlias = Literal["trusted", "add", "lower", "never"]
 ImageDetail: TypeAlias = Literal["auto", "low", "high", "original"]
+SearchBackend: TypeAlias = Literal["deepseek", "off"]
 SandboxMode: TypeAlias = Literal["auto", "bwrap", "off"]
 CompactionPolicy: TypeAlias = Literal["economic", "window"]
 
@@ -421,6 +422,12 @@ class WebConfig:
     )
     timeout: float = setting(30.0, "seconds for one fetch", minimum=1, project="lower")
     max_bytes: int = setting(5_000_000, "bytes read per page", minimum=1024, project="lower")
+    search: SearchBackend = setting(
+        "deepseek",
+        "web_search backend: deepseek (DeepSeek's Search API on the executor's provider, "
+        "$0.75 per 1,000 searches) or off (no web_search tool)",
+        what="search backend",
+    )
 
 
 @dataclass(frozen=True, slots=True)

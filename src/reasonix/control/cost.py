@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from reasonix.events import Event, UsageEvent
+from reasonix.events import Event, ToolCharged, UsageEvent, charge_source
 from reasonix.messages import Usage
 
 
@@ -70,6 +70,14 @@ class CostTracker:
                 1, event.usage, event.cost, event.cost_cny or 0.0, int(event.estimated)
             )
             self.models[key] = event.model
+        elif isinstance(event, ToolCharged):
+            # A paid tool gets its own line, named by the service and the role that called it
+            # (``web_search`` for the executor): requests made, dollars of the billed ones.
+            key = charge_source(event.service, str(event.source))
+            self.by_source[key] = self.by_source.get(key, RoleCost()) + RoleCost(
+                event.requests, Usage(), event.cost, event.cost_cny
+            )
+            self.models[key] = event.service
 
     def snapshot(self) -> dict[str, RoleCost]:
         return dict(self.by_source)

@@ -42,7 +42,8 @@ Rules are written ``name`` or ``name(pattern)``. ``name`` is a tool's ``category
   workspace, with gitignore-style patterns (``edit(docs/**)``, ``read(*.md)``). A ``read``
   deny rule also refuses a ``grep`` over a folder that may hold files it covers; ``bash``
   (``cat``) is not bound by path rules.
-- ``web(...)`` / ``web_fetch(...)``: the ``url`` argument (``web_fetch(https://docs.python.org/*)``).
+- ``web(...)`` / ``web_fetch(...)``: the ``url`` argument (``web_fetch(https://docs.python.org/*)``);
+  ``web_search(...)``: the ``query`` (``web_search(*)``, ``web_search(python *)``).
 - any other tool: the arguments as canonical JSON, so ``name`` alone or ``name(*)`` is the usual
   form.
 
@@ -241,6 +242,8 @@ def call_subject(tool: Tool, arguments: Mapping[str, Any], workspace: Path) -> S
         )
     if tool.category == "web" and isinstance(arguments.get("url"), str):
         return Subject("args", (arguments["url"],))
+    if tool.category == "web" and isinstance(arguments.get("query"), str):
+        return Subject("args", (arguments["query"],))
     # An edit without a path (task_apply's task id) is judged by its arguments.
     if tool.category in PATH_CATEGORIES and (tool.category == "read" or "path" in arguments):
         raw = arguments.get("path", ".")

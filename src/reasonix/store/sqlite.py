@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from reasonix.errors import SessionStoreError
-from reasonix.events import Event, UsageEvent, UsageSource
+from reasonix.events import Event, ToolCharged, UsageEvent, UsageSource, charge_source
 from reasonix.messages import (
     AssistantMessage,
     Message,
@@ -902,3 +902,9 @@ class StoreSink:
             self.store.record_usage(
                 self.session_id, event.source, event.model, event.usage, event.cost
             )
+        elif isinstance(event, ToolCharged):
+            # A paid tool request (web_search): its own source, no tokens, its price.
+            source = charge_source(event.service, str(event.source))
+            for _ in range(event.requests):
+                cost = event.cost / event.requests
+                self.store.record_usage(self.session_id, source, event.service, Usage(), cost)

@@ -1,9 +1,9 @@
 """Rarely used tools behind one discovery tool, so their schemas are paid for only when used.
 
 Every tool schema is part of the prefix every request carries. Tools most turns never use (web
-pages, deleting files, background jobs, applying a writer subagent's patch) are kept out of the
-``tools`` list and reached through ``more_tools``, whose schema names them and never changes
-within a session (the set is fixed when the session's tools are built):
+pages and searches, deleting files, background jobs, applying a writer subagent's patch) are
+kept out of the ``tools`` list and reached through ``more_tools``, whose schema names them and
+never changes within a session (the set is fixed when the session's tools are built):
 
 - ``more_tools()`` lists them: name, description and JSON parameters, as a tool result, so
   their schemas enter the conversation at its tail, once, when the model needs them;
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["DEFERRED_TOOLS", "DISCOVERY_TOOL_NAME", "discovery_tool"]
 
 #: The executor's tools reached through ``more_tools`` (those present in a session).
-DEFERRED_TOOLS = ("web_fetch", "delete_file", "job", "task_apply")
+DEFERRED_TOOLS = ("web_fetch", "web_search", "delete_file", "job", "task_apply")
 
 
 def discovery_tool(registry: ToolRegistry) -> Tool:

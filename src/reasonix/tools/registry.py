@@ -67,6 +67,18 @@ class Effect:
 
 
 @dataclass(frozen=True, slots=True)
+class Charge:
+    """A paid request a tool made (``web_search``): ``requests`` made, ``billed`` of them
+    (a provider may not bill empty or failed ones), and their price in USD and CNY."""
+
+    service: str
+    requests: int
+    billed: int
+    cost: float
+    cost_cny: float
+
+
+@dataclass(frozen=True, slots=True)
 class ToolResult:
     """What a tool call produced. ``needs_input``: the call waits for the user, whom no one
     can ask here (``ask`` in a headless run): the agent stops with ``needs_input`` and leaves
@@ -78,6 +90,8 @@ class ToolResult:
     needs_input: bool = False
     #: images shown to the model with the result (``read_file`` on an image)
     images: tuple[ImagePart, ...] = ()
+    #: what the call paid a service for (``web_search``), counted on the calling role
+    charge: Charge | None = None
 
     @classmethod
     def error(cls, message: str) -> ToolResult:
