@@ -31,6 +31,7 @@ def sections() -> dict[str, Section]:
         prefix,
         snapshots,
         startup,
+        steps,
     )
 
     return {
@@ -45,6 +46,7 @@ def sections() -> dict[str, Section]:
         "snapshots": snapshots.run_snapshots,
         "delegation": delegation.run_delegation,
         "install": install.run_install,
+        "steps": steps.run_steps,
         "long": long.run_long,
         "dual": long.run_dual,
     }

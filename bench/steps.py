@@ -1,0 +1,110 @@
+"""Host time per step through the real CLI: ``reasonix run`` against a fake server that answers
+at once, with ``STEPS`` mutating ``bash`` steps (each writes a file), with and without the
+sandbox (bubblewrap) and snapshots. Per step = (a run with ``STEPS`` steps - a run with none)
+/ ``STEPS``, medians of paired runs, so start-up and the final answer cancel out."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import print_table
+from reasonix.testing import FakeDeepSeekServer, Reply
+from reasonix.testing.fake_server import RecordedRequest
+from reasonix.testing.project import fake_project_toml
+
+STEPS = 20
+KEY_ENV = "REASONIX_BENCH_KEY"
+CASES = (
+    ("sandbox + snapshots", "auto", True),
+    ("sandbox, no snapshots", "auto", False),
+    ("no sandbox, snapshots", "off", True),
+    ("no sandbox, no snapshots", "off", False),
+)
+
+
+def _handler(steps: int) -> Any:
+    def handler(request: RecordedRequest) -> Reply:
+        done = sum(1 for m in request.messages if m.get("role") == "assistant")
+        if done < steps:
+            return Reply.call("bash", {"command": f"echo {done} > out{done}.txt"})
+        return Reply.text("Done.")
+
+    return handler
+
+
+def _run(root: Path, env: dict[str, str], steps: int, server: FakeDeepSeekServer) -> float:
+    server.handler = _handler(steps)
+    for f in root.glob("out*.txt"):
+        f.unlink()
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "reasonix", "run", "--no-planner", "--yes", "write the files"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    took = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(f"reasonix run failed: {proc.stderr[-500:]}")
+    return took
+
+
+def run_steps(quick: bool) -> dict[str, Any]:
+    pairs = 2 if quick else 5
+    out: dict[str, Any] = {"steps": STEPS, "pairs": pairs}
+    tmp = Path(tempfile.mkdtemp(prefix="reasonix-bench-steps-"))
+    try:
+        with FakeDeepSeekServer() as server:
+            for name, sandbox, snapshots in CASES:
+                root = tmp / name.replace(" ", "-").replace(",", "").replace("+", "and")
+                root.mkdir()
+                for i in range(50):
+                    (root / f"src{i}.py").write_text(f"x = {i}\n")
+                cfg = tmp / f"cfg-{root.name}"
+                cfg.mkdir()
+                (cfg / "config.toml").write_text(
+                    fake_project_toml(server.base_url, server.base_url, key_env=KEY_ENV)
+                    + f'\n[permissions]\nmode = "yolo"\n[sandbox]\nbash = "{sandbox}"\n'
+                    + "allow_unconfined = true\n"
+                    + f"[checkpoints]\nenabled = {'true' if snapshots else 'false'}\n"
+                )
+                env = {
+                    k: v
+                    for k, v in os.environ.items()
+                    if not k.startswith(("REASONIX_", "DEEPSEEK_"))
+                }
+                env.update(
+                    {
+                        KEY_ENV: "sk-bench",
+                        "REASONIX_CONFIG_DIR": str(cfg),
+                        "REASONIX_DATA_DIR": str(tmp / f"data-{root.name}"),
+                    }
+                )
+                _run(root, env, 1, server)  # warm the file cache
+                per_step = []
+                for _ in range(pairs):
+                    base = _run(root, env, 0, server)
+                    full = _run(root, env, STEPS, server)
+                    per_step.append((full - base) / STEPS * 1000)
+                out[name] = round(statistics.median(per_step), 1)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    plain = out["no sandbox, no snapshots"]
+    print_table(
+        f"Host time per mutating bash step through `reasonix run` (median of {pairs} paired "
+        f"runs of {STEPS} steps against an instant fake model)",
+        [[name, f"{out[name]} ms", f"+{out[name] - plain:.1f} ms"] for name, _, _ in CASES],
+        ["", "per step", "over no sandbox, no snapshots"],
+    )
+    return out
