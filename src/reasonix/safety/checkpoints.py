@@ -142,8 +142,9 @@ _LINK = 0o120000
 #: a write in the same clock tick can leave size, times and inode as they were (racy git).
 _RACY_NS = 2_000_000_000
 #: How long after a tool call's result the background snapshot starts (a next call sooner
-#: cancels it).
-_SETTLE_S = 0.05
+#: cancels it): calls that come back to back, and a model that answers at once, pay no second
+#: snapshot; a real model's answer takes longer, so the snapshot still overlaps it.
+_SETTLE_S = 0.25
 _SHOWN = 8  # names listed per line of the summary before "and N more"
 
 
