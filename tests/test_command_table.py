@@ -70,7 +70,12 @@ def _script(project: Project, name: str) -> None:
         project.pl.push(
             Reply.call("submit_plan", {"objective": "Say hi", "steps": [{"title": "Say hi"}]})
         )
-        project.ex.push(Reply.text("Hi from the plan."))
+        # the step signed off with evidence the host saw (a plan's open step keeps a turn going)
+        project.ex.push(
+            Reply.call("ls", {"path": "."}),
+            Reply.call("complete_step", {"step": "1", "evidence": "listed the folder"}),
+            Reply.text("Hi from the plan."),
+        )
 
 
 def _never_sent_as_text(project: Project, name: str) -> None:
