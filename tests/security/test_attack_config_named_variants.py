@@ -14,7 +14,9 @@ folder the user trusts; the next ``reasonix`` ran the script outside the sandbox
   true``: not there when the list is made, so not protected when a command creates it;
 - ``sh -c 'cd scripts && sh ./start.sh'``: the script is named relative to another folder.
 
-Worked on main when written; recorded as strict xfails. Control: the protected form
+Worked on main when written (recorded as strict xfails); fixed: words are read from a server's
+``cwd`` and from the folders other words name, ``$CLAUDE_PROJECT_DIR`` is the folder, a ``-c``
+script's words count, and a path not there yet is protected too. Control: the protected form
 (``sh scripts/start.sh``) holds against the same plant.
 """
 
@@ -91,12 +93,6 @@ def _plant_and_start(lab: Lab, rel: str) -> bool:
     return leaked.exists() and SECRET_NEXT_DOOR in leaked.read_text()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the protected scripts are found as existing files named by a word read from the "
-    "folder's top: a cwd, a $CLAUDE_PROJECT_DIR prefix, a script not there yet or one named "
-    "from another folder is not seen",
-)
 @pytest.mark.parametrize("case", list(CASES))
 def test_a_confined_command_cannot_change_a_script_our_config_runs(lab: Lab, case: str) -> None:
     assert not _plant_and_start(lab, CASES[case](lab))

@@ -271,16 +271,20 @@ _MAX_NAMING_BYTES = 1 << 20
 
 
 def config_named_files(project_dir: Path) -> list[Path]:
-    """Regular files inside the folder that a word of a string in our own configuration files
-    there names (``reasonix.toml``'s hook commands, ``.mcp.json``'s servers' commands and
-    arguments, ``.claude/settings*.json``'s hooks: ``sh tools/server.sh``), sorted. They run
+    """Files inside the folder that a word of a string in our own configuration files there
+    names (``reasonix.toml``'s hook commands, ``.mcp.json``'s servers' commands, arguments and
+    ``cwd``, ``.claude/settings*.json``'s hooks: ``sh tools/server.sh``), sorted. They run
     outside the sandbox when the folder is trusted: protected like the configuration itself,
-    and part of the trust fingerprint."""
+    and part of the trust fingerprint.
+
+    A word is taken from the folder, from a server's ``cwd`` and from any folder of the project
+    another word names (``cd scripts && sh ./start.sh``); ``$CLAUDE_PROJECT_DIR`` is the
+    folder; a ``-c`` script's words are read too; a word with a ``/`` counts even when no file
+    is there yet (``[ -f scripts/local.sh ] && sh scripts/local.sh``)."""
     import tomllib
 
     base = Path(os.path.realpath(project_dir))
-
-    found: set[Path] = set()
+    words: list[str] = []
     for name in _CONFIG_RUNNING_FILES:
         path = project_dir / name
         try:
@@ -291,23 +295,53 @@ def config_named_files(project_dir: Path) -> list[Path]:
         except (OSError, ValueError):
             continue
         for value in _strings(data):
+            words += _command_words(
+                value.replace("${CLAUDE_PROJECT_DIR}", str(base)).replace(
+                    "$CLAUDE_PROJECT_DIR", str(base)
+                )
+            )
+    words = [w for w in words if w and "\0" not in w and len(w) <= 4096]
+    folders = [base]
+    for word in words:
+        candidate = Path(word) if os.path.isabs(word) else base / word
+        real = Path(os.path.realpath(candidate))
+        if real != base and _inside(real, base) and real.is_dir() and real not in folders:
+            folders.append(real)
+    found: set[Path] = set()
+    for word in words:
+        if word.startswith("-") or "://" in word or "=" in word:
+            continue
+        for folder in folders:
+            candidate = Path(word) if os.path.isabs(word) else folder / word
             try:
-                words = shlex.split(value)
-            except ValueError:
-                words = value.split()
-            for word in words:
-                if not word or "\0" in word or len(word) > 4096:
-                    continue
-                candidate = Path(word) if os.path.isabs(word) else project_dir / word
-                try:
-                    if not candidate.is_file():
-                        continue
-                except OSError:
-                    continue
-                real = Path(os.path.realpath(candidate))
-                if real != base and _inside(real, base):
-                    found.add(project_dir / real.relative_to(base))
+                exists = candidate.is_file()
+            except OSError:
+                continue
+            if not exists and ("/" not in word or folder != base):
+                continue
+            real = Path(os.path.realpath(candidate))
+            if real != base and _inside(real, base) and not real.is_dir():
+                found.add(project_dir / real.relative_to(base))
     return sorted(found)
+
+
+def _command_words(value: str, depth: int = 0) -> list[str]:
+    """The words of a command line, with those of a script given as one word (``sh -c '...'``)
+    and shell operators split off."""
+    text = value
+    for op in ("&&", "||", ";", "|", "(", ")"):
+        text = text.replace(op, " ")
+    try:
+        words = shlex.split(text)
+    except ValueError:
+        words = text.split()
+    out = []
+    for word in words:
+        if depth < 2 and (" " in word or "\n" in word):
+            out += _command_words(word, depth + 1)
+        else:
+            out.append(word)
+    return out
 
 
 def _strings(data: Any) -> list[str]:
