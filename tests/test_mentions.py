@@ -45,3 +45,25 @@ def test_a_huge_file_is_cut_with_a_note(tmp_path: Path) -> None:
     out = attach_mentions("@big.txt", tmp_path)
     assert out.paths == ("big.txt",)
     assert "[... 10 more]" in out.text and out.notes
+
+
+def test_an_image_mention_and_a_pasted_image_path_become_image_parts(tmp_path: Path) -> None:
+    from tests.support.images import png
+
+    (tmp_path / "shot.png").write_bytes(png(8, 8, seed=1))
+    outside = tmp_path.parent / f"{tmp_path.name}-drop"
+    outside.mkdir()
+    dropped = outside / "My Shot.png"
+    dropped.write_bytes(png(6, 6, seed=2))
+    pasted = str(dropped).replace(" ", "\\ ")
+    got = attach_mentions(f"compare @shot.png with {pasted} and shot.png", tmp_path)
+    assert [i.name for i in got.images] == ["My Shot.png", "shot.png"]
+    assert got.text == f"compare @shot.png with {pasted} and shot.png"  # no text block
+    quoted = attach_mentions(f"see '{dropped}'", tmp_path)
+    assert [i.name for i in quoted.images] == ["My Shot.png"]
+
+
+def test_an_image_deepseek_would_refuse_stops_the_message(tmp_path: Path) -> None:
+    (tmp_path / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 8)
+    got = attach_mentions("what is @broken.png", tmp_path)
+    assert got.refused is not None and "not sent" in got.refused

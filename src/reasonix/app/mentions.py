@@ -5,6 +5,12 @@ appends each mentioned file's text (a folder: its listing) after them, so what i
 at the tail of the user turn and the cached prefix before it stays intact. A word is a mention
 only when it names something that exists inside the workspace; anything else (an e-mail
 address, a decorator, a path outside the workspace) is left as it was typed.
+
+Images (told from their bytes: JPEG, PNG, GIF, WebP) ride as image parts of the turn instead
+(``images``): an ``@shot.png`` mention, and a pasted or dropped path to an image file (a
+terminal pastes a dragged file as its path, quoted or with escaped spaces), wherever it is.
+An image DeepSeek would refuse (too large, damaged) makes ``refused`` say why: the turn is not
+sent.
 """
 
 from __future__ import annotations
@@ -12,12 +18,22 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from reasonix.messages import ImagePart
 
 __all__ = ["Attached", "attach_mentions"]
 
 #: a mention starts a word: ``@`` then a path, trailing punctuation not included
 _MENTION = re.compile(r"(?<![\w@])@([^\s@]+)")
 _TRAILING = ".,;:!?)]}'\""
+#: a pasted path to an image: quoted, or a word (spaces escaped with a backslash)
+_PASTED = re.compile(
+    r"""'([^'\n]+\.(?:png|jpe?g|gif|webp))'|"([^"\n]+\.(?:png|jpe?g|gif|webp))"|"""
+    r"""((?:[^\s'"@\\]|\\ )+\.(?:png|jpe?g|gif|webp))(?![\w.])""",
+    re.IGNORECASE,
+)
 MAX_FILE_CHARS = 60_000
 MAX_LISTING = 200
 
@@ -29,6 +45,9 @@ class Attached:
     text: str
     paths: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    images: tuple[ImagePart, ...] = ()
+    #: why the turn must not be sent (an image DeepSeek would refuse), or None
+    refused: str | None = None
 
 
 def attach_mentions(text: str, workspace: Path) -> Attached:
@@ -38,6 +57,24 @@ def attach_mentions(text: str, workspace: Path) -> Attached:
     blocks: list[str] = []
     paths: list[str] = []
     notes: list[str] = []
+    images: list[ImagePart] = []
+    seen: set[Path] = set()
+    for match in _PASTED.finditer(text):
+        if match.start() > 0 and text[match.start() - 1] == "@":
+            continue  # an @mention: below
+        raw = next(g for g in match.groups() if g).replace("\\ ", " ")
+        if not raw.startswith(("/", "~", "./", "../")):
+            continue  # a pasted path is absolute; a bare name in a sentence is only words
+        target = (root / Path(raw).expanduser()).resolve()
+        if target in seen or not target.is_file():
+            continue
+        seen.add(target)
+        image, refused = _image(target, raw)
+        if refused:
+            return Attached(text, refused=refused)
+        if image is not None:
+            images.append(image)
+            paths.append(raw)
     for match in _MENTION.finditer(text):
         raw = match.group(1).rstrip(_TRAILING)
         if not raw:
@@ -46,8 +83,17 @@ def attach_mentions(text: str, workspace: Path) -> Attached:
         if not target.is_relative_to(root) or not target.exists():
             continue
         rel = target.relative_to(root).as_posix() or "."
-        if rel in paths:
+        if rel in paths or target in seen:
             continue
+        if target.is_file():
+            image, refused = _image(target, rel)
+            if refused:
+                return Attached(text, refused=refused)
+            if image is not None:
+                seen.add(target)
+                images.append(image)
+                paths.append(rel)
+                continue
         block, note = _folder(target, rel) if target.is_dir() else _file(target, rel)
         if note:
             notes.append(note)
@@ -55,9 +101,27 @@ def attach_mentions(text: str, workspace: Path) -> Attached:
             paths.append(rel)
             blocks.append(block)
     if not blocks:
-        return Attached(text, (), tuple(notes))
+        return Attached(text, tuple(paths), tuple(notes), tuple(images))
     attached = "\n\n".join(blocks)
-    return Attached(f"{text}\n\n{attached}", tuple(paths), tuple(notes))
+    return Attached(f"{text}\n\n{attached}", tuple(paths), tuple(notes), tuple(images))
+
+
+def _image(path: Path, shown: str) -> tuple[ImagePart | None, str | None]:
+    """``path`` as an image part when its bytes are an image; (None, why) when DeepSeek would
+    refuse it; (None, None) when it is no image at all."""
+    from reasonix.images import ImageError, load_image, looks_like_image
+
+    try:
+        with path.open("rb") as f:
+            if not looks_like_image(f.read(16)):
+                return None, None
+        data = path.read_bytes()
+    except OSError:
+        return None, None
+    try:
+        return load_image(data, name=path.name, what=shown), None
+    except ImageError as exc:
+        return None, f"{exc}; the message was not sent"
 
 
 def _file(path: Path, rel: str) -> tuple[str, str]:

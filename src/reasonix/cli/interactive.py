@@ -43,10 +43,12 @@ from reasonix.terminal_text import printable, terminal_safe
 if TYPE_CHECKING:
     # The session and what it brings (control, agents, tools, snapshots, MCP) load after the
     # prompt is on the screen (see App.main): start-up time is a feature.
+    from reasonix.app.mentions import Attached
     from reasonix.app.session import AgentSession
     from reasonix.app.turn import Turn
     from reasonix.config import Config
     from reasonix.control.plan import Plan
+    from reasonix.messages import ImagePart
     from reasonix.safety.permissions import ApprovalAnswer, ApprovalRequest
     from reasonix.store import SessionStore
 
@@ -516,7 +518,9 @@ class App:
                     if await self.command(text) == "exit":
                         break
                     continue
-                await self.run_turn(_start_turn(self._attach(text)))
+                attached = self._attach(text)
+                if attached is not None:
+                    await self.run_turn(_start_turn(attached.text, images=attached.images))
         finally:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
@@ -600,16 +604,28 @@ class App:
             lines = ["The model asked (type your answer):", *describe_questions(questions)]
             self.console.print(terminal_safe("\n".join(lines)), markup=False)
 
-    def _attach(self, text: str) -> str:
-        """``@path`` mentions: attach the files at the tail of the message, and say so."""
+    def _attach_text(self, text: str) -> str:
+        """A command's task with its ``@path`` text attached (images ride only in plain
+        turns)."""
+        attached = self._attach(text)
+        return attached.text if attached is not None else text
+
+    def _attach(self, text: str) -> Attached | None:
+        """``@path`` mentions and pasted image paths: attach the files (text at the tail of the
+        message, images as image parts), and say so; None when an image is refused (said)."""
         from reasonix.app.mentions import attach_mentions
 
         attached = attach_mentions(text, Path.cwd())
+        if attached.refused:
+            self.renderer.line(attached.refused, "red")
+            return None
+        images = {image.name for image in attached.images}
         for path in attached.paths:
-            self.renderer.line(f"attached @{path}", "dim")
+            kind = " (image)" if Path(path).name in images else ""
+            self.renderer.line(f"attached @{path}{kind}", "dim")
         for note in attached.notes:
             self.renderer.line(note, "yellow")
-        return attached.text
+        return attached
 
     def _banner(self) -> None:
         rt = self.runtime
@@ -756,7 +772,9 @@ class App:
         name, _, arg = line[1:].partition(" ")
         local = {"exit": self._exit, "expand": self._expand, "reasoning": self._reasoning}
         compactions = self.renderer.compactions
-        answer = await commands.answer(rt, line, "app", environ=self.environ, prepare=self._attach)
+        answer = await commands.answer(
+            rt, line, "app", environ=self.environ, prepare=self._attach_text
+        )
         command = commands.command_for(name, "app")
         if command is not None and command.local and not answer.error:
             return local[command.name](arg.strip())
@@ -818,10 +836,14 @@ def toolbar_text(rt: AgentSession, width: int) -> str:
 
 
 def _start_turn(
-    text: str, *, plan: bool | None = None, plan_only: bool = False
+    text: str,
+    *,
+    plan: bool | None = None,
+    plan_only: bool = False,
+    images: tuple[ImagePart, ...] = (),
 ) -> Callable[[AgentSession], Turn]:
     def start(session: AgentSession) -> Turn:
-        return session.start_turn(text, plan=plan, plan_only=plan_only)
+        return session.start_turn(text, plan=plan, plan_only=plan_only, images=images)
 
     return start
 
