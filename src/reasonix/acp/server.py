@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from reasonix.app.session import AgentSession
     from reasonix.config import Config
     from reasonix.mcp import McpServerConfig
+    from reasonix.messages import ImagePart
     from reasonix.tools.registry import Tool
 
 __all__ = ["MODES", "ReasonixAcpAgent", "available_commands"]
@@ -172,7 +173,7 @@ class ReasonixAcpAgent:
             agent_capabilities=schema.AgentCapabilities(
                 load_session=True,
                 prompt_capabilities=schema.PromptCapabilities(
-                    image=False, audio=False, embedded_context=True
+                    image=True, audio=False, embedded_context=True
                 ),
                 mcp_capabilities=schema.McpCapabilities(http=True, sse=False),
                 session_capabilities=schema.SessionCapabilities(
@@ -279,9 +280,10 @@ class ReasonixAcpAgent:
         if opened.turn_task is not None and not opened.turn_task.done():
             raise _error("a prompt is already running in this session; cancel it first")
         text = _prompt_text(prompt)
-        if not text.strip():
+        images = _prompt_images(prompt)
+        if not text.strip() and not images:
             raise _error("the prompt is empty")
-        task = asyncio.create_task(self._run_prompt(opened, text))
+        task = asyncio.create_task(self._run_prompt(opened, text, images))
         opened.turn_task = task
         try:
             return await task
@@ -298,17 +300,19 @@ class ReasonixAcpAgent:
 
     # -- prompts ----------------------------------------------------------------------------------
 
-    async def _run_prompt(self, opened: _Open, text: str) -> schema.PromptResponse:
+    async def _run_prompt(
+        self, opened: _Open, text: str, images: tuple[ImagePart, ...] = ()
+    ) -> schema.PromptResponse:
         session = opened.session
         sid = session.session_id
-        answer = await self._command(opened, text)
+        answer = None if images else await self._command(opened, text)
         if answer is not None and answer.turn is None:
             return schema.PromptResponse(stop_reason="end_turn")
         try:
             if answer is not None and answer.turn is not None:
                 turn = answer.turn(session)
             else:
-                turn = session.start_turn(text)
+                turn = session.start_turn(text, images=images)
         except ReasonixError as exc:
             await self._say(sid, f"reasonix: {exc}")
             return schema.PromptResponse(stop_reason="end_turn")
@@ -563,10 +567,35 @@ def _iso(value: Any) -> str | None:
     return str(value)
 
 
+def _prompt_images(blocks: Sequence[Any]) -> tuple[ImagePart, ...]:
+    """A prompt's image blocks as image parts of the turn (format told from the bytes, not the
+    declared MIME type); one DeepSeek would refuse is an error that says why, before anything
+    is sent."""
+    import base64
+    import binascii
+
+    from reasonix.images import ImageError, load_image
+
+    images = []
+    for i, block in enumerate(blocks):
+        if not isinstance(block, schema.ImageContentBlock):
+            continue
+        what = f"image block {i + 1}" + (f" ({block.uri})" if block.uri else "")
+        try:
+            data = base64.b64decode(block.data, validate=True)
+            name = _uri_path(block.uri).rsplit("/", 1)[-1] if block.uri else ""
+            images.append(load_image(data, name=name, what=what))
+        except (binascii.Error, ValueError) as exc:
+            if isinstance(exc, ImageError):
+                raise _error(f"{exc}; nothing was sent") from None
+            raise _error(f"{what}: its data is not base64; nothing was sent") from None
+    return tuple(images)
+
+
 def _prompt_text(blocks: Sequence[Any]) -> str:
     """A prompt's content blocks as one user message: text as is; a linked or embedded file as
-    an ``@path`` mention or attached text (images and audio are not offered in our
-    capabilities)."""
+    an ``@path`` mention or attached text (images ride apart: :func:`_prompt_images`; audio is
+    not offered in our capabilities)."""
     parts: list[str] = []
     attached: list[str] = []
     for block in blocks:
