@@ -446,7 +446,8 @@ class Agent:
                     self.sink.emit(NoticeEvent(self.role, "length_tool_calls", note))
                     continue
                 # Shaped once, on entry: the bounded form is what is stored and sent back.
-                assistant, refused = bound_response(assistant, self.tools.limits)
+                edit_tools = [t.name for t in self.tools if t.kind == "edit"]
+                assistant, refused = bound_response(assistant, self.tools.limits, edit_tools)
                 self.session.add(assistant)
                 if not assistant.tool_calls:
                     final_text = assistant.content

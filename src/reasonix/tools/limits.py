@@ -23,6 +23,7 @@ import asyncio
 import json
 import re
 import weakref
+from collections.abc import Collection
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -91,12 +92,16 @@ def json_depth_exceeds(text: str, limit: int) -> bool:
     return False
 
 
-def parse_arguments(name: str, arguments: str, limits: ToolLimits = DEFAULT_LIMITS) -> Any:
+def parse_arguments(
+    name: str, arguments: str, limits: ToolLimits = DEFAULT_LIMITS, *, edits: bool = False
+) -> Any:
     """The JSON value of a call's arguments (``{}`` when empty), or :class:`ArgumentsRejected`
-    when they are over the size or depth limit or not JSON. Never raises ``RecursionError``."""
+    when they are over the size or depth limit or not JSON. Never raises ``RecursionError``.
+    ``edits``: the tool writes file content it is given (its kind is ``edit``), so an
+    oversized call is told how to write in parts."""
     size = len(arguments.encode("utf-8", "surrogatepass"))
     if size > limits.max_argument_bytes:
-        raise ArgumentsRejected(_too_large(name, size, limits))
+        raise ArgumentsRejected(_too_large(name, size, limits, edits))
     if not arguments.strip():
         return {}
     if json_depth_exceeds(arguments, limits.max_argument_depth):
@@ -119,9 +124,6 @@ def parse_arguments(name: str, arguments: str, limits: ToolLimits = DEFAULT_LIMI
         ) from None
 
 
-_WRITE_TOOLS = frozenset({"write_file", "edit_file", "multi_edit"})
-
-
 def write_in_parts_hint() -> str:
     """What a model should do instead of one oversized write."""
     return (
@@ -131,12 +133,12 @@ def write_in_parts_hint() -> str:
     )
 
 
-def _too_large(name: str, size: int, limits: ToolLimits) -> str:
+def _too_large(name: str, size: int, limits: ToolLimits, edits: bool) -> str:
     text = (
         f"Not run: the arguments for {name} are {size:,} bytes, over the "
         f"{limits.max_argument_bytes:,}-byte limit ([limits] max_argument_bytes)."
     )
-    if name in _WRITE_TOOLS:
+    if edits:
         return f"{text} {write_in_parts_hint()}"
     return f"{text} Send smaller arguments."
 
@@ -148,7 +150,9 @@ def _note(arguments: str) -> str:
 
 
 def bound_response(
-    message: AssistantMessage, limits: ToolLimits = DEFAULT_LIMITS
+    message: AssistantMessage,
+    limits: ToolLimits = DEFAULT_LIMITS,
+    edit_tools: Collection[str] = (),
 ) -> tuple[AssistantMessage, dict[str, str]]:
     """``message`` as it may enter the session, and the refusals (call id -> error text) for
     the calls that must not run. Applied once, before the message is stored or sent back."""
@@ -160,7 +164,7 @@ def bound_response(
     cap = max(limits.max_calls_per_response, 0)
     for call in calls[:cap]:
         try:
-            parse_arguments(call.name, call.arguments, limits)
+            parse_arguments(call.name, call.arguments, limits, edits=call.name in edit_tools)
         except ArgumentsRejected as exc:
             # The oversized or over-deep text would be resent on every later request.
             refused[call.id] = str(exc)

@@ -690,7 +690,7 @@ class ToolRegistry:
             known = ", ".join(self._tools) or "(none)"
             return ToolResult.error(f"Unknown tool {name!r}. Available tools: {known}.")
         try:
-            args = parse_arguments(name, arguments, self.limits)
+            args = parse_arguments(name, arguments, self.limits, edits=t.kind == "edit")
         except ArgumentsRejected as exc:
             return ToolResult.error(str(exc))
         if not isinstance(args, dict):
