@@ -24,12 +24,15 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from reasonix.batch.commands import TaskCommands
 from reasonix.batch.tasks import BatchTask
 from reasonix.batch.workspace import diff, prepare_copy
 from reasonix.errors import ConfigError, ReasonixError
+
+if TYPE_CHECKING:
+    from reasonix.messages import ImagePart
 
 __all__ = ["RunSettings", "base_row", "run_task"]
 
@@ -185,7 +188,7 @@ async def _run(
         )
         try:
             # Task text may be a slash command (``"/plan …"``), read off the one table.
-            ran = await run_text(session, task.task)
+            ran = await run_text(session, task.task, images=_task_images(task))
             if isinstance(ran, str):
                 result = reply_object(session, task.task.strip().split()[0][1:], ran)
             else:
@@ -226,3 +229,12 @@ async def _run(
         row["verify_exit_code"] = code
         row["verify_output_tail"] = _tail(output)
         row["solved"] = code == 0
+
+
+def _task_images(task: BatchTask) -> tuple[ImagePart, ...]:
+    """The task's images as image parts (checked once when the task file was read)."""
+    if not task.images:
+        return ()
+    from reasonix.images import load_image
+
+    return tuple(load_image(Path(p).read_bytes(), name=Path(p).name, what=p) for p in task.images)

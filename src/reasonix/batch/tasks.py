@@ -10,8 +10,9 @@ command run in the task's copy after the agent; exit code 0 means solved), ``set
 command run there before the agent), and overrides of this task's configuration: ``model``
 (executor model), ``planner_model``, ``effort``, ``planner`` (true/false), ``mode`` (permission
 mode), ``max_steps``, ``network`` (true/false: the agent's commands and this task's ``setup``
-and ``verify`` may reach the network; ``[sandbox] network`` otherwise). Blank lines and lines
-starting with ``#`` are skipped.
+and ``verify`` may reach the network; ``[sandbox] network`` otherwise), ``images`` (a list of
+image files, relative to the task file, sent with the task as image parts; each is checked
+from its bytes when the file is read). Blank lines and lines starting with ``#`` are skipped.
 
 ``setup`` and ``verify`` run in the same sandbox as the agent's own commands (they run what the
 model wrote). ``"unconfined": ["setup"]`` (or ``["verify"]``, or ``true`` for both) runs that
@@ -35,7 +36,17 @@ __all__ = ["COMMANDS", "BatchTask", "load_tasks"]
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _URL = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|git@)", re.IGNORECASE)
 _STRING_KEYS = ("verify", "setup", "model", "planner_model", "effort", "mode")
-_KNOWN = {"id", "repo", "task", "planner", "max_steps", "network", "unconfined", *_STRING_KEYS}
+_KNOWN = {
+    "id",
+    "repo",
+    "task",
+    "planner",
+    "max_steps",
+    "network",
+    "unconfined",
+    "images",
+    *_STRING_KEYS,
+}
 #: the task's own commands, in the order they run
 COMMANDS = ("setup", "verify")
 
@@ -52,6 +63,8 @@ class BatchTask:
     overrides: Mapping[str, Any] = field(default_factory=dict)
     #: which of :data:`COMMANDS` the task file asked to run unconfined
     unconfined: tuple[str, ...] = ()
+    #: image files sent with the task (absolute paths)
+    images: tuple[str, ...] = ()
 
     @property
     def is_url(self) -> bool:
@@ -66,6 +79,7 @@ class BatchTask:
             "setup": self.setup,
             "overrides": dict(self.overrides),
             "unconfined": list(self.unconfined),
+            "images": list(self.images),
         }
 
     @classmethod
@@ -78,6 +92,7 @@ class BatchTask:
             data.get("setup"),
             dict(data.get("overrides") or {}),
             tuple(data.get("unconfined") or ()),
+            tuple(data.get("images") or ()),
         )
 
 
@@ -123,6 +138,27 @@ def _unconfined(entry: Mapping[str, Any], where: str) -> tuple[str, ...]:
             f"sandbox ({names}), not {json.dumps(value)}"
         )
     return tuple(c for c in COMMANDS if c in value)
+
+
+def _images(entry: Mapping[str, Any], base: Path, where: str) -> tuple[str, ...]:
+    """The task's image files, each read and checked as DeepSeek would (format from the bytes,
+    size): a bad one fails the task file, before any request."""
+    value = entry.get("images", [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: 'images' must be a list of image file paths")
+    from reasonix.images import ImageError, load_image
+
+    found = []
+    for name in value:
+        file = (base / name).resolve()
+        try:
+            load_image(file.read_bytes(), name=file.name, what=f"image {name!r}")
+        except OSError as exc:
+            raise ConfigError(f"{where}: image {name!r}: {exc.strerror or exc}") from None
+        except ImageError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+        found.append(str(file))
+    return tuple(found)
 
 
 def load_tasks(path: Path) -> list[BatchTask]:
@@ -182,6 +218,7 @@ def load_tasks(path: Path) -> list[BatchTask]:
                 entry.get("setup"),
                 _overrides(entry, where),
                 _unconfined(entry, where),
+                _images(entry, path.parent, where),
             )
         )
     if not tasks:
