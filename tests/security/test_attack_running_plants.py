@@ -7,7 +7,9 @@ not exist yet (a fresh clone before the hooks are installed), a job creates it w
 ``pre-commit`` and keeps running (a dev server), and the user's own ``git commit`` meanwhile
 runs the hook outside the sandbox. The undo at the job's end comes after the commit.
 
-Worked on main when written; recorded as a strict xfail. Controls: the plant is undone when the
+Worked on main when written (recorded as a strict xfail); fixed: a hooks folder that is not
+there yet is an empty read-only folder inside the sandbox while a command or job runs (removed
+again when it ends), so nothing can appear in it. Controls: the plant is undone when the
 job ends, and with ``[sandbox] bash = "off"`` the same plant runs (the probe sees a run).
 """
 
@@ -62,7 +64,7 @@ def _commit_while_a_job_runs(lab: Lab) -> tuple[bool, bool]:
     job = (
         # Written whole and executable under another name first: the test sees it complete.
         f"mkdir -p .githooks && echo {b64} | base64 -d > .githooks/x && chmod +x .githooks/x && "
-        "mv .githooks/x .githooks/pre-commit && echo planted; "
+        "mv .githooks/x .githooks/pre-commit && echo planted; touch attempted; "
         "while [ ! -e committed ]; do sleep 0.2; done; echo released"
     )
     lab.ex.push(Reply.call("bash", {"command": job, "run_in_background": True}))
@@ -80,10 +82,10 @@ def _commit_while_a_job_runs(lab: Lab) -> tuple[bool, bool]:
     hook = lab.root / ".githooks" / "pre-commit"
     try:
         for _ in range(600):
-            if hook.exists() or first.poll() is not None:
+            if (lab.root / "attempted").exists() or first.poll() is not None:
                 break
             time.sleep(0.1)
-        assert hook.exists(), "the job did not plant"
+        assert (lab.root / "attempted").exists(), "the job did not try its plant"
         (lab.root / "README").write_text("changed\n")
         _git(lab.root, "commit", "-qam", "the user's commit")
     finally:
@@ -92,11 +94,6 @@ def _commit_while_a_job_runs(lab: Lab) -> tuple[bool, bool]:
     return (lab.tmp / "hook-ran-while-the-job-ran").exists(), hook.exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a running job's plant of a folder git's configuration names (core.hooksPath, not "
-    "there yet) is undone only when the job ends: the user's git commit meanwhile runs it",
-)
 def test_a_running_jobs_hook_does_not_run_at_the_users_commit(lab: Lab) -> None:
     _repo(lab)
     ran, _ = _commit_while_a_job_runs(lab)

@@ -39,6 +39,7 @@ subfolders, and what the programs a hook runs read in turn (``package.json`` scr
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -430,8 +431,15 @@ def bind_arguments(roots: Sequence[Path]) -> list[str]:
         if git.is_dir() and not git.is_symlink():
             # A mount point cannot be renamed: the .git the protections below sit in stays.
             args += ["--bind", str(git), str(git)]
+        hooks_folders = {p for p, why in git_named_paths(root) if why == "core.hooksPath"}
         for path in protected_paths(root):
             if path == git and git.is_dir() and not git.is_symlink():
+                continue
+            if path in hooks_folders and not os.path.lexists(path) and path.parent.is_dir():
+                # A hooks folder not there yet: git runs what appears in it at the user's next
+                # commit, even while the command still runs. An empty read-only folder stands in
+                # (CreationGuard removes the empty mount point it leaves).
+                args += ["--tmpfs", str(path), "--remount-ro", str(path)]
                 continue
             if not path.exists() or not _inside_real(path, root):
                 continue
@@ -524,6 +532,10 @@ class CreationGuard:
                 continue
             if path.name in ("modules", "worktrees") and not _offending(path, path.parent):
                 continue
+            if _empty_folder(path):  # the stand-in of a hooks folder (bind_arguments)
+                with contextlib.suppress(OSError):
+                    path.rmdir()
+                continue
             keep = {p: d for p, d in self.approved.items() if p == path or p.is_relative_to(path)}
             if keep:
                 if _prune(path, keep):
@@ -569,6 +581,16 @@ class CreationGuard:
             os.replace(tmp, self.record)
         except OSError:
             pass  # a session without the record only loses the cross-session check
+
+
+def _empty_folder(path: Path) -> bool:
+    try:
+        if path.is_symlink() or not path.is_dir():
+            return False
+        with os.scandir(path) as entries:
+            return next(entries, None) is None
+    except OSError:
+        return False
 
 
 def _index_stat(root: Path) -> tuple[int, int, int] | None:
