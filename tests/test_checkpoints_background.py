@@ -16,8 +16,8 @@ from reasonix.safety.checkpoints import CheckpointManager
 from reasonix.store import SessionStore
 from reasonix.tools.builtin import default_tools
 from reasonix.tools.registry import ToolContext, ToolRegistry
+from tests.support.checkpoints import manager_for, seed, state
 from tests.support.sessions import Servers, open_session
-from tests.test_checkpoints import manager_for, seed, state
 
 
 def _stored(manager: CheckpointManager, content: bytes) -> bool:

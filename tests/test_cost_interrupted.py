@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import sys
 
+import pytest
+
 from reasonix.testing import Fault, Reply
 from tests.support.project import Project, json_lines, project
 
 __all__ = ["project"]
+
+pytestmark = pytest.mark.slow
 
 ANSWER = "This is a long answer that streams for a while before anything goes wrong.\n" * 20
 

@@ -3,10 +3,14 @@ and never tells a headless user to answer a question nobody asks."""
 
 from __future__ import annotations
 
+import pytest
+
 from reasonix.testing import Reply
 from tests.support.project import Project, project
 
 __all__ = ["project"]
+
+pytestmark = pytest.mark.slow
 
 
 def test_a_refusal_is_printed_once_with_the_rule(project: Project) -> None:

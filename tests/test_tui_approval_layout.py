@@ -16,7 +16,10 @@ from tests.support.tui import Terminal
 
 __all__ = ["project"]
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")
+pytestmark = [
+    pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty"),
+    pytest.mark.slow,
+]
 
 LONG = (
     "git log --oneline --decorate --graph -n 20 && git status --short --branch && "
