@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from reasonix.app.launch import Launch
     from reasonix.app.turn import Turn
     from reasonix.config import Config
+    from reasonix.messages import ImagePart
     from reasonix.store import SessionInfo
 
 __all__ = ["STATIC_DIR", "Dashboard"]
@@ -56,6 +57,8 @@ STATIC_DIR = Path(__file__).with_name("static")
 LIST_LIMIT = 200
 #: The largest request body read (a message to the agent fits many times over).
 MAX_BODY = 1_000_000
+#: a message's body may carry images (base64, DeepSeek takes 32 MiB an image, 48 MiB a request)
+MAX_MESSAGE_BODY = 48 * 1024 * 1024
 #: Seconds between keep-alives on an idle event stream (and checks of a session that another
 #: process writes).
 IDLE_SECONDS = 2.0
@@ -363,11 +366,18 @@ class Dashboard:
 
     # -- steering ---------------------------------------------------------------------------------
 
-    async def _run_line(self, session: AgentSession, text: str) -> dict[str, Any]:
+    async def _run_line(
+        self, session: AgentSession, text: str, images: tuple[ImagePart, ...] = ()
+    ) -> dict[str, Any]:
         """A message: a slash command is answered from the one table (its reply goes to every
-        tab; a command that runs a turn starts it), anything else is a turn."""
-        if not commands.is_command(session, text, "web"):
-            return {"turn": self._start(session, text, lambda s: s.start_turn(text)).number}
+        tab; a command that runs a turn starts it), anything else is a turn (with its images,
+        dropped or picked in the page)."""
+        if images or not commands.is_command(session, text, "web"):
+
+            def start(s: AgentSession) -> Turn:
+                return s.start_turn(text, images=images)
+
+            return {"turn": self._start(session, text, start).number}
         answer = await commands.answer(session, text, "web")
         if answer.error:
             raise HttpError(400, answer.text)
@@ -430,12 +440,14 @@ class Dashboard:
 
     async def _message(self, request: Request) -> dict[str, Any]:
         sid = request.path_params["sid"]
-        body = await _json(request)
+        self._visible(sid)  # a signed-in caller naming a session it may see, before the body
+        body = await _json(request, MAX_MESSAGE_BODY)
         text = body.get("text")
         if not isinstance(text, str) or not text.strip():
             raise HttpError(400, 'send {"text": "..."}: the message is empty')
+        images = _message_images(body.get("images"))
         session = await self._writable(sid)
-        return await self._run_line(session, text)
+        return await self._run_line(session, text, images)
 
     async def _commands(self, request: Request) -> dict[str, Any]:
         """The commands the dashboard offers: the one table's rows meaningful here."""
@@ -506,14 +518,42 @@ class Dashboard:
         self._open.clear()
 
 
-async def _json(request: Request) -> dict[str, Any]:
+def _message_images(value: Any) -> tuple[ImagePart, ...]:
+    """A message's ``images`` (``[{"name", "data": base64}]``) as image parts, each checked from
+    its bytes; one DeepSeek would refuse is a 400 that says why (nothing is sent)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or len(value) > 16:
+        raise HttpError(400, '"images" must be a list of at most 16 {"name", "data"} objects')
+    import base64
+    import binascii
+
+    from reasonix.images import ImageError, load_image
+
+    found = []
+    for i, item in enumerate(value):
+        data = item.get("data") if isinstance(item, dict) else None
+        name = item.get("name") if isinstance(item, dict) else None
+        name = name if isinstance(name, str) else f"image {i + 1}"
+        if not isinstance(data, str):
+            raise HttpError(400, f'images[{i}] needs its bytes as base64 in "data"')
+        try:
+            found.append(load_image(base64.b64decode(data, validate=True), name=name, what=name))
+        except ImageError as exc:
+            raise HttpError(400, f"{exc}; nothing was sent") from None
+        except binascii.Error:
+            raise HttpError(400, f"images[{i}].data is not base64") from None
+    return tuple(found)
+
+
+async def _json(request: Request, limit: int = MAX_BODY) -> dict[str, Any]:
     """The request's JSON object body ({} when empty). The body is read in pieces and refused
-    past :data:`MAX_BODY` (the login route reads it before anyone is known)."""
+    past ``limit`` (:data:`MAX_BODY`: the login route reads it before anyone is known)."""
     raw = bytearray()
     async for chunk in request.stream():
         raw += chunk
-        if len(raw) > MAX_BODY:
-            raise HttpError(413, f"the request body is larger than {MAX_BODY // 1000} kB")
+        if len(raw) > limit:
+            raise HttpError(413, f"the request body is larger than {limit // 1000} kB")
     if not raw:
         return {}
     try:

@@ -319,6 +319,24 @@
       },
     });
     v.send = el('button', { type: 'submit', class: 'primary', text: 'Send' });
+    // Images dropped on the message box or picked: sent with the next message (the server
+    // checks each from its bytes and refuses what DeepSeek would).
+    v.images = [];
+    v.imageNote = el('span', { class: 'muted small', id: 'image-note' });
+    v.imagePick = el('input', {
+      type: 'file',
+      accept: 'image/png,image/jpeg,image/gif,image/webp',
+      multiple: true,
+      id: 'image-pick',
+      'aria-label': 'Attach images',
+      onchange: () => addImages(v, v.imagePick.files),
+    });
+    v.input.addEventListener('dragover', (event) => event.preventDefault());
+    v.input.addEventListener('drop', (event) => {
+      if (!event.dataTransfer || !event.dataTransfer.files.length) return;
+      event.preventDefault();
+      addImages(v, event.dataTransfer.files);
+    });
     const readOnly = !info.writable;
     v.root = el(
       'div',
@@ -357,6 +375,8 @@
         'form',
         { class: 'composer', onsubmit: (event) => send(v, event) },
         v.input,
+        v.imagePick,
+        v.imageNote,
         v.send,
       ),
     );
@@ -440,14 +460,30 @@
     return api('/api/sessions/' + encodeURIComponent(v.id) + suffix, { method: 'POST', body: body || {} });
   }
 
+  function addImages(v, files) {
+    for (const file of Array.from(files || [])) {
+      const reader = new FileReader();
+      reader.onload = () => {
+        const url = String(reader.result || '');
+        v.images.push({ name: file.name, data: url.slice(url.indexOf(',') + 1) });
+        v.imageNote.textContent = v.images.length + ' image(s) attached';
+      };
+      reader.readAsDataURL(file);
+    }
+  }
+
   async function send(v, event) {
     event.preventDefault();
     const text = v.input.value;
     if (!text.trim()) return;
     v.send.disabled = true;
     try {
-      await post(v, '/messages', { text });
+      const body = v.images.length ? { text, images: v.images } : { text };
+      await post(v, '/messages', body);
       v.input.value = '';
+      v.images = [];
+      v.imageNote.textContent = '';
+      v.imagePick.value = '';
     } catch (err) {
       toast(err.message);
     } finally {
