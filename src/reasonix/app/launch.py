@@ -151,18 +151,15 @@ def hold_keys(config: Config | None = None, names: Iterable[str] = ()) -> dict[s
     environment plus the keys. From here on no subprocess can inherit a key, and
     ``/proc/<pid>/environ`` of this process no longer shows one. Safe to call again (another
     folder's configuration may name another variable): merge the result into what you hold."""
+    return {**os.environ, **take_keys(config, names)}
+
+
+def take_keys(config: Config | None = None, names: Iterable[str] = ()) -> dict[str, str]:
+    """Only the keys :func:`hold_keys` takes, out of the environment (to add to an environment
+    held already, or to a process's own memory, as a batch worker does)."""
     from reasonix.safety.environment import take_from_environment
 
-    keys = take_from_environment(sorted(key_names(config) | set(names)))
-    return {**os.environ, **keys}
-
-
-def take_keys(config: Config) -> dict[str, str]:
-    """Only the keys :func:`hold_keys` takes for ``config`` (to add to an environment held
-    already)."""
-    from reasonix.safety.environment import take_from_environment
-
-    return take_from_environment(sorted(key_names(config)))
+    return take_from_environment(sorted(key_names(config) | set(names)))
 
 
 def require_credentials(config: Config, environ: Mapping[str, str] | None = None) -> None:

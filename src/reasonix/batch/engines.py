@@ -95,10 +95,10 @@ def _ray_task(
     (``/proc/<worker>/environ``); the task's session gets them from memory."""
     import os
 
+    from reasonix.app.launch import take_keys
     from reasonix.batch.runner import RunSettings, run_task
-    from reasonix.safety.environment import take_from_environment
 
-    _HELD_KEYS.update(take_from_environment(key_vars))
+    _HELD_KEYS.update(take_keys(names=key_vars))
     environ = {**os.environ, **_HELD_KEYS}
     run = RunSettings(**{**settings, "environ": environ})
     return asyncio.run(run_task(BatchTask.from_dict(task), run, budget))
