@@ -15,7 +15,7 @@ from acp import schema as s
 
 from reasonix.testing import Fault, Reply
 from tests.support.acp import EditorClient, acp_agent, text
-from tests.support.project import Project, project
+from tests.support.project import KEY_ENV, Project, project
 
 __all__ = ["project"]
 
@@ -273,18 +273,20 @@ def test_registry_entry_launches_this_command() -> None:
 
 @pytest.mark.slow
 async def test_authentication_method_is_the_key_variable(project: Project) -> None:
+    """The method names the variable the configured provider reads, not DeepSeek's default."""
     client = EditorClient()
     async with acp_agent(project, client, env=project.env(DEEPSEEK_API_KEY="sk-x")) as conn:
         init = await conn.initialize(protocol_version=1)
         (method,) = init.auth_methods
-        assert method.id == "deepseek-api-key"
-        assert [v.name for v in method.vars] == ["DEEPSEEK_API_KEY"]
-        await conn.authenticate(method_id="deepseek-api-key")
+        assert method.id == "fake-executor-api-key"
+        assert [v.name for v in method.vars] == [KEY_ENV]
+        await conn.authenticate(method_id="fake-executor-api-key")
         with pytest.raises(RequestError, match="unknown authentication method"):
-            await conn.authenticate(method_id="password")
-    async with acp_agent(project, client) as conn:
-        with pytest.raises(RequestError, match="DEEPSEEK_API_KEY is not set"):
             await conn.authenticate(method_id="deepseek-api-key")
+    env = {k: v for k, v in project.env().items() if k != KEY_ENV}
+    async with acp_agent(project, client, env=env) as conn:
+        with pytest.raises(RequestError, match=f"{KEY_ENV} is not set"):
+            await conn.authenticate(method_id="fake-executor-api-key")
 
 
 def _environ_or_nothing(path: Path) -> bytes:

@@ -186,23 +186,44 @@ class ReasonixAcpAgent:
             auth_methods=[
                 schema.EnvVarAuthMethod(
                     type="env_var",
-                    id=AUTH_METHOD,
-                    name="DeepSeek API key",
-                    description="The API key in DEEPSEEK_API_KEY (or the variable your "
-                    "config's api_key_env names)",
-                    vars=[schema.AuthEnvVar(name="DEEPSEEK_API_KEY", secret=True)],
+                    id=method,
+                    name=f"{provider} API key",
+                    description=f"The API key of the {provider} provider, read from {var}",
+                    vars=[schema.AuthEnvVar(name=var, secret=True)],
                 )
+                for method, (provider, var) in self._auth_methods().items()
             ],
         )
+
+    def _auth_methods(self) -> dict[str, tuple[str, str]]:
+        """One method per key variable the configured roles' providers read (the start
+        folder's configuration; DeepSeek's default variable without one)."""
+        config = self._started.config
+        if config is None:
+            return {AUTH_METHOD: ("deepseek", "DEEPSEEK_API_KEY")}
+        methods: dict[str, tuple[str, str]] = {}
+        roles = [config.executor, config.planner]
+        for role in roles:
+            if role is None or not getattr(role, "model", ""):
+                continue
+            provider = config.providers.get(role.provider)
+            if provider is None or not provider.api_key_env:
+                continue
+            if all(var != provider.api_key_env for _, var in methods.values()):
+                methods[f"{provider.name}-api-key"] = (provider.name, provider.api_key_env)
+        return methods or {AUTH_METHOD: ("deepseek", "DEEPSEEK_API_KEY")}
 
     async def authenticate(self, method_id: str, **kwargs: Any) -> schema.AuthenticateResponse:
         """The key comes from the environment the editor starts us with; this only checks it
         is there (sessions check the variable their own config names)."""
-        if method_id != AUTH_METHOD:
-            raise _error(f"unknown authentication method {method_id!r}; use {AUTH_METHOD!r}")
-        if not (self._environ or os.environ).get("DEEPSEEK_API_KEY"):
+        methods = self._auth_methods()
+        if method_id not in methods:
+            known = ", ".join(repr(m) for m in methods)
+            raise _error(f"unknown authentication method {method_id!r}; use {known}")
+        var = methods[method_id][1]
+        if not (self._environ or os.environ).get(var):
             raise _error(
-                "DEEPSEEK_API_KEY is not set in the environment the editor started reasonix "
+                f"{var} is not set in the environment the editor started reasonix "
                 "with; set it there (or name another variable in [[providers]] api_key_env)",
                 -32000,
             )
@@ -218,7 +239,11 @@ class ReasonixAcpAgent:
         opened = await self._open_session(cwd, mcp_servers or (), resume_id=None)
         sid = opened.session.session_id
         asyncio.get_running_loop().call_soon(self._announce_commands, sid)
-        return schema.NewSessionResponse(session_id=sid, modes=self._modes(opened.session))
+        return schema.NewSessionResponse(
+            session_id=sid,
+            modes=self._modes(opened.session),
+            config_options=self._model_options(opened.session),
+        )
 
     async def load_session(
         self,
@@ -234,7 +259,10 @@ class ReasonixAcpAgent:
             opened = await self._open_session(cwd, mcp_servers or (), resume_id=session_id)
         await self._replay(opened)
         self._announce_commands(session_id)
-        return schema.LoadSessionResponse(modes=self._modes(opened.session))
+        return schema.LoadSessionResponse(
+            modes=self._modes(opened.session),
+            config_options=self._model_options(opened.session),
+        )
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
@@ -272,6 +300,49 @@ class ReasonixAcpAgent:
             ),
         )
         return schema.SetSessionModeResponse()
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
+    ) -> schema.SetSessionConfigOptionResponse:
+        """The editor's model picker: ``model.ROLE`` switches that role's model, as ``/model``
+        does (the same façade call), and the reply says what the switch costs."""
+        opened = self._get(session_id)
+        role = config_id.removeprefix("model.")
+        if not config_id.startswith("model.") or role not in commands.ROLES:
+            raise _error(
+                f"unknown config option {config_id!r}; use model.executor or model.planner"
+            )
+        try:
+            note = opened.session.switch_model(role, str(value))
+        except ReasonixError as exc:
+            raise _error(f"reasonix: {exc}") from None
+        await self._say(session_id, note)
+        return schema.SetSessionConfigOptionResponse(
+            config_options=self._model_options(opened.session)
+        )
+
+    @staticmethod
+    def _model_options(session: AgentSession) -> list[Any]:
+        """A model picker per role (the models the configuration knows prices for)."""
+        known = sorted(session.config.model_infos)
+        options: list[Any] = []
+        for role in commands.ROLES:
+            current = session.model_of(role)
+            if not current:
+                continue
+            names = known if current in known else [current, *known]
+            options.append(
+                schema.SessionConfigOptionSelect(
+                    type="select",
+                    id=f"model.{role}",
+                    name=f"{role.capitalize()} model",
+                    description=f"the model the {role} runs on (a switch starts a new cache)",
+                    category="model",
+                    current_value=current,
+                    options=[schema.SessionConfigSelectOption(value=n, name=n) for n in names],
+                )
+            )
+        return options
 
     async def prompt(
         self, session_id: str, prompt: Sequence[Any], **kwargs: Any
@@ -327,7 +398,9 @@ class ReasonixAcpAgent:
         outcome = await turn.result()
         for ask in list(opened.asks):
             ask.cancel()
-        await self._send(sid, opened.mapper.usage_update(None))
+        closing = opened.mapper.closing_usage()
+        if closing is not None:
+            await self._send(sid, closing)
         if answer is not None and answer.then is not None:
             await self._say(sid, "\n\n" + answer.then(session))
         stop = stop_reason_for(outcome.result.stop_reason, outcome.interrupted)
@@ -342,6 +415,7 @@ class ReasonixAcpAgent:
             await self._say(sid, "\n\n" + "\n".join(lines))
         return schema.PromptResponse(
             stop_reason=stop,
+            usage=opened.mapper.prompt_usage(),
             field_meta={
                 "reasonix": {
                     "stop_reason": outcome.result.stop_reason,

@@ -117,6 +117,7 @@ class _OpenCall:
     title: str
     kind: ToolKind
     role: str
+    diff: list[Any] = field(default_factory=list)
 
 
 @dataclass
@@ -138,6 +139,7 @@ class UpdateMapper:
     _by_args: dict[str, str] = field(default_factory=dict)
     _last_prompt: int = 0
     _role_streaming: str = ""
+    _last_usage: tuple[int, float] | None = None
 
     # -- events -> updates ------------------------------------------------------------------------
 
@@ -166,10 +168,15 @@ class UpdateMapper:
                 )
             ]
         if isinstance(event, GateDecided):
-            if event.route == "executor_only":
+            from reasonix.control.gate import ROUTE_WORDS
+
+            words = ROUTE_WORDS.get(event.route, "")
+            if not words:
                 return []
-            text = f"[reasonix] route {event.route} ({event.reason})\n"
-            return [self._thought(role, text)]
+            # Plain words in the stream; the route and reason codes ride in _meta.
+            thought = self._thought(role, f"{words}\n")
+            thought.field_meta = _meta(role, route=event.route, reason=event.reason)
+            return [thought]
         if isinstance(event, ReplanTriggered):
             return [self._thought(role, f"\n[reasonix] re-planning: {event.reason}\n")]
         if isinstance(event, RetryEvent):
@@ -273,7 +280,7 @@ class UpdateMapper:
         path = self._path(args.get("path"))
         locations = [schema.ToolCallLocation(path=path)] if path else None
         content = self._diff(name, args) if kind == "edit" else None
-        self._open[call_id] = _OpenCall(call_id, name, args, title, kind, role)
+        self._open[call_id] = _OpenCall(call_id, name, args, title, kind, role, content or [])
         self._by_args[_canonical(name, args)] = call_id
         return schema.ToolCallStart(
             session_update="tool_call",
@@ -295,12 +302,15 @@ class UpdateMapper:
         if len(output) > OUTPUT_LIMIT:
             output = output[:OUTPUT_LIMIT] + f"\n[... {len(event.content) - OUTPUT_LIMIT} more]"
         body = schema.ContentToolCallContent(type="content", content=_text(output))
+        # A new content array replaces the old one: an edit's diff goes first again, so an
+        # editor keeps showing it once the edit is done; the tool's words follow it.
+        diff = opened.diff if opened is not None else []
         return [
             schema.ToolCallProgress(
                 session_update="tool_call_update",
                 tool_call_id=event.call_id,
                 status="failed" if event.is_error else "completed",
-                content=[body],
+                content=[*diff, body],
                 raw_output={"content": event.content, "is_error": event.is_error},
                 field_meta=_meta(role),
             )
@@ -369,7 +379,9 @@ class UpdateMapper:
     def usage_update(self, usage: Any, role: str = "executor") -> schema.UsageUpdate:
         """Context used and size (the executor's last prompt against its window), the cost so
         far, and every role's tokens and cost under ``_meta.reasonix.roles``."""
-        if role == "executor" and usage is not None:
+        if usage is not None:
+            # The context in use is the prompt of the role now running: the planner's during
+            # the planning phase, the executor's after it.
             self._last_prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
         totals = self.cost()
         roles = {
@@ -385,12 +397,34 @@ class UpdateMapper:
             for name, c in totals.items()
         }
         total = round(sum(c.cost for c in totals.values()), 8)
+        self._last_usage = (self._last_prompt, total)
         return schema.UsageUpdate(
             session_update="usage_update",
             used=self._last_prompt,
             size=self.context_window,
             cost=schema.Cost(amount=total, currency=self.currency),
             field_meta={"reasonix": {"role": role, "roles": roles, "total_cost": total}},
+        )
+
+    def closing_usage(self) -> schema.UsageUpdate | None:
+        """The turn's last ``usage_update``, or None when it would repeat the one sent last."""
+        totals = self.cost()
+        total = round(sum(c.cost for c in totals.values()), 8)
+        if self._last_usage == (self._last_prompt, total):
+            return None
+        return self.usage_update(None)
+
+    def prompt_usage(self) -> schema.Usage:
+        """The session's tokens so far, every role's, as the prompt response's ``usage``."""
+        totals = self.cost().values()
+        prompt = sum(c.usage.prompt_tokens for c in totals)
+        completion = sum(c.usage.completion_tokens for c in totals)
+        return schema.Usage(
+            total_tokens=prompt + completion,
+            input_tokens=prompt,
+            output_tokens=completion,
+            thought_tokens=sum(c.usage.reasoning_tokens for c in totals),
+            cached_read_tokens=sum(c.usage.cache_hit_tokens for c in totals),
         )
 
 

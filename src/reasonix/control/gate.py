@@ -22,6 +22,17 @@ class Route(StrEnum):
 
 GateMode = Literal["auto", "explicit", "always", "off"]
 
+#: Each route in plain words, for a frontend to show instead of the route's code (the reason
+#: codes stay in the event for a details view).
+ROUTE_WORDS: dict[str, str] = {
+    Route.EXECUTOR_ONLY: "",
+    Route.PLAN_AND_EXECUTE: (
+        "The planner studies the task first; then the executor carries out its plan."
+    ),
+    Route.PLAN_ONLY: "The planner makes a plan; nothing is changed.",
+    Route.PLAN_FOR_APPROVAL: "The planner makes a plan for you to approve before anything runs.",
+}
+
 
 @dataclass(frozen=True, slots=True)
 class GateOptions:
