@@ -145,3 +145,38 @@ def test_a_planted_violation_is_found(tmp_path: Path, module: str, planted: str,
     target.write_text(target.read_text(encoding="utf-8") + "\n\n" + planted + "\n")
     found = violations(copy)
     assert len(found) == 1 and said in found[0] and module in found[0], found
+
+
+#: The start-up's security steps and the one module allowed to call them (besides where they
+#: are defined): a frontend that takes keys or registers redaction itself would be a copy.
+START_UP_CALLS = {"take_from_environment": "app/launch.py", "remember_environment": "app/launch.py"}
+
+
+def start_up_copies(source: Path = SOURCE) -> list[str]:
+    found: list[str] = []
+    for path in sorted(source.rglob("*.py")):
+        rel = path.relative_to(source).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                func = node.func
+                name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if name in START_UP_CALLS and rel != START_UP_CALLS[name]:
+                    found.append(f"{rel}:{node.lineno} calls {name}: use reasonix.app.launch")
+    return found
+
+
+def test_keys_are_held_and_redaction_registered_in_one_place() -> None:
+    assert start_up_copies() == []
+
+
+def test_a_planted_copy_of_the_start_up_is_found(tmp_path: Path) -> None:
+    copy = _copy(tmp_path)
+    target = copy / "web" / "server.py"
+    target.write_text(
+        target.read_text(encoding="utf-8")
+        + "\n\ndef _mine():\n"
+        + "    from reasonix.safety.environment import take_from_environment\n\n"
+        + "    return take_from_environment(['DEEPSEEK_API_KEY'])\n"
+    )
+    (found,) = start_up_copies(copy)
+    assert found.startswith("web/server.py:") and "take_from_environment" in found
