@@ -50,3 +50,28 @@ async def test_an_image_block_reaches_the_executor_and_a_bad_one_is_refused(
     user = project.ex.requests[0].messages[-1]
     url = "data:image/png;base64," + base64.b64encode(shot).decode()
     assert user["content"][-1] == {"type": "image_url", "image_url": {"url": url}}
+
+
+@pytest.mark.slow
+async def test_a_search_asks_in_ask_mode_and_its_price_rides_in_acp_usage(
+    project: Project,
+) -> None:
+    from reasonix.tools.builtin.web_search import SEARCH_PRICE_USD
+
+    project.ex.push(
+        Reply.call("more_tools", {"name": "web_search", "arguments": {"query": "acp spec"}}),
+        Reply.text("Found it."),
+    )
+    client = EditorClient(answers=["allow_once"])
+    async with acp_agent(project, client) as conn:
+        new = await conn.new_session(cwd=str(project.root), mcp_servers=[])
+        done = await conn.prompt(
+            session_id=new.session_id, prompt=[s.TextContentBlock(type="text", text="search")]
+        )
+    assert done.stop_reason == "end_turn"
+    assert len(client.permission_calls) == 1  # ask mode asked before searching
+    assert [q.body["query"] for q in project.ex.searches] == ["acp spec"]
+    last = client.of(s.UsageUpdate)[-1]
+    roles = last.field_meta["reasonix"]["roles"]
+    assert roles["web_search"]["requests"] == 1
+    assert roles["web_search"]["cost"] == pytest.approx(SEARCH_PRICE_USD)

@@ -196,6 +196,8 @@ class UpdateMapper:
             return [self._message(role, f"\n\nreasonix: {event.message}\n")]
         if event.kind == "usage":
             return [self.usage_update(getattr(event, "usage", None), role)]
+        if event.kind == "tool_charged":  # a paid search: the cost so far, its own role line
+            return [self.usage_update(None, role)]
         return []
 
     def _stream(self, role: str, text: str, *, thought: bool) -> list[Update]:

@@ -814,6 +814,17 @@
     }
   }
 
+  // A paid tool request (web_search): its own line, named as /cost names it.
+  function addCharge(v, event) {
+    const source = event.source || event.role;
+    const line = source === 'executor' ? event.service : event.service + ':' + source;
+    const c = v.costs[line] || { requests: 0, prompt: 0, hit: 0, miss: 0, completion: 0, cost: 0, estimated: 0 };
+    c.requests += event.requests || 0;
+    c.cost += event.cost || 0;
+    v.costs[line] = c;
+    renderCost(v);
+  }
+
   function addUsage(v, event) {
     const role = event.source || event.role;
     const u = event.usage || {};
@@ -987,6 +998,9 @@
         break;
       case 'usage':
         addUsage(v, e);
+        break;
+      case 'tool_charged':
+        addCharge(v, e);
         break;
       case 'gate_decided':
         note(v, 'Route: ' + String(e.route).replace(/_/g, ' ') + ' (' + e.reason + ')');
