@@ -42,9 +42,11 @@ def test_help_lists_every_command_and_each_has_help(project: Project) -> None:
 
 def test_version_and_unknown_command(project: Project) -> None:
     assert main(["--version"]) == 0
-    proc = project.run("frobnicate")
+    # A first word that is no command is the app's first message (issue 28), but one that
+    # looks like a mistyped command is refused before anything is sent.
+    proc = project.run("sesions")
     assert proc.returncode == 2
-    assert "invalid choice" in proc.stderr
+    assert "did you mean 'sessions'" in proc.stderr
     proc = project.run("sessions")
     assert proc.returncode == 2
 

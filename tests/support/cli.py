@@ -76,6 +76,8 @@ def run_cli(
         cwd=cwd,
         env=dict(env),
         input=stdin,
+        # No input given: none at all (not the runner's), so nothing is read as piped input.
+        stdin=subprocess.DEVNULL if stdin is None else None,
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -11,6 +11,7 @@ last failed check).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from reasonix.app.launch import (
@@ -153,3 +154,48 @@ def reply_object(session: AgentSession, command: str, text: str) -> dict[str, An
         "refused": False,
         "exit_code": EXIT_OK,
     }
+
+
+#: The most piped standard input a task carries (bytes); the rest is cut and the cut said.
+MAX_PIPED_INPUT = 200_000
+
+
+@dataclass(frozen=True, slots=True)
+class PipedInput:
+    """Standard input piped to ``reasonix run TASK`` (``cat build.log | reasonix run "why"``):
+    attached to the task, bounded to :data:`MAX_PIPED_INPUT` bytes."""
+
+    text: str
+    size: int
+    truncated: bool
+
+    def attach(self, task: str) -> str:
+        """The task with the input after it, marked as data (project text, never obeyed)."""
+        cut = f", only the first {MAX_PIPED_INPUT} shown" if self.truncated else ""
+        return (
+            f"{task.rstrip()}\n\n<piped-input bytes={self.size}{cut}>\n{self.text}\n</piped-input>"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        kept = len(self.text.encode())
+        return {"bytes": self.size, "attached_bytes": kept, "truncated": self.truncated}
+
+
+def piped_input(
+    data: bytes, encoding: str = "utf-8", *, size: int | None = None
+) -> PipedInput | None:
+    """``data`` read from a pipe (``size`` bytes in all, default ``len(data)``) as an
+    attachment, None when empty; undecodable bytes become U+FFFD."""
+    if not data.strip():
+        return None
+    total = len(data) if size is None else size
+    text = data[:MAX_PIPED_INPUT].decode(encoding, "replace")
+    return PipedInput(text=text, size=total, truncated=total > MAX_PIPED_INPUT)
+
+
+def append_instructions(task: str, extra: str | None) -> str:
+    """``--append-system-prompt``: the instructions at the tail of the first user turn, so the
+    system prompt (the cached prefix) stays byte-identical."""
+    if not extra or not extra.strip():
+        return task
+    return f"{task.rstrip()}\n\n<appended-instructions>\n{extra.strip()}\n</appended-instructions>"

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -76,13 +76,62 @@ def overrides_from(args: Any) -> dict[str, Any]:
         "executor.model": getattr(args, "model", None),
         "planner.model": getattr(args, "planner_model", None),
         "executor.effort": getattr(args, "effort", None),
-        "permissions.mode": getattr(args, "mode", None),
+        "permissions.mode": permission_mode(getattr(args, "mode", None)),
         "executor.max_steps": getattr(args, "max_steps", None),
         "budget.max_session_usd": getattr(args, "max_cost", None),
         "sandbox.bash": getattr(args, "sandbox", None),
     }
     if getattr(args, "no_planner", False):
         out["planner.enabled"] = False
+    # Lists from flags add to the configured ones (never replace a deny list).
+    allowed = getattr(args, "allowed_tools", None)
+    if allowed:
+        out["permissions.allow"] = tool_rules(allowed)
+    disallowed = getattr(args, "disallowed_tools", None)
+    if disallowed:
+        out["permissions.deny"] = tool_rules(disallowed)
+    dirs = getattr(args, "add_dir", None)
+    if dirs:
+        out["workspace.roots"] = [str(Path(d).expanduser().resolve()) for d in dirs]
+    return out
+
+
+def permission_mode(value: str | None) -> str | None:
+    """Our mode for ``value``, which may also be Claude Code's name for it
+    (``default``, ``acceptEdits``, ``plan``, ``bypassPermissions``)."""
+    if value is None:
+        return None
+    from reasonix.extensions.hooks import CLAUDE_PERMISSION_MODES
+
+    ours = {claude: mode for mode, claude in CLAUDE_PERMISSION_MODES.items()}
+    return ours.get(value, value)
+
+
+def tool_rules(entries: Sequence[str]) -> list[str]:
+    """``--allowedTools``/``--disallowedTools`` words as permission rules: split on commas and
+    spaces outside parentheses (``"Bash(git log:*) Read,Edit"``); Claude Code's ``:*`` suffix
+    (``Bash(npm run:*)``) is our ``*``. Tool names may be ours or Claude Code's (a rule
+    matches a tool's aliases, :attr:`reasonix.tools.registry.Tool.aliases`)."""
+    rules: list[str] = []
+    for entry in entries:
+        depth, word = 0, ""
+        for ch in entry + ",":
+            if ch == "(":
+                depth += 1
+            elif ch == ")":
+                depth = max(0, depth - 1)
+            if depth == 0 and (ch == "," or ch.isspace()):
+                if word.strip():
+                    rules.append(word.strip())
+                word = ""
+            else:
+                word += ch
+    out = []
+    for rule in rules:
+        name, sep, rest = rule.partition("(")
+        if sep and rest.endswith(":*)"):
+            rule = f"{name}({rest[:-3]}*)"
+        out.append(rule)
     return out
 
 

@@ -45,7 +45,10 @@ UsageError = StartupError
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
-        raise UsageError(f"{self.prog}: {message}")
+        # dispatch prints "reasonix: " before every usage error: the top-level parser adds
+        # nothing, a subcommand's names itself ("run: ...").
+        prog = self.prog.removeprefix("reasonix").strip()
+        raise UsageError(f"{prog}: {message}" if prog else message)
 
 
 def _session_flags(p: argparse.ArgumentParser, sub: bool = False) -> None:
@@ -87,10 +90,56 @@ def _config_flags(p: argparse.ArgumentParser, sub: bool = False) -> None:
         help="permission mode: ask|auto-edit|plan|yolo (permissions.mode)",
     )
     p.add_argument(
+        "--permission-mode",
+        dest="mode",
+        metavar="MODE",
+        default=default,
+        help="Claude Code's names for --mode: default|acceptEdits|plan|bypassPermissions "
+        "(ask|auto-edit|plan|yolo)",
+    )
+    p.add_argument(
         "--max-steps",
+        "--max-turns",
+        dest="max_steps",
         metavar="N",
         default=default,
         help="executor model steps per turn (executor.max_steps)",
+    )
+    p.add_argument(
+        "--allowedTools",
+        "--allowed-tools",
+        dest="allowed_tools",
+        metavar="RULES",
+        nargs="+",
+        action="extend",
+        default=default,
+        help="add allow rules for this run: ours (read_file, bash(git log*)) or Claude Code's "
+        "(Read, Bash(git log:*)); comma or space separated (permissions.allow)",
+    )
+    p.add_argument(
+        "--disallowedTools",
+        "--disallowed-tools",
+        dest="disallowed_tools",
+        metavar="RULES",
+        nargs="+",
+        action="extend",
+        default=default,
+        help="add deny rules for this run, in the same forms (permissions.deny)",
+    )
+    p.add_argument(
+        "--add-dir",
+        dest="add_dir",
+        metavar="DIR",
+        action="append",
+        default=default,
+        help="one more folder the tools may use; repeatable (workspace.roots)",
+    )
+    p.add_argument(
+        "--append-system-prompt",
+        metavar="TEXT",
+        default=default,
+        help="instructions added at the end of the first message (the cached prefix stays "
+        "the same)",
     )
     p.add_argument(
         "--max-cost",
@@ -395,11 +444,68 @@ def run_config(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _value_options(parser: argparse.ArgumentParser) -> set[str]:
+    """The top-level options that take a value (``-m NAME``), read off the parser itself."""
+    return {o for a in parser._actions if a.nargs != 0 for o in a.option_strings}
+
+
+def habits(argv: Sequence[str], parser: argparse.ArgumentParser) -> tuple[list[str], str | None]:
+    """Claude Code's invocations as ours: ``reasonix -p PROMPT`` (``--print``) is ``reasonix
+    run PROMPT``; ``reasonix PROMPT`` (a first word that is no command) starts the app with
+    PROMPT as its first message. Returns the argument list to parse and that first message."""
+    args = list(argv)
+    takes_value = _value_options(parser)
+    printing = False
+    i = 0
+    while i < len(args):
+        word = args[i]
+        if word == "--":
+            break
+        if word in ("-p", "--print"):
+            del args[i]
+            printing = True
+            continue
+        if word.startswith("-") and word != "-":
+            name = word.split("=", 1)[0]
+            if name in takes_value and "=" not in word:
+                i += 1
+            i += 1
+            continue
+        if word in ENTRIES:  # a command: its own words are its parser's
+            return (["run", *args] if printing and word != "run" else args), None
+        if printing:
+            return ["run", *args], None
+        _not_a_typo(word)
+        return args[:i] + args[i + 1 :], word
+    return (["run", *args] if printing else args), None
+
+
+def _not_a_typo(word: str) -> None:
+    """A one-word first message that looks like a mistyped command (``reasonix sesions``) is
+    an error, not a paid prompt."""
+    import difflib
+
+    if " " in word.strip():
+        return
+    commands = [c for c in ENTRIES if c]
+    close = difflib.get_close_matches(word.lower(), commands, n=1, cutoff=0.75)
+    if close:
+        raise UsageError(
+            f"{word!r} is not a command: did you mean {close[0]!r}? "
+            f'(to start the app with a first message, write it out: reasonix "{word} ...")'
+        )
+
+
 def dispatch(argv: Sequence[str]) -> int:
     """Parse ``argv`` and run the command; returns the exit code."""
     parser = build_parser()
     try:
-        args = parser.parse_args(list(argv))
+        words, first = habits(argv, parser)
+        args = parser.parse_args(words)
+        args.first_message = first
+        if first is not None and args.command is not None:
+            commands = ", ".join(c for c in ENTRIES if c)
+            raise UsageError(f"{first!r} is not a command (commands: {commands})")
         if args.continue_last and args.resume:
             raise UsageError("-c/--continue and -r/--resume cannot be combined; choose one")
         return _run(args, parser)

@@ -33,9 +33,13 @@ from reasonix.app.assembly import make_confinement
 from reasonix.app.goal import goal_budget, goal_max_turns
 from reasonix.app.headless import (
     EXIT_OK,
+    MAX_PIPED_INPUT,
+    PipedInput,
     YesApprover,
+    append_instructions,
     approve_all_plans,
     exit_code,
+    piped_input,
     reply_object,
     result_object,
     run_text,
@@ -159,6 +163,30 @@ def read_images(paths: list[str], *, stdin_task: bool) -> tuple[ImagePart, ...]:
     return tuple(found)
 
 
+def _stdin_is_piped() -> bool:
+    """Whether standard input is a pipe or a file (not a terminal, not /dev/null)."""
+    import os
+    import stat
+
+    try:
+        mode = os.fstat(sys.stdin.fileno()).st_mode
+    except (OSError, ValueError, AttributeError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISREG(mode)
+
+
+def _read_piped() -> PipedInput | None:
+    """The piped input: its first bytes kept, the rest only counted."""
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is None:
+        return piped_input(sys.stdin.read().encode())
+    kept = bytes(buffer.read(MAX_PIPED_INPUT))
+    size = len(kept)
+    while chunk := buffer.read(1 << 16):
+        size += len(chunk)
+    return piped_input(kept, sys.stdin.encoding or "utf-8", size=size)
+
+
 def read_task(task: str) -> str:
     """The task from the argument or, for ``-``, from stdin. Bytes that are not valid in the
     input's encoding become U+FFFD: a lone surrogate (what Python makes of them) cannot be
@@ -226,10 +254,21 @@ def run_headless(args: argparse.Namespace) -> int:
     goal = _goal_request(args)
     if goal is not None and goal.objective == "":
         raise UsageError("--goal needs an objective")
+    image_args = getattr(args, "image", None) or []
+    stdin_free = goal is None and "-" not in image_args
     if goal is None and args.task is None:
-        raise UsageError("reasonix run needs a task (or --goal OBJECTIVE)")
-    images = read_images(getattr(args, "image", None) or [], stdin_task=args.task == "-")
+        if not (stdin_free and _stdin_is_piped()):
+            raise UsageError("reasonix run needs a task (or --goal OBJECTIVE)")
+        args.task = "-"  # `cat task.md | reasonix -p`: the piped text is the task
+    images = read_images(image_args, stdin_task=args.task == "-")
+    piped: PipedInput | None = None
+    if stdin_free and args.task != "-" and _stdin_is_piped():
+        piped = _read_piped()
     task = read_task(args.task) if goal is None else ""
+    if piped is not None:
+        task = piped.attach(task)
+    if goal is None:
+        task = append_instructions(task, getattr(args, "append_system_prompt", None))
     _prepare_stdout(args.output_format)
     started = start(args)
     try:
@@ -243,6 +282,7 @@ def run_headless(args: argparse.Namespace) -> int:
                 started.notice,
                 goal,
                 images,
+                piped,
             )
         )
     finally:
@@ -258,8 +298,15 @@ async def _run(
     notice: str,
     goal: GoalRequest | None = None,
     images: tuple[ImagePart, ...] = (),
+    piped: PipedInput | None = None,
 ) -> int:
     fmt = args.output_format
+    if piped is not None and piped.truncated and fmt == "text":
+        print(
+            f"reasonix: note: piped input of {piped.size} bytes cut to its first "
+            f"{len(piped.text.encode())}",
+            file=sys.stderr,
+        )
     out = SafeJsonStream(sys.stdout)
     sink: Sink = StderrNotices() if fmt == "text" else NullSink()
     if fmt == "stream-json":
@@ -334,7 +381,10 @@ async def _run(
             for note in ending_notes(session.jobs.running()):
                 print(f"reasonix: {shown(note)}", file=sys.stderr)
         else:
-            out.write(json.dumps(result_object(session, outcome), ensure_ascii=False) + "\n")
+            result = result_object(session, outcome)
+            if piped is not None:
+                result["piped_input"] = piped.to_dict()
+            out.write(json.dumps(result, ensure_ascii=False) + "\n")
             out.flush()
         return code
     finally:

@@ -375,7 +375,11 @@ class App:
         self._quit_armed = False
         self._quit_now = False
         self._keys = KeyWatcher(self.interrupt_turn, self._typed_changed)
-        self._queued: list[str] = []
+        # `reasonix "explain this project"`: the first message, sent as if typed.
+        first = getattr(args, "first_message", None)
+        self._queued: list[str] = [first] if first else []
+        # --append-system-prompt: rides at the tail of the first turn (the prefix stays fixed).
+        self._appendix: str | None = getattr(args, "append_system_prompt", None)
         self._draft = ""
         self._revision = ""  # what to change in a declined plan
         self.session: PromptSession[str] = PromptSession(
@@ -518,6 +522,10 @@ class App:
                     if await self.command(text) == "exit":
                         break
                     continue
+                if self._appendix:
+                    from reasonix.app.headless import append_instructions
+
+                    text, self._appendix = append_instructions(text, self._appendix), None
                 attached = self._attach(text)
                 if attached is not None:
                     await self.run_turn(_start_turn(attached.text, images=attached.images))

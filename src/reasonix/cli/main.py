@@ -7,7 +7,8 @@ import sys
 from collections.abc import Sequence
 
 USAGE = """\
-usage: reasonix [options]                 interactive session in this folder
+usage: reasonix [options] [PROMPT]        interactive session here (PROMPT: its first message)
+       reasonix -p [options] TASK         the same as reasonix run (Claude Code's -p/--print)
        reasonix run [options] TASK|-      one headless task (text, json or stream-json output)
        reasonix config                    effective configuration and where each value came from
        reasonix sessions list|show|export stored sessions
@@ -28,7 +29,12 @@ options (interactive and run):
   --planner-model NAME    planner model, default deepseek-v4-pro     (planner.model)
   --effort LEVEL          executor thinking effort: low|high|max|off (executor.effort)
   --mode MODE             permission mode: ask|auto-edit|plan|yolo (permissions.mode)
-  --max-steps N           executor steps per turn (executor.max_steps)
+  --max-steps N           executor steps per turn (executor.max_steps); also --max-turns
+  --permission-mode MODE  Claude Code's names: default|acceptEdits|plan|bypassPermissions
+  --allowedTools RULES    add allow rules (ours or Claude Code's: "Read,Bash(git log:*)")
+  --disallowedTools RULES add deny rules, same forms
+  --add-dir DIR           one more folder the tools may use (workspace.roots); repeatable
+  --append-system-prompt TEXT  instructions at the end of the first message
   --max-cost USD          stop the session once it has spent this much (budget.max_session_usd)
   --sandbox MODE          confine shell commands: auto|bwrap|off (sandbox.bash)
   --no-planner            run the executor alone (planner.enabled = false)

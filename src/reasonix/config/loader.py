@@ -182,6 +182,9 @@ def _read_layer(label: str, path: Path) -> _Layer | None:
     return layer
 
 
+#: List keys a command-line flag adds to instead of replacing.
+_FLAG_ADDS = frozenset({"permissions.allow", "permissions.deny", "workspace.roots"})
+
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
 
@@ -356,6 +359,12 @@ def _merge(layers: list[_Layer], trust: TrustDecision) -> _Merged:
                     if name == "provider" and value in dropped:
                         merged.ignore(layer, f"{dotted} = {_shown(value)}")
                         continue
+                if layer.label == "flag" and dotted in _FLAG_ADDS and isinstance(value, list):
+                    # --allowedTools/--disallowedTools/--add-dir add to the user's lists: a
+                    # flag never drops a configured deny rule.
+                    previous = merged.values.get(dotted)
+                    if isinstance(previous, list):
+                        value = previous + [v for v in value if v not in previous]
                 merged.put(dotted, value, layer, (table, name))
         for model, table_data in data.get("models", {}).items():
             if project and not trust.trusted:

@@ -125,7 +125,8 @@ class Rule:
         object.__setattr__(self, "pattern", rest[:-1].strip() if sep else None)
 
     def applies_to(self, tool: Tool) -> bool:
-        return self.name in (tool.name, tool.category)
+        # Claude Code's names (Read, Bash, Edit) name the tools that declare them as aliases.
+        return self.name in (tool.name, tool.category, *tool.aliases)
 
     def matches(self, tool: Tool, subject: Subject) -> bool:
         """Whether this rule covers the call (``subject`` is what the call acts on)."""
