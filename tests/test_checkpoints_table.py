@@ -256,3 +256,22 @@ def test_a_rewind_keeps_what_someone_else_changed_since(tmp_path: Path) -> None:
     assert (ws / "b.txt").read_text() == "the user's edit\n"
     assert (ws / "c.txt").read_text() == "the user's new file\n"
     assert set(result.kept) == {"b.txt", "c.txt"}
+
+
+def test_pruning_by_age_cuts_at_exactly_keep_days(tmp_path: Path) -> None:
+    from reasonix.config import CheckpointsConfig
+
+    manager, _ = _manager(tmp_path)
+    manager.settings = CheckpointsConfig(keep_days=1)
+    step = manager.before_step(1, "call-1", "bash", "echo one > a.txt")
+    assert step is not None
+    assert manager.prune(now=step.time + 86400 - 0.5) == 0  # half a second short of a day
+    assert manager.prune(now=step.time + 86400 + 0.5) == 1  # half a second past it
+
+
+def test_the_store_lock_is_the_owners_only(store: cp._Store) -> None:
+    import stat
+
+    with store.locked():
+        pass
+    assert stat.S_IMODE((store.dir / "lock").stat().st_mode) == 0o600
