@@ -199,3 +199,23 @@ def test_a_five_turn_session_with_two_images_is_pure_append(tmp_path: Path) -> N
         last = json.dumps(ex.requests[-1].messages)
         assert data_url(first) in last and data_url(second) in last
         assert all(image_urls(r) == [] for r in pl.requests)
+
+
+def test_image_tokens_appear_in_the_json_usage_and_in_cost(tmp_path: Path) -> None:
+    from reasonix import images
+
+    shot = png(900, 700, seed=13)
+    with FakeDeepSeekServer([Reply.text("a photo")]) as srv:
+        repo, env = setup(tmp_path, srv.base_url)
+        (repo / "p.png").write_bytes(shot)
+        code, out = run(["what?", "--image", "p.png", "--output-format", "json"], repo, env)
+        assert code == 0, out
+        result = json.loads(out.strip().splitlines()[-1])
+        executor = result["usage"]["executor"]
+        assert executor["image_tokens_estimated"] == images.image_tokens(900, 700)
+        # the server counts them inside the input, as DeepSeek does
+        assert executor["prompt_tokens"] > executor["image_tokens_estimated"]
+    from reasonix.control.cost import RoleCost, format_cost_table
+
+    table = format_cost_table({"executor": RoleCost(1, image_tokens=358)})
+    assert "images: about 358 of the input tokens (estimated" in table

@@ -154,6 +154,8 @@ class UsageEvent(Event):
     cost_cny: float | None = None
     #: the usage never arrived (an interrupted or broken request): counted from what streamed
     estimated: bool = False
+    #: our estimate of the input tokens the request's images took (inside ``prompt_tokens``)
+    image_tokens: int = 0
 
 
 def charge_source(service: str, source: str) -> str:

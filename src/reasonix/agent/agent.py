@@ -636,7 +636,7 @@ class Agent:
         answered = finished.model or requested
         if answered != requested:
             self._note_substitution(requested, answered)
-        self.account_usage(answered, usage)
+        self.account_usage(answered, usage, image_tokens=_image_tokens(request.messages))
         self._check_cache(shape, usage)
         return finished
 
@@ -695,9 +695,11 @@ class Agent:
         source: UsageSource | None = None,
         *,
         estimated: bool = False,
+        image_tokens: int = 0,
     ) -> float:
         """Price one request's usage with this agent's model and emit the usage event
-        (``estimated``: counted from what streamed, the server's figure never arrived)."""
+        (``estimated``: counted from what streamed, the server's figure never arrived;
+        ``image_tokens``: our estimate of the images' share of the input)."""
         usage = usage or Usage()
         prices, cny = self._prices_of(model)
         at = datetime.now(UTC)
@@ -706,7 +708,9 @@ class Agent:
         self.usage_total = self.usage_total + usage
         self.cost_total += cost
         src = source or self.options.usage_source
-        self.sink.emit(UsageEvent(self.role, src, model, usage, cost, cost_cny, estimated))
+        self.sink.emit(
+            UsageEvent(self.role, src, model, usage, cost, cost_cny, estimated, image_tokens)
+        )
         return cost
 
     def _other_prices(self, model: str) -> tuple[Prices, Prices | None] | None:
@@ -923,3 +927,16 @@ __all__ = [
     "StepDecision",
     "StepInfo",
 ]
+
+
+def _image_tokens(messages: Sequence[Message]) -> int:
+    """Estimated input tokens of the images a request carries (DeepSeek counts them inside
+    ``prompt_tokens`` and reports no separate figure; :func:`reasonix.images.image_tokens`)."""
+    from reasonix.messages import message_images
+
+    found = message_images(messages)
+    if not found:
+        return 0
+    from reasonix.images import image_tokens
+
+    return sum(image_tokens(i.width, i.height, i.detail) for i in found)

@@ -20,6 +20,8 @@ class RoleCost:
     #: how many of the requests were interrupted or broke before their usage arrived: their
     #: tokens are an estimate from what streamed
     estimated: int = 0
+    #: estimated input tokens of images (already inside ``usage.prompt_tokens``)
+    image_tokens: int = 0
 
     def __add__(self, other: RoleCost) -> RoleCost:
         return RoleCost(
@@ -28,6 +30,7 @@ class RoleCost:
             self.cost + other.cost,
             self.cost_cny + other.cost_cny,
             self.estimated + other.estimated,
+            self.image_tokens + other.image_tokens,
         )
 
     def __sub__(self, other: RoleCost) -> RoleCost:
@@ -37,6 +40,7 @@ class RoleCost:
             self.cost - other.cost,
             self.cost_cny - other.cost_cny,
             self.estimated - other.estimated,
+            self.image_tokens - other.image_tokens,
         )
 
     @property
@@ -51,6 +55,8 @@ class RoleCost:
             "cache_hit_ratio": round(self.hit_ratio, 4),
             # requests counted from what streamed (the usage never arrived): an estimate
             **({"estimated_requests": self.estimated} if self.estimated else {}),
+            # images' share of the input, estimated (DeepSeek reports no separate figure)
+            **({"image_tokens_estimated": self.image_tokens} if self.image_tokens else {}),
         }
 
 
@@ -67,7 +73,12 @@ class CostTracker:
         if isinstance(event, UsageEvent):
             key = str(event.source)
             self.by_source[key] = self.by_source.get(key, RoleCost()) + RoleCost(
-                1, event.usage, event.cost, event.cost_cny or 0.0, int(event.estimated)
+                1,
+                event.usage,
+                event.cost,
+                event.cost_cny or 0.0,
+                int(event.estimated),
+                event.image_tokens,
             )
             self.models[key] = event.model
         elif isinstance(event, ToolCharged):
@@ -120,6 +131,11 @@ def format_cost_table(by_source: dict[str, RoleCost], currency: str = "USD") -> 
         total = total + c
         rows.append(_row(role, c, currency))
     rows.append(_row("total", total, currency))
+    if total.image_tokens:
+        rows.append(
+            f"images: about {total.image_tokens} of the input tokens (estimated; DeepSeek "
+            "counts them inside the input and reports no separate figure)."
+        )
     if total.estimated:
         rows.append(
             f"~ includes an estimate for {total.estimated} interrupted or broken request(s): "
