@@ -53,7 +53,8 @@ def _throughput(engine: Any, tasks: list[BatchTask], settings: RunSettings, c: i
     elapsed = time.perf_counter() - start
     failed = [r["id"] for r in rows if r.get("error_class")]
     if failed or len(rows) != len(tasks):
-        raise RuntimeError(f"bench tasks failed: {failed or 'rows missing'}")
+        why = next((r.get("error") for r in rows if r.get("error_class")), "")
+        raise RuntimeError(f"bench tasks failed: {failed or 'rows missing'}: {why}")
     return len(tasks) / elapsed * 60
 
 
@@ -89,13 +90,18 @@ def run_batch(quick: bool) -> dict[str, Any]:
             out["ray"] = {"skipped": "ray is not installed (pip install 'reasonix[ray]')"}
         else:
             t0 = time.perf_counter()
-            ray.init(include_dashboard=False, log_to_driver=False)
+            # The key reaches the workers as reasonix batch sends it: Ray's runtime environment.
+            ray.init(
+                include_dashboard=False,
+                log_to_driver=False,
+                runtime_env={"env_vars": {KEY_ENV: "sk-bench"}},
+            )
             out["ray_start_s"] = round(time.perf_counter() - t0, 1)
             try:
                 for c in levels:
                     tag = f"ray-{c}"
                     tasks = _tasks(root, n, tag)
-                    engine = RayEngine()
+                    engine = RayEngine(env={KEY_ENV: "sk-bench"})
                     out["ray"][str(c)] = round(
                         _throughput(engine, tasks, settings("ray", tag), c), 1
                     )
