@@ -39,7 +39,12 @@ class EventLog:
         capacity: int = 20_000,
         stored: Callable[[], list[dict[str, Any]]] | None = None,
     ) -> None:
-        self._history: list[Numbered] = [(i, dict(e)) for i, e in enumerate(history, start=1)]
+        from reasonix.web.markdown import MarkdownPass
+
+        shown = MarkdownPass().all([dict(e) for e in history])
+        self._history: list[Numbered] = list(enumerate(shown, start=1))
+        #: adds the ``markdown`` event when a role's streamed text ends (live events)
+        self._markdown = MarkdownPass()
         self._ring: deque[Numbered] = deque(maxlen=capacity)
         self._last = len(self._history)
         self._stored = stored
@@ -47,7 +52,7 @@ class EventLog:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread = threading.get_ident()
         #: how many stored events the log holds (to follow a session written elsewhere)
-        self.stored_count = len(self._history)
+        self.stored_count = len(history)
 
     @property
     def last_id(self) -> int:
@@ -66,11 +71,12 @@ class EventLog:
         if self._loop is not None and threading.get_ident() != self._thread:
             self._loop.call_soon_threadsafe(self.append, data)
             return
-        self._last += 1
-        item = (self._last, data)
-        self._ring.append(item)
-        for queue in self._listeners:
-            queue.put_nowait(item)
+        for shown in self._markdown.feed(data):
+            self._last += 1
+            item = (self._last, shown)
+            self._ring.append(item)
+            for queue in self._listeners:
+                queue.put_nowait(item)
 
     def since(self, last_id: int) -> list[Numbered] | None:
         """The events after ``last_id``; None when some of them are no longer held."""
@@ -95,7 +101,9 @@ class EventLog:
         self._listeners.add(queue)
         try:
             if backlog is None:
-                stored = self._stored() if self._stored is not None else []
+                from reasonix.web.markdown import MarkdownPass
+
+                stored = MarkdownPass().all(self._stored() if self._stored is not None else [])
                 yield self._last, {"kind": "resync", "events": stored}
                 seen = self._last
             else:

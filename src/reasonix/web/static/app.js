@@ -1,6 +1,7 @@
 // reasonix dashboard. Hand-written, no build step, nothing loaded from elsewhere.
 // Everything the model or a tool wrote is untrusted: it reaches the page only as text nodes
-// (textContent, createTextNode), never as HTML.
+// (textContent, createTextNode), never as HTML — except the server's sanitised rendering of
+// the model's markdown (showMarkdown below).
 'use strict';
 
 (() => {
@@ -593,6 +594,19 @@
     scrollDown(v);
   }
 
+  // The one place HTML enters the page: the server's rendering of a finished text block,
+  // rebuilt there from an allowlist of elements and attributes (reasonix/web/markdown.py).
+  // A template's content is inert (no script runs, nothing loads) until it is placed; the
+  // CSP forbids inline script and style in any case.
+  function showMarkdown(v, role, html) {
+    const block = v.blocks[role];
+    if (!block || block.kind !== 'text' || typeof html !== 'string') return;
+    const template = document.createElement('template');
+    template.innerHTML = html;
+    block.node.replaceChildren(template.content);
+    block.node.classList.add('md');
+  }
+
   function parseArgs(raw) {
     try {
       const value = JSON.parse(raw);
@@ -965,6 +979,9 @@
         break;
       case 'reasoning_delta':
         streamInto(v, role, 'reasoning', e.text);
+        break;
+      case 'markdown':
+        showMarkdown(v, role, e.html);
         break;
       case 'tool_call':
         v.blocks[role] = null;
