@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from reasonix.app.goal import GoalRecorded
 from reasonix.config import load_config
 from reasonix.errors import ConfigError, SessionError
+from reasonix.events import CollectingSink
 from reasonix.safety.permissions import ApprovalAnswer, ApprovalRequest
 from reasonix.store import SessionStore
 from reasonix.testing import Reply
@@ -200,7 +202,8 @@ async def test_a_goal_without_a_turn_cap_gets_the_configured_one(
 ) -> None:
     servers[0].handler = lambda request: Reply.text("Working on it.")
     overrides = {"planner.enabled": False, "goals.max_turns": 2}
-    session = await open_session(tmp_path, servers, store, overrides=overrides)
+    sink = CollectingSink()
+    session = await open_session(tmp_path, servers, store, overrides=overrides, sink=sink)
     try:
         with pytest.raises(SessionError, match="needs an objective"):
             session.start_goal("   ")
@@ -212,6 +215,13 @@ async def test_a_goal_without_a_turn_cap_gets_the_configured_one(
         assert not goal.finished  # stopped by its turn cap: resumable, so no second goal yet
         with pytest.raises(SessionError, match="unfinished goal"):
             session.start_goal("another")
+        resumed = session.resume_goal(budget_usd=5.0, max_turns=3)  # a limit may be raised
+        assert (goal.budget_usd, goal.max_turns) == (5.0, 3)
+        await resumed.result()
+        assert session.clear_goal() != "No goal to clear."
+        assert session.goal is None
+        cleared = [e for e in sink.of_type(GoalRecorded) if e.cleared]
+        assert len(cleared) == 1
     finally:
         await session.aclose()
 
