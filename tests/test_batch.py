@@ -3,6 +3,7 @@ Ray instance, against one fake model server that answers each task from its own 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -382,3 +383,32 @@ def test_ray_runs_as_many_tasks_at_once_as_asked_whatever_its_cpus(batch: Batch)
     assert sorted(r["id"] for r in rows) == [f"ok-{i}" for i in range(4)]
     assert all(not r.get("error_class") for r in rows), rows
     assert re.search(r"effective concurrency \d+\.\d of 4 asked", proc.stdout), proc.stdout
+
+
+def test_ray_task_keeps_the_environment_its_driver_gave(batch: Batch) -> None:
+    """A driver that started Ray itself (the bench does) hands the task its environment in the
+    settings: what a worker runs uses it, key included, and the task's commands still do not
+    see the key. (A worker once replaced it with its own environment: every task a
+    ConfigError.)"""
+    from reasonix.batch.engines import _ray_task
+    from reasonix.batch.runner import RunSettings
+    from reasonix.batch.tasks import BatchTask
+
+    repo = batch.repo("given")
+    task = BatchTask("ok-given", str(repo), "[ok-given] create done.txt")
+    task = BatchTask.from_dict(
+        {**task.to_dict(), "verify": "test -f done.txt && ! env | grep -q sk-test"}
+    )
+    environ = batch.env()
+    assert KEY_ENV in environ
+    settings = RunSettings(
+        out=str(batch.root / "out"),
+        engine="ray",
+        yes=True,
+        user_config=str(batch.config_dir / "config.toml"),
+        environ=environ,
+    )
+    assert KEY_ENV not in os.environ
+    row = _ray_task(task.to_dict(), dataclasses.asdict(settings), None)
+    assert row["error_class"] is None, row
+    assert row["solved"] is True and row["stop_reason"] == "done"

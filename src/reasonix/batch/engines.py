@@ -92,14 +92,17 @@ def _ray_task(
     """What a Ray worker runs: one task, in a fresh event loop of its own. The keys Ray's
     runtime environment put in the worker's environment leave it first (as the command line's
     own start-up does), so no command the task runs inherits or reads them there
-    (``/proc/<worker>/environ``); the task's session gets them from memory."""
+    (``/proc/<worker>/environ``); the task's session gets them from memory. An environment the
+    caller put in ``settings`` (a driver that started Ray itself, as the bench does) is the
+    task's environment, with the held keys added; without one it is the worker's own."""
     import os
 
     from reasonix.app.launch import take_keys
     from reasonix.batch.runner import RunSettings, run_task
 
     _HELD_KEYS.update(take_keys(names=key_vars))
-    environ = {**os.environ, **_HELD_KEYS}
+    given = settings.get("environ")
+    environ = {**(os.environ if given is None else given), **_HELD_KEYS}
     run = RunSettings(**{**settings, "environ": environ})
     return asyncio.run(run_task(BatchTask.from_dict(task), run, budget))
 
