@@ -9,7 +9,8 @@ attributes, so nothing the renderer might let through reaches the page.
 
 :class:`MarkdownPass` sits in the event log: when a role's streamed text ends (a tool call,
 its reasoning, the end of its turn), it adds a ``markdown`` event carrying that text as HTML,
-which the page puts in place of the plain text it showed while streaming.
+which the page puts in place of the plain text it showed while streaming. It also gives the
+planner gate's event its route in plain words (:data:`reasonix.control.gate.ROUTE_WORDS`).
 """
 
 from __future__ import annotations
@@ -155,6 +156,10 @@ class MarkdownPass:
         if kind == "text_delta":
             self._text.setdefault(role, []).append(str(event.get("text", "")))
             return [event]
+        if kind == "gate_decided":
+            from reasonix.control.gate import ROUTE_WORDS
+
+            return [{**event, "words": ROUTE_WORDS.get(str(event.get("route")), "")}]
         if kind == "output_retracted":
             self._text.clear()
             return [event]

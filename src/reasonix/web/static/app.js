@@ -766,6 +766,10 @@
     else detail = proposedDiff(event.tool, event.arguments || {}) ||
       // What the call will do, when no file diff shows it (task_apply: the files and the diff).
       (event.preview ? el('pre', { class: 'preview', text: event.preview }) : null) ||
+      // A command as the line that will run, not as JSON.
+      (event.tool === 'bash' && typeof (event.arguments || {}).command === 'string'
+        ? el('pre', { class: 'command-line', text: '$ ' + event.arguments.command })
+        : null) ||
       el('pre', { text: JSON.stringify(event.arguments || {}, null, 2) });
     const item = el(
       'div',
@@ -782,6 +786,8 @@
       v.info.writable ? buttons : null,
     );
     v.approvals[event.id] = item;
+    v.approvalTitles = v.approvalTitles || {};
+    v.approvalTitles[event.id] = isPlan ? 'The plan' : (event.tool + ' ' + (event.subject || '')).trim();
     v.approvalList.append(item);
     v.approvalCard.hidden = false;
     window.scrollTo(0, 0);
@@ -798,7 +804,11 @@
       deny: 'denied',
       cancelled: 'cancelled (turn interrupted)',
     };
-    note(v, 'Approval ' + event.id + ': ' + (words[event.choice] || event.choice) + (event.reason ? ' — ' + event.reason : ''), 'approval-note');
+    // What was approved in words; the approval's id only in the tooltip.
+    const what = (v.approvalTitles || {})[event.id] || 'The request';
+    const shown = el('div', { class: 'note approval-note', title: 'approval ' + event.id },
+      what + ': ' + (words[event.choice] || event.choice) + (event.reason ? ' — ' + event.reason : ''));
+    add(v, shown);
   }
 
   function renderPlan(v, plan) {
@@ -971,7 +981,13 @@
       case 'turn_started':
         v.blocks[role] = null;
         v.shownText[role] = '';
-        if (role === 'planner') note(v, 'The planner is studying the task…', 'planner-note');
+        if (role === 'planner') {
+          v.plannerNote = el('div', { class: 'note planner-note' }, 'The planner is studying the task…');
+          add(v, v.plannerNote);
+        } else if (v.plannerNote) {
+          v.plannerNote.remove();
+          v.plannerNote = null;
+        }
         break;
       case 'text_delta':
         v.shownText[role] = (v.shownText[role] || '') + e.text;
@@ -1004,6 +1020,10 @@
         approvalAnswered(v, e);
         break;
       case 'plan_produced':
+        if (v.plannerNote) {
+          v.plannerNote.remove();
+          v.plannerNote = null;
+        }
         renderPlan(v, e.plan || {});
         note(v, 'Plan ready: ' + ((e.plan && e.plan.objective) || ''), 'planner-note');
         break;
@@ -1020,7 +1040,14 @@
         addCharge(v, e);
         break;
       case 'gate_decided':
-        note(v, 'Route: ' + String(e.route).replace(/_/g, ' ') + ' (' + e.reason + ')');
+        // The route in plain words (the server's table); its codes in a details view. The
+        // everyday route (the executor alone) says nothing.
+        if (e.words) {
+          add(v, el('details', { class: 'note gate-note' },
+            el('summary', {}, e.words),
+            el('span', { class: 'muted small', text: 'route ' + e.route + ', reason ' + e.reason }),
+          ));
+        }
         break;
       case 'turn_ended':
         if (role === 'executor' && e.text && !(v.shownText[role] || '').trim()) {
