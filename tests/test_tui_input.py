@@ -99,8 +99,10 @@ def test_tab_completes_commands_and_paths_and_mentions_attach_files(project: Pro
 def test_tool_results_expand_by_number_and_with_ctrl_o(project: Project) -> None:
     yolo(project)
     project.ex.push(
-        Reply.call("bash", {"command": "seq 1 3; echo hidden-$((6*7))"}),
-        Reply.call("bash", {"command": "seq 1 2; echo tail-$((5*5))"}),
+        # A folded command result shows its output's last line: what only /expand and
+        # Ctrl-O show comes before it.
+        Reply.call("bash", {"command": "echo hidden-$((6*7)); seq 1 3"}),
+        Reply.call("bash", {"command": "echo tail-$((5*5)); seq 1 2"}),
         Reply.text("Ran both."),
     )
     term = Terminal(project)
@@ -108,7 +110,7 @@ def test_tool_results_expand_by_number_and_with_ctrl_o(project: Project) -> None
         term.ready()
         term.sendline("run them")
         screen = term.wait("Ran both.")
-        assert "hidden-42" not in screen
+        assert "hidden-42" not in screen and "tail-25" not in screen
         assert "/expand 1" in screen and "/expand 2" in screen
         term.sendline("/expand 1")
         term.wait("hidden-42")
