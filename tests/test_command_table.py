@@ -34,6 +34,7 @@ SAMPLES: dict[str, tuple[str, str]] = {
     "mode": ("", "Permission mode: ask"),
     "model": ("", "executor: deepseek-flash"),
     "cost": ("", "hit%"),
+    "status": ("", "memory files read"),
     "todo": ("", "The todo list is empty."),
     "goal": ("status", "No goal."),
     "expand": ("", "No tool results yet."),

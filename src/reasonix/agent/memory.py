@@ -1,4 +1,6 @@
-"""Project memory: ``REASONIX.md`` files (``AGENTS.md`` as the fallback many agents share).
+"""Project memory: ``REASONIX.md`` files (``AGENTS.md`` as the fallback many agents share),
+and Claude Code's ``CLAUDE.md`` and ``CLAUDE.local.md`` beside them (``~/.claude/CLAUDE.md`` as
+the user's own), read with the same care.
 
 Loaded once, into the system prompt, when a session starts: from the user config folder, then
 from each folder from the repository root down to the project folder (outermost first, so the
@@ -24,6 +26,9 @@ from pathlib import Path
 from reasonix.tools.registry import Tool, ToolContext, ToolResult
 
 MEMORY_NAMES = ("REASONIX.md", "AGENTS.md")
+#: Claude Code's memory files, read in each folder besides ours (one that is the same file or
+#: the same text as ours, a common ``CLAUDE.md -> AGENTS.md`` link, is read once).
+CLAUDE_NAMES = ("CLAUDE.md", "CLAUDE.local.md")
 MAX_MEMORY_CHARS = 24_000
 MAX_MEMORY_FILE_BYTES = 64 * 1024
 NOTES_HEADER = "## Notes remembered by reasonix"
@@ -79,6 +84,26 @@ def _pick(directory: Path) -> Path | None:
     return None
 
 
+def _pick_all(directory: Path) -> list[Path]:
+    """Ours (the first of :data:`MEMORY_NAMES`), then Claude Code's that say something else."""
+    found: list[Path] = []
+    ours = _pick(directory)
+    if ours is not None:
+        found.append(ours)
+    for name in CLAUDE_NAMES:
+        theirs = _safe_file(directory, name)
+        if theirs is not None and not any(_same(theirs, other) for other in found):
+            found.append(theirs)
+    return found
+
+
+def _same(a: Path, b: Path) -> bool:
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    text = _read_capped(a)
+    return text is not None and text.strip() == (_read_capped(b) or "").strip()
+
+
 def repository_root(project_dir: Path) -> Path | None:
     """The nearest folder at or above ``project_dir`` holding ``.git`` (a folder, or the file a
     worktree has), or None outside a repository."""
@@ -88,23 +113,30 @@ def repository_root(project_dir: Path) -> Path | None:
     return None
 
 
-def find_memory_files(project_dir: Path, user_config_dir: Path | None = None) -> list[Path]:
-    """Memory files in load order: user folder, then the repository root down to the project
-    folder (only the project folder outside a repository)."""
+def find_memory_files(
+    project_dir: Path, user_config_dir: Path | None = None, claude_home: Path | None = None
+) -> list[Path]:
+    """Memory files in load order: user folder (then ``claude_home/CLAUDE.md``, Claude Code's
+    user file), then the repository root down to the project folder (only the project folder
+    outside a repository), each folder's own file before Claude Code's."""
     found: list[Path] = []
     if user_config_dir is not None:
         user_file = _pick(user_config_dir)
         if user_file is not None:
             found.append(user_file)
+    if claude_home is not None:
+        theirs = _safe_file(claude_home, "CLAUDE.md")
+        if theirs is not None and not any(_same(theirs, other) for other in found):
+            found.append(theirs)
     project = project_dir.resolve()
     root = repository_root(project)
     folders = [project]
     if root is not None:
         folders = [d for d in reversed(project.parents) if _inside(str(d), str(root))] + folders
     for directory in folders:
-        picked = _pick(directory)
-        if picked is not None and picked not in found:
-            found.append(picked)
+        for picked in _pick_all(directory):
+            if picked not in found:
+                found.append(picked)
     return found
 
 
@@ -131,19 +163,23 @@ def _read_capped(path: Path) -> str | None:
 
 
 def load_memory(
-    files: Iterable[Path], limit: int = MAX_MEMORY_CHARS, *, user_dir: Path | None = None
+    files: Iterable[Path],
+    limit: int = MAX_MEMORY_CHARS,
+    *,
+    user_dir: Path | None = None,
+    user_dirs: Iterable[Path] = (),
 ) -> str:
     """The memory block for the system prompt (empty when there is none). Files in
-    ``user_dir`` (the user's config folder) are the user's; every other one is marked as a
-    project file."""
+    ``user_dir`` (the user's config folder) or ``user_dirs`` (``~/.claude``) are the user's;
+    every other one is marked as a project file."""
     sections = []
-    mine = os.path.realpath(user_dir) if user_dir is not None else None
+    mine = [os.path.realpath(d) for d in (*([user_dir] if user_dir else []), *user_dirs)]
     project_files = False
     for path in files:
         text = _read_capped(path)
         if text is None or not text.strip():
             continue
-        if mine is not None and _inside(os.path.realpath(path.parent), mine):
+        if any(_inside(os.path.realpath(path.parent), m) for m in mine):
             sections.append(f"## Your file: {path}\n{text.strip()}")
         else:
             project_files = True

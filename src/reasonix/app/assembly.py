@@ -60,6 +60,7 @@ __all__ = [
     "make_subagent_provider",
     "mcp_entries",
     "mcp_server_configs",
+    "memory_sources",
     "project_memory",
     "start_configured_mcp",
     "start_mcp",
@@ -224,15 +225,31 @@ def make_registry(
     return registry
 
 
-def project_memory(workspace: Path) -> str:
-    """REASONIX.md / AGENTS.md for a new session's system prompt (a resumed session keeps
-    the system prompt it was stored with, so its prefix does not change)."""
+def _memory_homes() -> tuple[Path, Path]:
+    """The user's config folder and Claude Code's (``~/.claude``)."""
     from reasonix.config import user_config_path
 
+    return user_config_path().parent, Path.home() / ".claude"
+
+
+def memory_sources(workspace: Path) -> list[Path]:
+    """The memory files a new session reads (REASONIX.md / AGENTS.md / CLAUDE.md ...), in
+    load order; empty when they cannot be listed."""
     try:
-        user_dir = user_config_path().parent
-        return load_memory(find_memory_files(workspace, user_dir), user_dir=user_dir)
-    except OSError:
+        user_dir, claude_home = _memory_homes()
+        return find_memory_files(workspace, user_dir, claude_home)
+    except (OSError, RuntimeError):  # RuntimeError: no home folder to be found
+        return []
+
+
+def project_memory(workspace: Path, files: list[Path] | None = None) -> str:
+    """REASONIX.md / AGENTS.md / CLAUDE.md for a new session's system prompt (a resumed
+    session keeps the system prompt it was stored with, so its prefix does not change)."""
+    try:
+        user_dir, claude_home = _memory_homes()
+        found = memory_sources(workspace) if files is None else files
+        return load_memory(found, user_dir=user_dir, user_dirs=(claude_home,))
+    except (OSError, RuntimeError):
         return ""
 
 

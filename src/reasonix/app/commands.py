@@ -252,6 +252,10 @@ async def _config(ctx: Context) -> Answer:
     return _reply("\n".join(render_config(ctx.session.config, environ)))
 
 
+async def _status(ctx: Context) -> Answer:
+    return _reply("\n".join(ctx.session.status_lines()))
+
+
 async def _remember(ctx: Context) -> Answer:
     return _reply(f"Remembered in {ctx.session.remember(ctx.arg)}.")
 
@@ -311,6 +315,7 @@ COMMANDS: tuple[Command, ...] = (
         arg="optional",
     ),
     Command("cost", "", "tokens, cache hits and cost per role", _cost),
+    Command("status", "", "session, models, mode, folder and the memory files read", _status),
     Command("todo", "", "the executor's todo list", _todo),
     Command(
         "goal",

@@ -317,6 +317,8 @@ class AgentSession:
 
             if (overflow := registry_overflow_notice(registry)) is not None:
                 self._events.tell(NoticeEvent("controller", "tool_overflow", overflow))
+        #: the memory files read as this session opened (``/status`` lists them)
+        self.memory_files = assembly.memory_sources(self.workspace)
         self._controller = assembly.make_controller(
             self.config,
             self.workspace,
@@ -325,7 +327,7 @@ class AgentSession:
             sessions=sessions,
             sink=self._events,
             plan_approver=self._plan_approver,
-            memory=assembly.project_memory(self.workspace),
+            memory=assembly.project_memory(self.workspace, self.memory_files),
             on_subagent=lambda child, session: self._record.follow_child(child.id, session),
             hooks=hooks,
             executor_tools=executor_tools,
@@ -405,6 +407,23 @@ class AgentSession:
     def models(self) -> dict[str, str]:
         """The model of each active role."""
         return {role: model for role in ROLES if (model := self.model_of(role)) is not None}
+
+    def status_lines(self) -> list[str]:
+        """``/status``: the session, its models per role, the mode, the folder and which
+        memory files (REASONIX.md, AGENTS.md, CLAUDE.md, ...) were read."""
+        lines = [
+            f"session: {self.session_id}",
+            *(f"{role}: {model}" for role, model in self.models().items()),
+            f"mode: {self.mode}",
+            f"folder: {self.workspace}",
+        ]
+        files = getattr(self, "memory_files", [])
+        if files:
+            lines.append("memory files read:")
+            lines += [f"  {path}" for path in files]
+        else:
+            lines.append("memory files read: none (REASONIX.md, AGENTS.md, CLAUDE.md)")
+        return lines
 
     def context_use(self) -> list[ContextUse]:
         """Per role, the last prompt size against the model's context window."""
