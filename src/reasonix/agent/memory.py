@@ -69,11 +69,9 @@ def _safe_file(directory: Path, name: str) -> Path | None:
 def _secret(relpath: str) -> bool:
     """Whether a memory file is (a link to) a file the file tools refuse to read because it
     holds secrets (``.env``, keys): those must not reach the model through the prompt either."""
-    from reasonix.safety.patterns import compile_patterns, match_path_or_parents
-    from reasonix.safety.sandbox import DEFAULT_READ_DENY
+    from reasonix.safety.sandbox import holds_secrets
 
-    patterns = compile_patterns(DEFAULT_READ_DENY, ignore_case=True)
-    return match_path_or_parents(patterns, relpath, is_dir=False) is not None
+    return holds_secrets(relpath)
 
 
 def _pick(directory: Path) -> Path | None:

@@ -4,7 +4,8 @@
 appends each mentioned file's text (a folder: its listing) after them, so what is attached rides
 at the tail of the user turn and the cached prefix before it stays intact. A word is a mention
 only when it names something that exists inside the workspace; anything else (an e-mail
-address, a decorator, a path outside the workspace) is left as it was typed.
+address, a decorator, a path outside the workspace) is left as it was typed. A file the file
+tools refuse to read (``.env``, keys; also through a symlink) is not attached, with a note.
 
 Images (told from their bytes: JPEG, PNG, GIF, WebP) ride as image parts of the turn instead
 (``images``): an ``@shot.png`` mention, and a pasted or dropped path to an image file (a
@@ -85,6 +86,12 @@ def attach_mentions(text: str, workspace: Path) -> Attached:
         rel = target.relative_to(root).as_posix() or "."
         if rel in paths or target in seen:
             continue
+        if target.is_file() and _secret(rel):
+            # what the file tools refuse to read (.env, keys), also through a link a
+            # repository ships (CONTRIBUTING.md -> .env): not sent to the model this way either
+            seen.add(target)
+            notes.append(f"@{raw} is (a link to) a file that holds secrets; not attached")
+            continue
         if target.is_file():
             image, refused = _image(target, rel)
             if refused:
@@ -104,6 +111,12 @@ def attach_mentions(text: str, workspace: Path) -> Attached:
         return Attached(text, tuple(paths), tuple(notes), tuple(images))
     attached = "\n\n".join(blocks)
     return Attached(f"{text}\n\n{attached}", tuple(paths), tuple(notes), tuple(images))
+
+
+def _secret(rel: str) -> bool:
+    from reasonix.safety.sandbox import holds_secrets
+
+    return holds_secrets(rel)
 
 
 def _image(path: Path, shown: str) -> tuple[ImagePart | None, str | None]:

@@ -183,11 +183,9 @@ def _read_inside(skill: Skill, file: str) -> ToolResult:
 
 
 def _secret(relpath: str) -> bool:
-    from reasonix.safety.patterns import compile_patterns, match_path_or_parents
-    from reasonix.safety.sandbox import DEFAULT_READ_DENY
+    from reasonix.safety.sandbox import holds_secrets
 
-    patterns = compile_patterns(DEFAULT_READ_DENY, ignore_case=True)
-    return match_path_or_parents(patterns, relpath, is_dir=False) is not None
+    return holds_secrets(relpath)
 
 
 def skill_tool(skills: dict[str, Skill]) -> Tool | None:

@@ -53,6 +53,15 @@ DEFAULT_READ_DENY: tuple[str, ...] = (
     ".pgpass",
 )
 
+
+def holds_secrets(relpath: str) -> bool:
+    """Whether ``relpath`` (relative to its folder, symlinks resolved) is a file the built-in
+    read-deny patterns protect (``.env``, keys): what the file tools refuse must not reach the
+    model another way either (a memory file, a skill's file, an ``@`` mention)."""
+    patterns = compile_patterns(DEFAULT_READ_DENY, ignore_case=True)
+    return match_path_or_parents(patterns, relpath, is_dir=False) is not None
+
+
 #: Files tools may read but not write: a repository's internals (hooks and config run code), and
 #: also a ``.git`` *file*, which points git at another folder (``gitdir: ...``) whose hooks and
 #: config would then run.
