@@ -313,10 +313,16 @@ def test_the_models_question_is_answered_from_the_page(project: Project, browser
         page.click("button:text-is('New session')")
         page.wait_for_selector(".note:has-text('needs_input')", timeout=WAIT)
         assert "Which database should the cache use?" in page.locator(".questions").inner_text()
+        card = page.locator('.call[data-tool="ask"]')
+        assert card.locator(".call-status").inner_text() == "waiting for your answer"
+        assert page.locator("#transcript").inner_text().count("Which database") == 1
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / "session-question-desktop.png"))
+        # one click answers: the option is sent at once and the card closes
         page.click(".option:has-text('SQLite')")
-        assert page.locator("#message").input_value() == "SQLite"
-        page.click("button:text-is('Send')")
         page.wait_for_selector(".note:has-text('Turn 2 ended: done')", timeout=WAIT)
+        assert card.locator(".call-status").inner_text() == "answered: SQLite"
+        assert not card.locator(".questions").is_visible()
         assert "SQLite it is." in page.locator("#transcript").inner_text()
         # the answer reached the model as the ask call's result
         tool_messages = [m for m in project.ex.last_request.messages if m["role"] == "tool"]

@@ -474,9 +474,9 @@
   }
 
   async function send(v, event) {
-    event.preventDefault();
+    if (event) event.preventDefault();
     const text = v.input.value;
-    if (!text.trim()) return;
+    if (!text.trim()) return false;
     v.send.disabled = true;
     try {
       const body = v.images.length ? { text, images: v.images } : { text };
@@ -485,8 +485,10 @@
       v.images = [];
       v.imageNote.textContent = '';
       v.imagePick.value = '';
+      return true;
     } catch (err) {
       toast(err.message);
+      return false;
     } finally {
       v.send.disabled = !v.info.writable;
     }
@@ -659,10 +661,12 @@
     return '';
   }
 
-  function questionsView(v, questions) {
-    // The model's `ask` questions; a chosen option goes into the message box, and the next
-    // message is delivered to the model as the answer.
+  function questionsView(v, questions, callId) {
+    // The model's `ask` questions. One question with one choice: a click sends the option at
+    // once (the next message is delivered to the model as the answer) and closes the card;
+    // otherwise a chosen option goes into the message box.
     const box = el('div', { class: 'questions' });
+    const oneClick = questions.length === 1 && !questions[0].multiSelect;
     for (const q of questions) {
       const options = el('div', { class: 'options' });
       for (const option of Array.isArray(q.options) ? q.options : []) {
@@ -673,8 +677,13 @@
               type: 'button',
               class: 'option',
               title: String(option.description || ''),
-              onclick: () => {
+              onclick: async () => {
                 const label = String(option.label || '');
+                if (oneClick) {
+                  v.input.value = label;
+                  if (await send(v, null)) answered(v, callId, label);
+                  return;
+                }
                 v.input.value = q.multiSelect && v.input.value ? v.input.value + ', ' + label : label;
                 v.input.focus();
               },
@@ -697,12 +706,22 @@
     return box;
   }
 
+  function answered(v, callId, label) {
+    const entry = v.calls[callId];
+    if (!entry) return;
+    entry.status.textContent = 'answered: ' + label;
+    entry.card.classList.add('ok', 'answered');
+    for (const button of entry.body.querySelectorAll('button.option')) button.disabled = true;
+    const box = entry.body.querySelector('.questions');
+    if (box) box.hidden = true;
+  }
+
   function toolCall(v, role, call) {
     const args = parseArgs(call.arguments);
     const status = el('span', { class: 'call-status', text: 'running' });
     const body = el('div', { class: 'call-body' });
     const preview = proposedDiff(call.name, args);
-    if (call.name === 'ask' && Array.isArray(args.questions)) body.append(questionsView(v, args.questions));
+    if (call.name === 'ask' && Array.isArray(args.questions)) body.append(questionsView(v, args.questions, call.id));
     else if (preview) body.append(preview);
     else if (call.arguments && call.arguments !== '{}') {
       body.append(el('details', {}, el('summary', { text: 'arguments' }), el('pre', { text: call.arguments })));
@@ -732,6 +751,11 @@
     const output = hasDiff ? diffView(lines) : el('pre', { class: 'output', text: content });
     if (!entry) {
       add(v, el('div', { class: 'call' }, el('code', { text: event.name }), output));
+      return;
+    }
+    if (event.name === 'ask' && !event.is_error) {
+      // The questions are on the card already; the result only says they wait for an answer.
+      if (!entry.card.classList.contains('answered')) entry.status.textContent = 'waiting for your answer';
       return;
     }
     entry.status.textContent = event.is_error ? 'error' : 'done';
@@ -1050,7 +1074,8 @@
         }
         break;
       case 'turn_ended':
-        if (role === 'executor' && e.text && !(v.shownText[role] || '').trim()) {
+        // A turn that waits for an answer ends with the question's text: the ask card shows it.
+        if (role === 'executor' && e.text && e.reason !== 'needs_input' && !(v.shownText[role] || '').trim()) {
           add(v, el('div', { class: 'msg assistant by-executor' }, roleTag('executor'), el('div', { class: 'text', text: e.text })));
         }
         v.blocks[role] = null;
@@ -1059,6 +1084,12 @@
         endBlocks(v);
         setRunning(v, false);
         note(v, 'Turn ' + e.turn + ' ended: ' + (e.interrupted ? 'interrupted' : e.stop_reason), e.stop_reason === 'done' ? 'ok-note' : 'warn-note');
+        for (const entry of Object.values(v.calls || {})) {
+          // A question outlives its turn: its card waits for the answer, not "running".
+          if (entry.card.dataset.tool === 'ask' && entry.status.textContent === 'running') {
+            entry.status.textContent = e.stop_reason === 'needs_input' ? 'waiting for your answer' : 'not answered';
+          }
+        }
         if (e.stop_reason === 'needs_input') {
           note(v, 'The agent asked you something (above): your next message is the answer.', 'planner-note');
         }
@@ -1072,6 +1103,7 @@
         note(v, 'Error: ' + e.message, 'error-note');
         break;
       case 'notice':
+        if (e.code === 'needs_input') break; // the ask card shows the questions
         note(v, e.message, 'notice-note');
         break;
       case 'command_reply':
