@@ -8,7 +8,9 @@ file); at the end of turn 2 the file is as the user left it, so it matches the r
 the agent's, and ``reasonix rewind --turn 1`` put turn 1's snapshot back over the user's edit —
 "Restored f.txt.", no note that the version it replaced was the user's.
 
-Worked on main when written; recorded as a strict xfail. Control: the user's edit made after
+Worked on main when written (recorded as a strict xfail); fixed: a rewind also leaves alone
+what differs between a turn's end-of-turn record and the next turn's first snapshot (someone
+else changed it between the turns), and says so. Control: the user's edit made after
 the last turn is left alone by the same rewind (the fix this goes around), so the probe tells
 the two apart.
 """
@@ -71,15 +73,11 @@ def _two_turns(work: Work, *, edit_between: bool) -> None:
         (work.root / "f.txt").write_text(USERS)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a rewind over several turns compares files with the last turn's record only: a "
-    "user's edit made between the turns matches it and is overwritten by an older snapshot",
-)
 def test_a_rewind_over_two_turns_keeps_an_edit_made_between_them(work: Work) -> None:
     _two_turns(work, edit_between=True)
     said = work.reasonix("rewind", "--turn", "1")
     assert (work.root / "f.txt").read_text() == USERS, said
+    assert "Left alone" in said and "f.txt" in said
     assert (work.root / "g.txt").read_text() == "g0\n"
 
 

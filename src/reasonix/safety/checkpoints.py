@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -1305,6 +1306,22 @@ class CheckpointManager:
                 names.add(name)
         return names
 
+    def _changed_between_turns(self, seq: int) -> set[str]:
+        """Paths someone else changed between two of the agent's turns from record ``seq`` on:
+        those that differ between a turn's ``after`` record and the next step's snapshot. A
+        rewind over several turns leaves them alone, as it does what changed since the last
+        turn (the user's edit between turn 1 and turn 2 matched turn 2's record and would
+        otherwise be overwritten by turn 1's snapshot)."""
+        entries = [e for e in self._entries() if e.kind in ("step", "after") and e.seq >= seq]
+        names: set[str] = set()
+        for left, right in itertools.pairwise(entries):
+            if left.kind != "after" or right.kind != "step" or left.commit == right.commit:
+                continue
+            before, after = self._store.load(left.commit), self._store.load(right.commit)
+            if before is not None and after is not None:
+                names |= self._foreign(before, after)
+        return names
+
     def _rewind_to(self, target: Step, label: str) -> RewindResult:
         if not label:
             label = f"before step {target.seq} ({target.describe()})"
@@ -1324,7 +1341,8 @@ class CheckpointManager:
                 # The files as they are now stay in the store (a rewind's record and its ref),
                 # so even what the rewind replaces can be had back.
                 self._append(target.turn, "", "rewind", label, now_commit, "rewind")
-                restorer = _Restorer(self._store, wanted, current, self._foreign(agent, current))
+                foreign = self._foreign(agent, current) | self._changed_between_turns(target.seq)
+                restorer = _Restorer(self._store, wanted, current, foreign)
                 restorer.run()
                 self._drop_from(target.seq)
                 # What the agent's files are now: the snapshot it went back to. A file kept as
