@@ -1,14 +1,16 @@
-"""The bounded brief the planner sees of what the executor did since it last planned.
+"""What each role is told of the other: the bounded brief the planner sees of what the
+executor did since it last planned, and the handoff the executor gets with a plan.
 
-Never the raw transcript: the executor's own replies, the commands it ran with their outcome,
-and the tool calls that failed with their errors — cut to a budget, newest kept, with a note of
-what was dropped.
+The brief is never the raw transcript: the executor's own replies, the commands it ran with
+their outcome, and the tool calls that failed with their errors — cut to a budget, newest
+kept, with a note of what was dropped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
+from reasonix.control.plan import Plan
 from reasonix.messages import AssistantMessage, Message, ToolMessage
 
 
@@ -57,3 +59,23 @@ def executor_brief(
 
 def _dropped_note(count: int) -> str:
     return f"[{count} earlier entries dropped to fit the brief]"
+
+
+def plan_handoff(plan: Plan, tool_names: Iterable[str]) -> str:
+    """What the executor is told with a plan (at the tail of the turn's user message): the
+    plan as its todo list, how to work through it, and the MCP tools it has."""
+    mcp_tools = [n for n in tool_names if n.startswith("mcp__")]
+    lines = [
+        "A planner studied the task and wrote this plan; it is now your todo list "
+        "(step 1 is in progress):",
+        "",
+        plan.to_markdown(),
+        "",
+        "How to proceed: treat the plan as guidance, not verified fact; check files before "
+        "editing. Work through the steps in order. After each step run its verify command and "
+        "call complete_step with the evidence: the host accepts only completions it saw "
+        "evidence for. If a step is wrong, fix the list with todo_write and say why.",
+    ]
+    if mcp_tools:
+        lines.append("MCP tools available: " + ", ".join(mcp_tools))
+    return "\n".join(lines)

@@ -4,7 +4,8 @@ One turn: the gate picks a route; if it plans, the planner (read-only tools + ``
 delivers a plan in its own session; the plan becomes the executor's todo list and a handoff
 message at the tail of the turn's user message; the executor runs, watched for progress; when
 its host-observed progress stops changing, the planner is asked for a revised plan with a brief
-of what failed, a bounded number of times. See DESIGN.md, "The turn, step by step".
+of what failed, a bounded number of times (the watch and the notes of its stops are
+:mod:`reasonix.control.watch`). See DESIGN.md, "The turn, step by step".
 """
 
 from __future__ import annotations
@@ -18,11 +19,18 @@ from reasonix.agent.agent import Agent, AgentResult, StepDecision, StepInfo, Sto
 from reasonix.agent.compaction import PLAN_STATE_KEY
 from reasonix.agent.prompts import PLANNER_SYSTEM_PROMPT as PLANNER_SYSTEM_PROMPT
 from reasonix.agent.todo import TodoItem
-from reasonix.control.brief import executor_brief
+from reasonix.control.brief import executor_brief, plan_handoff
 from reasonix.control.cost import CostTracker, RoleCost
 from reasonix.control.gate import GateDecision, GateOptions, Route, decide
 from reasonix.control.plan import PLAN_KEY, Plan
 from reasonix.control.todo_tools import STEP_BASELINE, STEP_CALLBACK
+from reasonix.control.watch import (
+    BUDGET_HINT,
+    StallWatch,
+    incomplete_note,
+    refusal_note,
+    step_list,
+)
 from reasonix.events import (
     GateDecided,
     NoticeEvent,
@@ -41,7 +49,6 @@ from reasonix.messages import (
     UserMessage,
     text_only,
 )
-from reasonix.tools.registry import PERMISSION_DENIED
 
 PLAN_CLOSING = "Plan submitted to the executor."
 CORRECTIVE = (
@@ -50,27 +57,6 @@ CORRECTIVE = (
 )
 
 PlanApprover = Callable[[Plan], "bool | Awaitable[bool]"]
-
-BUDGET_HINT = "Raise [budget] max_session_usd (or --max-cost) to continue."
-REFUSAL_HINT = (
-    "To allow such calls: add the rule named above to [permissions] allow in reasonix.toml, "
-    "allow them when asked (the app's 'a': for this session), or change the permission mode "
-    "(/mode auto-edit or yolo in the app; --mode or --yes for `reasonix run`)."
-)
-
-
-def refusal_note(refusals: list[str], shown: int = 3) -> str:
-    """The closing note of a turn the permission layer blocked: what was refused (as the
-    model was told) and how to allow it."""
-    lines = [f"- {r.removeprefix(PERMISSION_DENIED).strip()}" for r in refusals[:shown]]
-    if len(refusals) > shown:
-        lines.append(f"- ... and {len(refusals) - shown} more")
-    return (
-        "Stopped: the executor was refused what it needed:\n"
-        + "\n".join(lines)
-        + "\n"
-        + (REFUSAL_HINT)
-    )
 
 
 @dataclass
@@ -163,58 +149,6 @@ class _Execution:
     @property
     def stop_reason(self) -> TurnStopReason:
         return self.stopped or self.last.stop_reason
-
-
-def _step_list(items: list[TodoItem]) -> str:
-    """``step 2 (write the tests)`` / ``steps 2 (...), 3 (...)``, for notes."""
-    named = [f"{i.id or n} ({i.content[:60]})" for n, i in enumerate(items, 1)]
-    shown = ", ".join(named[:5]) + (f" and {len(named) - 5} more" if len(named) > 5 else "")
-    return f"{'step' if len(items) == 1 else 'steps'} {shown}"
-
-
-class _StallWatch:
-    def __init__(self, agent: Agent, options: OrchestratorOptions, cost: CostTracker) -> None:
-        self.agent = agent
-        self.options = options
-        self.cost = cost
-        self.quiet_steps = 0
-        self.reason = ""
-        self.over_budget = False
-        self.refused_steps = 0
-        self.refused = False
-        #: the refusals seen, as the model was told them
-        self.refusals: list[str] = []
-
-    def on_step(self, info: StepInfo) -> StepDecision:
-        limit = self.options.max_cost_usd
-        if limit is not None and self.cost.session_cost >= limit:
-            self.over_budget = True
-            self.reason = (
-                f"the session has spent ${self.cost.session_cost:.4f} of its ${limit:g} budget"
-            )
-            return "pause"
-        denied = [r.content for r in info.results if r.content.startswith(PERMISSION_DENIED)]
-        if denied and len(denied) == len(info.results) and not info.made_progress:
-            # Refused calls are not a stall: a new plan cannot make them allowed. Give the
-            # model one more step to take another way; then end the turn saying what was
-            # refused and how to allow it, without paying the planner.
-            self.refusals.extend(d for d in denied if d not in self.refusals)
-            self.refused_steps += 1
-            if self.refused_steps >= self.options.refused_steps:
-                self.refused = True
-                self.reason = "the calls the executor needs were refused"
-                return "pause"
-            return "continue"
-        self.refused_steps = 0
-        self.quiet_steps = 0 if info.made_progress else self.quiet_steps + 1
-        repeated = self.agent.ledger.repeated_failure(self.options.repeat_failures)
-        if repeated:
-            self.reason = f"the same failing call repeated {self.options.repeat_failures} times"
-            return "pause"
-        if self.quiet_steps >= self.options.stall_rounds:
-            self.reason = f"no host-observed progress for {self.quiet_steps} steps"
-            return "pause"
-        return "continue"
 
 
 class TurnOrchestrator:
@@ -385,7 +319,7 @@ class TurnOrchestrator:
         nudged = False
         since = self.executor.ledger.mark()
         while True:
-            watch = _StallWatch(self.executor, self.options, self.cost)
+            watch = StallWatch(self.executor, self.options, self.cost)
             outcome = await self.executor.run(
                 next_text,
                 on_step=watch.on_step,
@@ -399,12 +333,12 @@ class TurnOrchestrator:
                 nudged = True
                 next_text = (
                     "The plan is not finished: "
-                    f"{_step_list(open_steps)} still open. Carry on with them, or, if one "
+                    f"{step_list(open_steps)} still open. Carry on with them, or, if one "
                     "cannot be done, say why."
                 )
                 continue
             if open_steps:
-                note = self._incomplete_note(open_steps, since)
+                note = incomplete_note(self.executor.ledger, open_steps, since)
                 self.sink.emit(NoticeEvent("controller", "plan_incomplete", note))
                 answer = outcome.text.strip()
                 return _Execution(
@@ -453,19 +387,6 @@ class TurnOrchestrator:
     def _open_steps(self) -> list[TodoItem]:
         """The executor's todo items not completed (with a plan: the plan's steps)."""
         return [i for i in self.executor.todo_state.items if i.status != "completed"]
-
-    def _incomplete_note(self, open_steps: list[TodoItem], since: int) -> str:
-        """Why a turn ends ``plan_incomplete``: the open steps and the last check that failed
-        in this run (after the point ``since``)."""
-        note = f"Stopped with the plan unfinished: {_step_list(open_steps)} still open."
-        commands = self.executor.ledger.commands
-        failed = next((r for r in reversed(commands) if not r.ok and r.seq > since), None)
-        if failed is not None:
-            tail = " ".join(failed.output_tail.split())[-160:]
-            note += f" Last failed check: `{failed.command[:120]}`" + (
-                f" ({tail})." if tail else "."
-            )
-        return note + " Say how to go on, or /todo to see the plan."
 
     def _seed(self, plan: Plan) -> None:
         """The plan becomes the executor's todo list; its markdown is kept so compaction can
@@ -562,18 +483,4 @@ class TurnOrchestrator:
         return bool(answer), "approved" if answer else "declined by the user"
 
     def _handoff(self, plan: Plan) -> str:
-        mcp_tools = [n for n in self.executor.tools.names if n.startswith("mcp__")]
-        lines = [
-            "A planner studied the task and wrote this plan; it is now your todo list "
-            "(step 1 is in progress):",
-            "",
-            plan.to_markdown(),
-            "",
-            "How to proceed: treat the plan as guidance, not verified fact; check files before "
-            "editing. Work through the steps in order. After each step run its verify command and "
-            "call complete_step with the evidence: the host accepts only completions it saw "
-            "evidence for. If a step is wrong, fix the list with todo_write and say why.",
-        ]
-        if mcp_tools:
-            lines.append("MCP tools available: " + ", ".join(mcp_tools))
-        return "\n".join(lines)
+        return plan_handoff(plan, self.executor.tools.names)
