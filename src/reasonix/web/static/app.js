@@ -292,6 +292,8 @@
     };
     v.transcript = el('div', { class: 'transcript', id: 'transcript' });
     v.approvalList = el('div', { class: 'approval-list' });
+    // messages typed during a turn, sent when it ends (enqueue)
+    v.queueBox = el('div', { class: 'queue', id: 'queue' });
     v.approvalCard = el(
       'section',
       { class: 'card approvals', id: 'approvals', hidden: true },
@@ -364,7 +366,7 @@
       el(
         'div',
         { class: 'columns' },
-        el('section', { class: 'main-col' }, v.transcript),
+        el('section', { class: 'main-col' }, v.transcript, v.queueBox),
         el(
           'aside',
           { class: 'side-col' },
@@ -477,9 +479,19 @@
     if (event) event.preventDefault();
     const text = v.input.value;
     if (!text.trim()) return false;
+    const body = v.images.length ? { text, images: v.images } : { text };
+    if (v.running) {
+      // As in the terminal: a message typed during a turn waits for it, shown as queued and
+      // cancellable, and is sent when the turn ends.
+      enqueue(v, body);
+      v.input.value = '';
+      v.images = [];
+      v.imageNote.textContent = '';
+      v.imagePick.value = '';
+      return true;
+    }
     v.send.disabled = true;
     try {
-      const body = v.images.length ? { text, images: v.images } : { text };
       await post(v, '/messages', body);
       v.input.value = '';
       v.images = [];
@@ -491,6 +503,41 @@
       return false;
     } finally {
       v.send.disabled = !v.info.writable;
+    }
+  }
+
+  function enqueue(v, body) {
+    v.queue = v.queue || [];
+    const item = { body };
+    item.node = el(
+      'div',
+      { class: 'msg user queued' },
+      el('span', { class: 'role role-user', text: 'you · queued' }),
+      el('div', { class: 'text', text: body.text }),
+      el('button', {
+        type: 'button',
+        class: 'cancel-queued',
+        text: 'Cancel',
+        onclick: () => {
+          v.queue = v.queue.filter((q) => q !== item);
+          item.node.remove();
+        },
+      }),
+    );
+    v.queue.push(item);
+    v.queueBox.append(item.node);
+  }
+
+  async function runQueue(v) {
+    if (v.running || !v.queue || !v.queue.length) return;
+    const item = v.queue.shift();
+    item.node.remove();
+    try {
+      setRunning(v, true);
+      await post(v, '/messages', item.body);
+    } catch (err) {
+      setRunning(v, false);
+      toast(err.message);
     }
   }
 
@@ -1083,6 +1130,7 @@
       case 'turn_outcome':
         endBlocks(v);
         setRunning(v, false);
+        setTimeout(() => runQueue(v), 0);
         note(v, 'Turn ' + e.turn + ' ended: ' + (e.interrupted ? 'interrupted' : e.stop_reason), e.stop_reason === 'done' ? 'ok-note' : 'warn-note');
         for (const entry of Object.values(v.calls || {})) {
           // A question outlives its turn: its card waits for the answer, not "running".
