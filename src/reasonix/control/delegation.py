@@ -84,6 +84,19 @@ cannot talk to the user and nobody sees your work but that agent.
   paths and line numbers where they matter, and what you could not determine. No preamble.
 """
 
+#: The subagent types models used to Claude Code's Task tool send, built in (no configuration):
+#: name -> (read-only always, what the report should be). ``general-purpose`` is the default
+#: subagent (``read_only`` as asked); a configured profile of the same name wins.
+BUILTIN_TYPES: dict[str, tuple[bool, str]] = {
+    "general-purpose": (False, ""),
+    "Explore": (True, ""),
+    "Plan": (
+        True,
+        "\n\nYour report is an implementation plan: the files and functions to change, the "
+        "steps in order, and how to check each one.",
+    ),
+}
+
 WRITER_PROMPT = """\
 You are a coding subagent of reasonix, a coding agent. Another agent gave you one task; you
 cannot talk to the user and nobody sees your work but that agent.
@@ -306,9 +319,11 @@ class Delegator:
                 "read_only false: a coder in a private copy; it reports its diff, applied only "
                 "by task_apply."
             )
-        if self.profiles:
-            lines.append("subagent_type chooses a specialist:")
-            lines += [p.listing() for p in self.profiles.values()]
+        lines.append(
+            "subagent_type: general-purpose; Explore, Plan: read-only"
+            + ("; or a specialist:" if self.profiles else "")
+        )
+        lines += [p.listing() for p in self.profiles.values()]
         return "\n".join(lines)
 
     async def task(
@@ -318,20 +333,28 @@ class Delegator:
             str,
             "all it needs (it sees nothing of this conversation) and what to report",
         ],
-        subagent_type: Annotated[str, "a specialist listed above, or empty"] = "",
+        subagent_type: Annotated[str, "a type above, or empty"] = "",
         read_only: Annotated[bool, "false: may edit and run commands"] = True,
     ) -> ToolResult:
         """Run one child (see :meth:`_description` for what the model is told)."""
         if not prompt.strip():
             return ToolResult.error("task needs a prompt saying what the subagent should do")
         profile = None
-        if subagent_type.strip():
-            profile = self.profiles.get(subagent_type.strip())
-            if profile is None:
-                known = ", ".join(self.profiles) or "none are configured"
-                return ToolResult.error(
-                    f"Unknown subagent_type {subagent_type.strip()!r}; available: {known}. "
-                    "Leave it empty for the default subagent."
+        note, brief = "", ""
+        wanted = subagent_type.strip()
+        if wanted:
+            profile = self.profiles.get(wanted)
+            builtin = _builtin(wanted) if profile is None else None
+            if builtin is not None:
+                always_read_only, brief = BUILTIN_TYPES[builtin]
+                read_only = read_only or always_read_only
+            elif profile is None:
+                # Not a failed call (a model that does not retry would never delegate): the
+                # default subagent runs, and the result says so.
+                known = ", ".join([*self.profiles, *BUILTIN_TYPES])
+                note = (
+                    f"[Note: there is no subagent_type {wanted!r} (available: {known}); the "
+                    "default subagent ran.]\n\n"
                 )
         if not read_only and self.writers is None:
             return ToolResult.error(
@@ -359,7 +382,10 @@ class Delegator:
         child.writer = not read_only
         self.children.append(child)
         async with self._bound:
-            return await self._run(child, prompt, profile, choice)
+            result = await self._run(child, prompt, profile, choice, brief)
+        if note:
+            result = dataclasses.replace(result, content=note + result.content)
+        return result
 
     def _model(self, model: str) -> ModelChoice:
         if model not in self._models:
@@ -374,6 +400,7 @@ class Delegator:
         prompt: str,
         profile: AgentProfile | None = None,
         choice: ModelChoice | None = None,
+        brief: str = "",
     ) -> ToolResult:
         session = Session(child.session_id)
         base = choice.options if choice is not None else self.options
@@ -405,7 +432,7 @@ class Delegator:
         system = profile.prompt if profile is not None else None
         options = dataclasses.replace(
             base,
-            system_prompt=system or (WRITER_PROMPT if child.writer else SUBAGENT_PROMPT),
+            system_prompt=system or (WRITER_PROMPT if child.writer else SUBAGENT_PROMPT) + brief,
             max_steps=self.limits.max_steps,
             usage_source=UsageSource.SUBAGENT,
             role=child.id,
@@ -543,6 +570,11 @@ def _only(registry: ToolRegistry, names: list[str]) -> ToolRegistry:
 
 def _safe_name(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "-" for c in text)[:80]
+
+
+def _builtin(name: str) -> str | None:
+    """The built-in type ``name`` names (any case), or None."""
+    return next((b for b in BUILTIN_TYPES if b.lower() == name.lower()), None)
 
 
 def _last_text(session: Session) -> str:
