@@ -893,15 +893,32 @@ def _git(args: list[str]) -> str | None:
             return "git clone -u runs a command as the upload pack"
         if a == "--output" or a.startswith("--output="):
             return "git --output writes a file"
+        if name == "archive" and _short_option(a, "o", ""):
+            return "git archive -o writes a file"
         if a == "--ext-diff":
             return "git --ext-diff runs an external diff program"
         if a in ("-O", "--open-files-in-pager") or a.startswith("--open-files-in-pager"):
             return "git grep -O runs a pager"
-        if a in ("--exec", "-x", "--upload-pack", "--receive-pack") or a.startswith(
-            ("--exec=", "--upload-pack=", "--receive-pack=")
+        if name == "grep" and _short_option(a, "O", "efABCm"):
+            return "git grep -O runs a pager"  # -O<cmd>, -nO<cmd>: the pager attached
+        if a in ("--exec", "-x", "--upload-pack", "--receive-pack", "--extcmd") or a.startswith(
+            ("--exec=", "--upload-pack=", "--receive-pack=", "--extcmd=")
         ):
             return f"git {a} runs a command"
     return None
+
+
+def _short_option(word: str, letter: str, valued: str) -> bool:
+    """Whether ``word`` is a cluster of short options (``-nO...``) that holds ``letter``
+    before any option in ``valued`` (one taking the rest of the word as its value)."""
+    if not word.startswith("-") or word.startswith("--"):
+        return False
+    for ch in word[1:]:
+        if ch == letter:
+            return True
+        if ch in valued or not ch.isalnum():
+            return False
+    return False
 
 
 _GIT_HOOK_COMMANDS = frozenset(
