@@ -23,7 +23,7 @@ from reasonix.control import Controller, Options
 from reasonix.providers.models import get_model_info
 from reasonix.providers.openai_compat import OpenAICompatProvider
 from reasonix.testing import FakeDeepSeekServer, Reply
-from reasonix.tools.registry import ToolRegistry
+from reasonix.tools.builtin import default_registry
 
 TASK = "Analyze this dataset, generate visualizations, and write the report."
 
@@ -121,7 +121,7 @@ async def main(workdir: Path) -> None:
             Options(
                 executor_provider=flash,
                 planner_provider=pro,
-                tool_registry=ToolRegistry.default(workdir),
+                tool_registry=default_registry(workdir),
                 executor_options=AgentOptions(workspace=workdir),
             )
         )

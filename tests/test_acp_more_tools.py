@@ -8,11 +8,11 @@ from pathlib import Path
 from reasonix.acp.updates import UpdateMapper
 from reasonix.events import ToolCallEvent
 from reasonix.messages import ToolCall
-from reasonix.tools.registry import ToolRegistry
+from reasonix.tools.builtin import default_registry
 
 
 def test_a_deferred_call_shows_as_the_tool_it_runs(tmp_path: Path) -> None:
-    registry = ToolRegistry.default(tmp_path).defer(["delete_file"])
+    registry = default_registry(tmp_path).defer(["delete_file"])
     mapper = UpdateMapper(workspace=tmp_path, context_window=1_000, cost=dict, tools=registry.get)
     args = '{"name": "delete_file", "arguments": {"path": "old.txt"}}'
     (start,) = mapper.updates(ToolCallEvent("executor", ToolCall("c1", "more_tools", args)))

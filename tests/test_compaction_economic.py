@@ -28,6 +28,7 @@ from reasonix.messages import (
 from reasonix.providers.models import PRESETS, ModelInfo
 from reasonix.store import SessionStore
 from reasonix.testing import FunctionProvider, Reply
+from reasonix.tools.builtin import default_registry
 from reasonix.tools.registry import ToolRegistry
 from tests.support.sessions import Servers, open_session
 
@@ -145,7 +146,7 @@ def _agent(
 ) -> Agent:
     agent = Agent(
         _script(steps),
-        ToolRegistry.default(root),
+        default_registry(root),
         options=AgentOptions(
             system_prompt=INSTRUCTIONS,
             workspace=root,

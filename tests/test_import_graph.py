@@ -180,3 +180,106 @@ def test_a_planted_copy_of_the_start_up_is_found(tmp_path: Path) -> None:
     )
     (found,) = start_up_copies(copy)
     assert found.startswith("web/server.py:") and "take_from_environment" in found
+
+
+#: The tool contract: what every tool and the permission layer share. It sits below
+#: ``reasonix.safety``; the built-in tools (the rest of ``tools/``) sit above it.
+TOOL_CONTRACT = frozenset(
+    {
+        "reasonix.tools",
+        "reasonix.tools.registry",
+        "reasonix.tools.state",
+        "reasonix.tools.limits",
+        "reasonix.tools.deferred",
+    }
+)
+
+
+def _tier(module: str) -> int | None:
+    """0 the tool contract, 1 the safety layer, 2 the built-in tools; None outside both."""
+    if module in TOOL_CONTRACT:
+        return 0
+    if module == "reasonix.safety" or module.startswith("reasonix.safety."):
+        return 1
+    if module.startswith("reasonix.tools."):
+        return 2
+    return None
+
+
+def _module_graph(source: Path) -> dict[str, set[str]]:
+    """``module -> modules it imports`` for ``tools/`` and ``safety/``, lazy imports included;
+    ``from reasonix.safety import sandbox`` counts as importing ``reasonix.safety.sandbox``."""
+    known: set[str] = set()
+    files: dict[str, Path] = {}
+    for package in ("tools", "safety"):
+        for path in sorted((source / package).rglob("*.py")):
+            rel = path.relative_to(source)
+            name = "reasonix." + ".".join(rel.with_suffix("").parts).removesuffix(".__init__")
+            known.add(name)
+            files[name] = path
+    graph: dict[str, set[str]] = {}
+    for name, path in files.items():
+        edges: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                subs = {f"{node.module}.{alias.name}" for alias in node.names}
+                found = subs & known
+                edges |= found or ({node.module} & known)
+            elif isinstance(node, ast.Import):
+                edges |= {alias.name for alias in node.names} & known
+        graph[name] = edges - {name}
+    return graph
+
+
+def tool_safety_violations(source: Path = SOURCE) -> list[str]:
+    """Imports that point up the contract → safety → built-ins order, and import cycles among
+    the modules of ``tools/`` and ``safety/``."""
+    graph = _module_graph(source)
+    found = [
+        f"{here} imports {there}: the tool contract sits below safety, the built-ins above it"
+        for here, edges in sorted(graph.items())
+        for there in sorted(edges)
+        if (a := _tier(here)) is not None and (b := _tier(there)) is not None and a < b
+    ]
+    # a cycle through a safety module: one reachable from a module it imports (a cycle
+    # between tools/ and safety/ breaks the order above)
+    for start in sorted(m for m in graph if _tier(m) == 1):
+        seen: set[str] = set()
+        stack = list(graph[start])
+        while stack:
+            m = stack.pop()
+            if m == start:
+                found.append(f"import cycle through {start}")
+                break
+            if m not in seen:
+                seen.add(m)
+                stack.extend(graph.get(m, ()))
+    return found
+
+
+def test_no_cycle_inside_safety_or_between_tools_and_safety() -> None:
+    assert tool_safety_violations() == []
+
+
+@pytest.mark.parametrize(
+    ("module", "planted", "said"),
+    [
+        # the contract reaching up to the built-ins: the old ``ToolRegistry.default``
+        (
+            "tools/registry.py",
+            "def f():\n    from reasonix.tools.builtin import default_tools",
+            "contract sits below",
+        ),
+        ("tools/state.py", "from reasonix.safety.permissions import Rule", "contract sits below"),
+        ("safety/patterns.py", "from reasonix.tools.builtin import shell", "contract sits below"),
+        # inside safety: the lexer importing the rules that import it
+        ("safety/shell_lexer.py", "def f():\n    import reasonix.safety.shell_rules", "cycle"),
+    ],
+)
+def test_a_planted_cycle_is_found(tmp_path: Path, module: str, planted: str, said: str) -> None:
+    copy = _copy(tmp_path)
+    assert tool_safety_violations(copy) == []
+    target = copy / module
+    target.write_text(target.read_text(encoding="utf-8") + "\n\n" + planted + "\n")
+    found = tool_safety_violations(copy)
+    assert any(said in f for f in found), found

@@ -14,7 +14,7 @@ import pytest
 from reasonix.agent import Agent, AgentOptions
 from reasonix.messages import ToolMessage
 from reasonix.testing import Reply, ScriptedProvider
-from reasonix.tools.registry import ToolRegistry
+from reasonix.tools.builtin import default_registry
 from tests.support.prefix import BUDGET, budget_problems, first_request, schema_tokens
 from tests.support.project import Project, project
 
@@ -97,7 +97,7 @@ def test_rare_tools_wait_behind_one_discovery_tool_the_model_can_use(project: Pr
 
 
 def test_a_call_through_more_tools_is_as_read_only_as_the_tool_it_runs(tmp_path: Path) -> None:
-    registry = ToolRegistry.default(tmp_path).defer(["delete_file", "web_fetch"])
+    registry = default_registry(tmp_path).defer(["delete_file", "web_fetch"])
     assert "delete_file" not in {s["function"]["name"] for s in registry.schemas()}
     proxy = registry.acting_tool("more_tools", "{}")
     assert proxy is not None and proxy.name == "more_tools" and proxy.read_only
@@ -111,7 +111,7 @@ def test_a_call_through_more_tools_is_as_read_only_as_the_tool_it_runs(tmp_path:
 
 async def test_a_deferred_writer_runs_alone_between_the_reads_around_it(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("here\n")
-    registry = ToolRegistry.default(tmp_path).defer(["delete_file"])
+    registry = default_registry(tmp_path).defer(["delete_file"])
     provider = ScriptedProvider(
         [
             Reply.calls(

@@ -16,10 +16,10 @@ from reasonix import (
     ReasonixError,
     SessionStore,
     TextDeltaEvent,
-    ToolRegistry,
     load_config,
     tool,
 )
+from reasonix.tools.builtin import default_registry
 
 
 @tool
@@ -38,7 +38,7 @@ async def library(workdir: Path) -> int:
     flash = OpenAICompatProvider(
         base_url="http://127.0.0.1:9", model="deepseek-v4-flash", api_key="sk-none"
     )
-    registry = ToolRegistry.default(workdir).with_tools([shout, count])
+    registry = default_registry(workdir).with_tools([shout, count])
     ctrl = Controller(Options(executor_provider=flash, tool_registry=registry))
     try:
         result = await ctrl.run_turn("Say hello.")
@@ -68,7 +68,7 @@ async def seed(workdir: Path) -> None:
         Options(
             executor_provider=flash,
             planner_provider=pro,
-            tool_registry=ToolRegistry.default(workdir),
+            tool_registry=default_registry(workdir),
         )
     )
     await ctrl.run_turn("Analyze this dataset, generate visualizations, and write the report.")

@@ -22,10 +22,11 @@ from reasonix.control.plan import Plan
 from reasonix.errors import SessionError
 from reasonix.events import Event, Sink
 from reasonix.safety.patterns import escape_command_pattern
-from reasonix.safety.permissions import ApprovalAnswer, ApprovalRequest, scan_command
+from reasonix.safety.permissions import ApprovalAnswer, ApprovalRequest
 from reasonix.safety.shell_lexer import Command
 from reasonix.safety.shell_lexer import parse as parse_shell
 from reasonix.safety.shell_rules import command_forms as shell_command_forms
+from reasonix.safety.shell_scan import scan_command
 
 __all__ = [
     "ApprovalAnswered",

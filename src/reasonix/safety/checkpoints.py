@@ -281,7 +281,7 @@ def command_is_read_only(command: str) -> bool:
     """Whether a shell command plainly changes nothing, so no snapshot is needed before it.
     Conservative: only a few reading commands, no redirection, no hidden parts; anything else
     (or anything unclear) is taken to change files."""
-    from reasonix.safety.permissions import scan_command
+    from reasonix.safety.shell_scan import scan_command
 
     scan = scan_command(command)
     if scan.opaque or scan.redirects or not scan.parts:

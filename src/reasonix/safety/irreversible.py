@@ -70,7 +70,7 @@ _HARMLESS = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/")
 
 def irreversible_reason(command: str, workspace: Path) -> str | None:
     """Why ``command`` destroys what no snapshot of ``workspace`` can bring back, or None."""
-    from reasonix.safety.permissions import command_forms, scan_command
+    from reasonix.safety.shell_scan import command_forms, scan_command
 
     scan = scan_command(command)
     cwd = Path(os.path.realpath(workspace))

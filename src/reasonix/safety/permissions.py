@@ -75,14 +75,13 @@ from reasonix.safety.patterns import (
     escape_path_pattern,
     normalize_command,
 )
-from reasonix.safety.shell_lexer import Script
 from reasonix.safety.shell_lexer import parse as parse_shell
 from reasonix.safety.shell_rules import (
     allow_obstacle,
     rule_matches,
     script_forms,
 )
-from reasonix.safety.shell_rules import command_forms as shell_command_forms
+from reasonix.safety.shell_scan import scan_command, scan_script
 from reasonix.terminal_text import printable
 from reasonix.tools.registry import Permission, PermissionDecision, Tool, ToolContext
 
@@ -179,53 +178,12 @@ def split_command(command: str) -> tuple[list[str], bool]:
     return scan.parts, scan.opaque
 
 
-@dataclass(frozen=True, slots=True)
-class CommandScan:
-    """What :func:`scan_command` found: the simple commands, whether some are hidden
-    (``opaque``), and whether the line writes a file through a redirection (``redirects``:
-    ``> file``, ``>> file``, ``&> file``, ``<> file``; ``/dev/null`` and ``2>&1`` do not count)."""
-
-    parts: list[str]
-    opaque: bool
-    redirects: bool
-
-
-_HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
-
-
-def scan_command(command: str) -> CommandScan:
-    """The line's simple commands, as :mod:`~reasonix.safety.shell_lexer` reads them."""
-    return _scan(parse_shell(command))
-
-
-def _scan(script: Script) -> CommandScan:
-    parts = [normalize_command(c.text) for c in script.commands if c.words and c.text]
-    redirects = any(
-        r.writes and (r.target is None or r.target.value not in _HARMLESS_TARGETS)
-        for c in script.commands
-        for r in c.redirects
-    )
-    return CommandScan(parts, script.substitutions or not script.sure, redirects)
-
-
-def command_forms(part: str) -> set[str]:
-    """The commands one part of a line may run, as text, for checks written over words: the
-    part itself, and each form :func:`~reasonix.safety.shell_rules.command_forms` finds (quotes
-    removed, wrappers seen through), words shell-quoted and an unknown word written ``*``."""
-    import shlex
-
-    forms = {normalize_command(part)}
-    for form in shell_command_forms(part):
-        forms.add(" ".join("*" if t is None else shlex.quote(t) for t in form))
-    return forms
-
-
 def call_subject(tool: Tool, arguments: Mapping[str, Any], workspace: Path) -> Subject:
     """The subject permission rules match for this call."""
     if tool.category == "bash" and isinstance(arguments.get("command"), str):
         command = arguments["command"]
         script = parse_shell(command)
-        scan = _scan(script)
+        scan = scan_script(script)
         whole = normalize_command(command)
         parts = tuple(scan.parts) or (whole,)
         plain = tuple(

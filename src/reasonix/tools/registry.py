@@ -628,13 +628,6 @@ class ToolRegistry:
         reg.add(discovery_tool(reg))
         return reg
 
-    @classmethod
-    def default(cls, workdir: str | Path, **kwargs: Any) -> ToolRegistry:
-        """The built-in coding tools confined to ``workdir``."""
-        from reasonix.tools.builtin import default_tools
-
-        return cls(default_tools(Path(workdir)), **kwargs)
-
     # -- reading -------------------------------------------------------------------------------
 
     def __contains__(self, name: object) -> bool:

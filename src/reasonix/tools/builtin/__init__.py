@@ -20,6 +20,7 @@ tool            category  notes
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from reasonix.safety.checkpoints import CheckpointManager
 from reasonix.safety.sandbox import Sandbox
@@ -29,7 +30,7 @@ from reasonix.tools.builtin.search import SearchTools, search_tools
 from reasonix.tools.builtin.shell import ShellOptions, ShellTool
 from reasonix.tools.builtin.web import WebOptions, web_tool
 from reasonix.tools.limits import DEFAULT_LIMITS, ToolLimits
-from reasonix.tools.registry import Tool
+from reasonix.tools.registry import Tool, ToolRegistry
 
 __all__ = [
     "FileTools",
@@ -38,6 +39,7 @@ __all__ = [
     "ShellOptions",
     "ShellTool",
     "WebOptions",
+    "default_registry",
     "default_tools",
     "file_tools",
     "job_tools",
@@ -80,3 +82,11 @@ def default_tools(
         shell.tool(),
         web_tool(web_options),
     ]
+
+
+def default_registry(workdir: str | Path, **kwargs: Any) -> ToolRegistry:
+    """A registry of the built-in coding tools confined to ``workdir``; ``kwargs`` go to
+    :class:`~reasonix.tools.registry.ToolRegistry` (``policy=``, ``limits=``, ...). It lives
+    here, above the safety layer, and not on the registry: the tool contract sits below
+    ``reasonix.safety`` and must not reach up to the built-ins that import it."""
+    return ToolRegistry(default_tools(Path(workdir)), **kwargs)
