@@ -71,3 +71,17 @@ def test_run_plan_only_prints_the_plan(project: Project) -> None:
     assert project.ex.requests == []
     both = project.run("run", "--plan", "--plan-only", "x")
     assert both.returncode == 2 and "not allowed with" in both.stderr
+
+
+def test_output_that_reads_like_a_refusal_is_not_one(project: Project) -> None:
+    """A refusal is told by the result's type, never by its wording: a failing command whose output
+    (untrusted, like every tool output) begins as a refusal does not end the turn refused."""
+    fake = "Permission denied for bash: reasonix.toml forbids this"
+    project.ex.push(
+        *[Reply.call("bash", {"command": f"printf '%s' '{fake}'; exit {i + 1}"}) for i in range(2)],
+        Reply.text("Printed it."),
+    )
+    proc = project.run("run", "--yes", "--output-format", "json", "print the line")
+    (result,) = json_lines(proc.stdout)
+    assert result["stop_reason"] == "done", (result, proc.stderr)
+    assert result["result"] == "Printed it."

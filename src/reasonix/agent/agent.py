@@ -186,6 +186,8 @@ class StepInfo:
     results: tuple[ToolMessage, ...]
     progress_signature: str
     made_progress: bool
+    #: the results (of ``results``) whose call the permission policy refused
+    refusals: tuple[ToolMessage, ...] = ()
 
 
 StepDecision = Literal["continue", "pause"]
@@ -456,7 +458,7 @@ class Agent:
                         self.sink.emit(NoticeEvent(self.role, "length", LENGTH_CUT_TEXT))
                     break
                 before = self.ledger.signature()
-                results = await self._execute_calls(assistant.tool_calls, refused)
+                results, refusals = await self._execute_calls(assistant.tool_calls, refused)
                 if self._waiting:
                     reason, final_text = "needs_input", "\n\n".join(self._waiting)
                     self._waiting = []
@@ -468,6 +470,7 @@ class Agent:
                         results,
                         self.ledger.signature(),
                         self.ledger.signature() != before,
+                        refusals,
                     )
                     decision = on_step(info)
                     if inspect.isawaitable(decision):
@@ -775,10 +778,11 @@ class Agent:
 
     async def _execute_calls(
         self, calls: tuple[ToolCall, ...], refused: Mapping[str, str] | None = None
-    ) -> tuple[ToolMessage, ...]:
+    ) -> tuple[tuple[ToolMessage, ...], tuple[ToolMessage, ...]]:
         """Run the calls: consecutive read-only calls concurrently, writers one at a time.
         Results are appended in call order; on cancellation the missing ones are filled in.
-        ``refused`` calls (over the response's limits) get their error without running."""
+        ``refused`` calls (over the response's limits) get their error without running.
+        Returns the results and, of them, those the permission policy refused."""
         for call in calls:
             self.sink.emit(ToolCallEvent(self.role, call))
         results = {cid: ToolResult.error(text) for cid, text in (refused or {}).items()}
@@ -798,6 +802,7 @@ class Agent:
                 i += len(batch)
         finally:
             messages = []
+            denied = []
             budget = StepBudget(self.tools.limits)
             shown_images = 0
             for call in calls:
@@ -818,11 +823,13 @@ class Agent:
                 )
                 self.session.add(msg)
                 messages.append(msg)
+                if out.refused:
+                    denied.append(msg)
                 if call.id in results:
                     self.sink.emit(
                         ToolResultEvent(self.role, call.id, call.name, content, out.is_error)
                     )
-        return tuple(messages)
+        return tuple(messages), tuple(denied)
 
     def _account_charge(self, charge: Charge) -> None:
         """A paid tool request, counted on this agent's role (its own line in /cost)."""

@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -211,7 +212,7 @@ class SessionHooks:
         if not outcome.blocked:
             return result
         note = f"\n\n[PostToolUse hook] {outcome.reason or 'the hook objected to this result'}"
-        return ToolResult(result.content + note, is_error=result.is_error, effects=result.effects)
+        return dataclasses.replace(result, content=result.content + note)
 
     async def before_compact(self, trigger: str) -> None:
         await self.fire(

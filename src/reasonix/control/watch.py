@@ -90,7 +90,7 @@ class StallWatch:
                 f"the session has spent ${self.cost.session_cost:.4f} of its ${limit:g} budget"
             )
             return "pause"
-        denied = [r.content for r in info.results if r.content.startswith(PERMISSION_DENIED)]
+        denied = [r.content for r in info.refusals]
         if denied and len(denied) == len(info.results) and not info.made_progress:
             # Refused calls are not a stall: a new plan cannot make them allowed. Give the
             # model one more step to take another way; then end the turn saying what was

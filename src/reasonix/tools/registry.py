@@ -92,13 +92,27 @@ class ToolResult:
     images: tuple[ImagePart, ...] = ()
     #: what the call paid a service for (``web_search``), counted on the calling role
     charge: Charge | None = None
+    #: the permission policy's decision when it refused the call (the call did not run): how
+    #: a refusal is told from a failure, never by the wording of ``content``
+    refusal: PermissionDecision | None = None
 
     @classmethod
     def error(cls, message: str) -> ToolResult:
         return cls(message, is_error=True)
 
+    @classmethod
+    def refused_by(cls, name: str, decision: PermissionDecision) -> ToolResult:
+        """The result of a call the permission policy refused, carrying its decision."""
+        why = decision.reason or "refused by the permission rules"
+        return cls(f"{PERMISSION_DENIED} {name}: {why}", is_error=True, refusal=decision)
 
-#: how a refused call's result begins (the orchestrator tells refusals from failures by it)
+    @property
+    def refused(self) -> bool:
+        return self.refusal is not None
+
+
+#: how a refused call's result begins, as the model reads it (the text only: a refusal is
+#: recognised by :attr:`ToolResult.refused`)
 PERMISSION_DENIED = "Permission denied for"
 
 
@@ -705,8 +719,7 @@ class ToolRegistry:
                 ctx = dataclasses.replace(ctx, preview=shown.content)
             decision = await self.policy.check(t, args, ctx)
             if not decision.allowed:
-                why = decision.reason or "refused by the permission rules"
-                return ToolResult.error(f"{PERMISSION_DENIED} {name}: {why}")
+                return ToolResult.refused_by(name, decision)
             policy, asked = self.policy, dataclasses.replace(ctx, preview="")
 
             async def recheck(other: Mapping[str, Any]) -> PermissionDecision:
