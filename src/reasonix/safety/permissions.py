@@ -210,13 +210,29 @@ def call_subject(tool: Tool, arguments: Mapping[str, Any], workspace: Path) -> S
             rel = _rule_path(raw, workspace)
             folder = os.path.isdir(os.path.join(workspace, rel))
             guarded = None
-            if not tool.read_only and tool.category != "read" and not rel.startswith("/"):
-                from reasonix.safety.protected import protection
-
-                base = Path(os.path.realpath(workspace))
-                guarded = protection(base / rel, base)
+            if not tool.read_only and tool.category != "read":
+                guarded = _protected(rel, workspace)
             return Subject("path", (rel,), folder=folder, protected=guarded)
     return Subject("args", (canonical_json(dict(arguments)),))
+
+
+def _protected(rel: str, workspace: Path) -> str | None:
+    """Why writing ``rel`` could make code run later outside the sandbox, or None. A path
+    outside the workspace (in a folder added with ``--add-dir``) is judged against each folder
+    it lies in: its ``.mcp.json`` or ``.claude/settings.json`` runs code there as ours would."""
+    from reasonix.safety.protected import protection
+
+    base = Path(os.path.realpath(workspace))
+    if not rel.startswith("/"):
+        return protection(base / rel, base)
+    path = Path(rel)
+    for folder in path.parents:
+        if folder == folder.parent:
+            break  # not the file system's root: every path is below it
+        why = protection(path, folder)
+        if why is not None:
+            return f"{why} (in {folder})"
+    return None
 
 
 def _rule_path(raw: str, workspace: Path) -> str:
