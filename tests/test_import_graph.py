@@ -51,7 +51,9 @@ MODULE_LAYERS = {"reasonix.providers.models": 0}
 EXCEPTIONS = {
     # The trust decision (part of loading the config) reads which protected files a job that
     # still runs may have planted, from the records the safety layer keeps.
-    ("reasonix.config.trust", "reasonix.safety.protected"): "trust reads running jobs' plants",
+    ("reasonix.config.trust", "reasonix.safety.plants"): "trust reads running jobs' plants",
+    ("reasonix.config.trust", "reasonix.safety.protected"): "the fingerprint hashes the scripts "
+    "our config names",
 }
 
 #: Pairs of packages of one layer that must not know each other.

@@ -10,14 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from reasonix.safety.protected import (
-    CreationGuard,
-    approved_write,
-    git_named_paths,
-    protected_paths,
-    protection,
-    running_plants,
-)
+from reasonix.safety.plants import CreationGuard, approved_write, running_plants
+from reasonix.safety.protected import git_named_paths, protected_paths, protection
 
 
 def _git(root: Path, *args: str) -> None:

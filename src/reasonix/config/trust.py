@@ -54,7 +54,7 @@ PROJECT_EXTRA_DIRS = (
 )
 TRUST_FILE = "trusted-folders.json"
 #: Beside it: the records of the protected paths running background jobs were started without
-#: (:class:`reasonix.safety.protected.CreationGuard`).
+#: (:class:`reasonix.safety.plants.CreationGuard`).
 RUNNING_JOBS_DIR = "running-jobs"
 #: Past these a folder's files are not hashed at all, and the folder cannot be remembered
 #: (never a partial hash that later content could slip past).
@@ -71,7 +71,7 @@ class TrustDecision:
     trusted: bool
     how: str = ""
     #: protected files a background job still running may have planted: the folder is not
-    #: trusted while they are there (:func:`reasonix.safety.protected.running_plants`)
+    #: trusted while they are there (:func:`reasonix.safety.plants.running_plants`)
     planted: tuple[str, ...] = ()
 
 
@@ -279,7 +279,7 @@ def decide(
     config, then a remembered answer whose hash still matches. Whatever says so, a folder in
     which a background job still running (in any session) may have planted a protected file is
     not trusted until the job ends and its plant is undone."""
-    from reasonix.safety.protected import running_plants
+    from reasonix.safety.plants import running_plants
 
     here = project_dir.resolve()
     planted = running_plants(store.path.parent / RUNNING_JOBS_DIR, here)

@@ -26,7 +26,7 @@ from typing import Annotated, Any, ParamSpec
 
 from reasonix.errors import SandboxError
 from reasonix.safety.checkpoints import CHECKPOINTS_KEY, CheckpointManager
-from reasonix.safety.protected import approved_write
+from reasonix.safety.plants import approved_write
 from reasonix.safety.sandbox import Sandbox
 from reasonix.tools.builtin.editing import (
     EditError,

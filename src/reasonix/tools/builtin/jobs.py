@@ -241,7 +241,7 @@ class JobTable:
     ) -> None:
         self.folder = folder
         #: where the guards of this table's jobs keep the record another session reads
-        #: (:func:`reasonix.safety.protected.running_plants`); None: no record
+        #: (:func:`reasonix.safety.plants.running_plants`); None: no record
         self.guard_records = guard_records
         self.max_running = max_running
         self.keep_on_exit = keep_on_exit

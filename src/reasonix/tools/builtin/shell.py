@@ -49,7 +49,7 @@ from reasonix.safety.confinement import (
     sandbox_process_count,
 )
 from reasonix.safety.environment import build_environment
-from reasonix.safety.protected import CreationGuard
+from reasonix.safety.plants import CreationGuard
 from reasonix.tools.builtin.files import builtin_tool
 from reasonix.tools.builtin.jobs import JobError, JobTable
 from reasonix.tools.builtin.shell_output import CappedOutput, pump

@@ -1,0 +1,365 @@
+"""Undoing what a confined call planted among the protected paths (:mod:`reasonix.safety.protected`
+is the list; this is the undo).
+
+:class:`CreationGuard` takes the state of the protected paths before a confined call and, after
+it, removes those the call created (a ``.git`` it created only when that repository names a
+program or holds a hook: ``git init`` stays), restores a symlink among them it changed, and takes
+the git folder away from a repository the call embedded in the index that names a program.
+:meth:`CreationGuard.finish` says what it undid, for the tool result. A background job's guard
+lives as long as the job: what a file tool was approved to write meanwhile is kept with exactly
+its approved bytes (:func:`approved_write`), and its record lets another session tell which
+protected files the running job may have planted (:func:`running_plants`: the trust decision
+treats such a folder as untrusted).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import stat
+import subprocess
+import time
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reasonix.safety.git_repository import git_dir_obstacle, has_hooks
+from reasonix.safety.protected import _inside, protected_paths
+
+
+@dataclass(eq=False)
+class CreationGuard:
+    """The state of the protected paths before a confined call, to undo what it created.
+
+    A background job's guard (``lasting``) lives as long as the job. A file tool's approved
+    write of a protected path meanwhile (:func:`approved_write`) is kept at :meth:`finish`
+    with exactly the bytes that were approved (restored if the job changed them since); the
+    job's other creations around it are still undone. With ``record_dir`` the guard also keeps
+    a record there (:func:`running_plants` reads it) so that another session in the same folder
+    can tell, while the job runs, which protected files it may have planted."""
+
+    roots: tuple[Path, ...]
+    absent: list[Path] = field(default_factory=list)
+    links: dict[Path, str] = field(default_factory=dict)
+    approved: dict[Path, bytes] = field(default_factory=dict)
+    record: Path | None = None
+    #: each root's index as it was (stat), to notice a gitlink the call added
+    indexes: dict[Path, tuple[int, int, int] | None] = field(default_factory=dict)
+    began_ns: int = 0
+    #: the job's own process (its supervisor), which a kept job outlives the session with
+    job_pid: int | None = None
+
+    @classmethod
+    def start(
+        cls, roots: Sequence[Path], *, lasting: bool = False, record_dir: Path | None = None
+    ) -> CreationGuard:
+        """Record which protected paths are absent and which are symlinks."""
+        guard = cls(tuple(Path(os.path.realpath(r)) for r in roots))
+        guard.began_ns = time.time_ns()
+        for root in guard.roots:
+            guard.indexes[root] = _index_stat(root)
+            for path in protected_paths(root):
+                if path.is_symlink():
+                    guard.links[path] = os.readlink(path)
+                elif not os.path.lexists(path):
+                    guard.absent.append(path)
+        if lasting:
+            _LASTING.add(guard)
+        if record_dir is not None and guard.absent:
+            guard.record = record_dir / f"{os.getpid()}-{secrets.token_hex(6)}.json"
+            guard._write_record()
+        return guard
+
+    def started(self, job_pid: int) -> None:
+        """The job this guard watches runs as ``job_pid``: its record lasts while it does."""
+        self.job_pid = job_pid
+        self._write_record()
+
+    def approve(self, path: Path, data: bytes) -> None:
+        """A file tool was approved to write ``data`` to ``path``: keep it at :meth:`finish`."""
+        if any(path == p or path.is_relative_to(p) for p in self.absent):
+            self.approved[path] = data
+            self._write_record()
+
+    def finish(self) -> list[str]:
+        """Undo what the call created among the protected paths; the names of what was undone."""
+        _LASTING.discard(self)
+        undone: list[str] = []
+        kept: set[Path] = set()
+        for path in self.absent:
+            if not os.path.lexists(path) or path.parent.is_symlink() or path.parent in kept:
+                continue
+            # A repository the command made is kept unless it names a program.
+            if (
+                path.name == ".git"
+                and not path.is_symlink()
+                and path.is_dir()
+                and git_dir_obstacle(path) is None
+                and not has_hooks(path)
+            ):
+                kept.add(path)
+                continue
+            if path.name in ("modules", "worktrees") and not _offending(path, path.parent):
+                continue
+            if _empty_folder(path):  # the stand-in of a hooks folder (bind_arguments)
+                with contextlib.suppress(OSError):
+                    path.rmdir()
+                continue
+            keep = {p: d for p, d in self.approved.items() if p == path or p.is_relative_to(path)}
+            if keep:
+                if _prune(path, keep):
+                    undone.append(self._name(path))
+                continue
+            _remove(path)
+            undone.append(self._name(path))
+        for root in self.roots:
+            if _index_stat(root) != self.indexes.get(root):
+                undone += [self._name(p) for p in _embedded_plants(root, self.began_ns)]
+        for path, target in self.links.items():
+            if path.is_symlink() and os.readlink(path) == target:
+                continue
+            if os.path.lexists(path):
+                _remove(path)
+            os.symlink(target, path)
+            undone.append(self._name(path))
+        if self.record is not None:
+            self.record.unlink(missing_ok=True)
+        return undone
+
+    def _name(self, path: Path) -> str:
+        for root in self.roots:
+            if path.is_relative_to(root):
+                return str(path.relative_to(root))
+        return str(path)
+
+    def _write_record(self) -> None:
+        if self.record is None:
+            return
+        data = {
+            "pid": os.getpid(),
+            "job": self.job_pid,
+            "absent": [str(p) for p in self.absent],
+            "approved": {str(p): hashlib.sha256(d).hexdigest() for p, d in self.approved.items()},
+        }
+        try:
+            self.record.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            tmp = self.record.with_suffix(".tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as fh:
+                json.dump(data, fh)
+            os.replace(tmp, self.record)
+        except OSError:
+            pass  # a session without the record only loses the cross-session check
+
+
+def _empty_folder(path: Path) -> bool:
+    try:
+        if path.is_symlink() or not path.is_dir():
+            return False
+        with os.scandir(path) as entries:
+            return next(entries, None) is None
+    except OSError:
+        return False
+
+
+def _index_stat(root: Path) -> tuple[int, int, int] | None:
+    try:
+        info = os.stat(root / ".git" / "index")
+    except OSError:
+        return None
+    return (info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def _embedded_plants(root: Path, since_ns: int) -> list[Path]:
+    """Remove the git folders of repositories embedded in ``root``'s index (gitlinks to a
+    folder holding its own ``.git`` folder) that were made or changed since ``since_ns`` and
+    name a program or hold a hook: the user's ``git status`` recurses into them and obeys their
+    configuration. The git folders removed."""
+    try:
+        proc = subprocess.run(
+            ["git", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null",
+             "--git-dir", str(root / ".git"), "--work-tree", str(root),
+             "ls-files", "--stage", "-z"],
+            env={"PATH": os.environ.get("PATH", os.defpath), "GIT_CONFIG_NOSYSTEM": "1",
+                 "GIT_CONFIG_GLOBAL": os.devnull, "HOME": os.devnull},
+            capture_output=True, timeout=30, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    removed = []
+    for entry in proc.stdout.split(b"\0"):
+        meta, _, name = entry.partition(b"\t")
+        if not meta.startswith(b"160000"):
+            continue
+        nested = root / os.fsdecode(name) / ".git"
+        try:
+            info = os.lstat(nested)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(info.st_mode) or not _inside(Path(os.path.realpath(nested)), root):
+            continue
+        changed = max(info.st_ctime_ns, _newest(nested)) >= since_ns
+        if changed and (git_dir_obstacle(nested) is not None or has_hooks(nested)):
+            _remove(nested)
+            removed.append(nested)
+    return removed
+
+
+def _newest(git_dir: Path) -> int:
+    """The latest change time of the files that decide what a git folder runs."""
+    newest = 0
+    for name in ("config", "config.worktree", "hooks"):
+        try:
+            newest = max(newest, os.lstat(git_dir / name).st_ctime_ns)
+        except OSError:
+            continue
+    return newest
+
+
+def _prune(path: Path, keep: dict[Path, bytes]) -> bool:
+    """Remove what lies at or below ``path`` except the files in ``keep``, and give each of
+    those exactly its approved bytes; whether anything was undone."""
+    changed = False
+    if path in keep:
+        try:
+            same = not path.is_symlink() and path.is_file() and path.read_bytes() == keep[path]
+        except OSError:
+            same = False
+        if not same:
+            _remove(path)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(keep[path])
+            changed = True
+        return changed
+    if path.is_symlink() or not path.is_dir():
+        _remove(path)
+        return True
+    for entry in list(os.scandir(path)):
+        child = Path(entry.path)
+        if child in keep or any(k.is_relative_to(child) for k in keep):
+            changed = _prune(child, keep) or changed
+        else:
+            _remove(child)
+            changed = True
+    for kept in keep:
+        if kept.parent == path and not os.path.lexists(kept):
+            fd = os.open(kept, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(keep[kept])
+            changed = True
+    return changed
+
+
+#: The guards of background jobs still running.
+_LASTING: weakref.WeakSet[CreationGuard] = weakref.WeakSet()
+
+
+def approved_write(path: Path, data: bytes) -> None:
+    """A file tool wrote ``data`` to ``path`` with the user's approval (or in yolo mode): a
+    running job's guard keeps exactly that when the job ends."""
+    real = Path(os.path.realpath(path))
+    for guard in list(_LASTING):
+        guard.approve(real, data)
+
+
+def running_plants(record_dir: Path, folder: Path) -> list[str]:
+    """Protected paths below ``folder`` that a background job may have created and no guard
+    undid: the job still runs (in any session whose guards keep their records in
+    ``record_dir``; a kept job after its session too), or it ended without the undo (its agent
+    was killed). Each was absent when the job started and exists now, other than as a file
+    tool's approved write. A record whose processes are gone and whose paths are all absent is
+    removed; one with paths left stays until they are removed (or the record is deleted)."""
+    base = Path(os.path.realpath(folder))
+    found: list[str] = []
+    try:
+        records = sorted(record_dir.glob("*.json"))
+    except OSError:
+        return []
+    for record in records:
+        try:
+            data = json.loads(record.read_text())
+            pids = [int(data["pid"]), *([int(data["job"])] if data.get("job") else [])]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        approved = data.get("approved") or {}
+        left = [
+            Path(str(t))
+            for t in data.get("absent") or []
+            if os.path.lexists(str(t)) and not _only_approved(Path(str(t)), approved)
+        ]
+        if not left and not any(_alive(pid) for pid in pids):
+            record.unlink(missing_ok=True)
+            continue
+        for path in left:
+            if not (path == base or path.is_relative_to(base)):
+                continue
+            found.append(path.relative_to(base).as_posix() if path != base else ".")
+    return sorted(set(found))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _only_approved(path: Path, approved: dict[str, str]) -> bool:
+    """Whether all that lies at or below ``path`` is approved writes with their bytes."""
+    try:
+        if path.is_symlink():
+            return False
+        if path.is_file():
+            want = approved.get(str(path))
+            return want is not None and hashlib.sha256(path.read_bytes()).hexdigest() == want
+        for here, dirs, files in os.walk(path):
+            for name in files:
+                if not _only_approved(Path(here) / name, approved):
+                    return False
+            for name in dirs:
+                if (Path(here) / name).is_symlink():
+                    return False
+    except OSError:
+        return False
+    return True
+
+
+def _offending(folder: Path, git_dir: Path) -> bool:
+    """Whether a git folder below ``folder`` (a submodule's, a linked worktree's) names a
+    program, holds a hook, or points at a configuration other than ``git_dir``'s."""
+    for here_text, dirs, files in os.walk(folder):
+        here = Path(here_text)
+        if "config" in files and git_dir_obstacle(here) is not None:
+            return True
+        if "hooks" in dirs and has_hooks(here):
+            return True
+        if "commondir" in files:
+            try:
+                common = (here / "commondir").read_text(errors="replace").strip()
+            except OSError:
+                return True
+            if Path(os.path.realpath(here / common)) != Path(os.path.realpath(git_dir)):
+                return True
+        dirs[:] = [d for d in dirs if not (here / d).is_symlink()]
+    return False
+
+
+def _remove(path: Path) -> None:
+    """Remove ``path`` without following a symlink out of the workspace."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(mode):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        os.unlink(path)
