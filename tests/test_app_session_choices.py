@@ -275,3 +275,51 @@ async def test_machine_facts_ride_once_on_a_new_conversations_first_message(
     users = [m for m in servers[0].requests[-1].messages if m["role"] == "user"]
     with_facts = [m for m in users if f"- folder: {tmp_path}" in m["content"]]
     assert len(users) == 3 and with_facts == users[:1]
+
+
+async def test_the_session_list_shows_the_twenty_most_recent(
+    tmp_path: Path, servers: Servers, store: SessionStore
+) -> None:
+    from reasonix.app import AgentSession
+    from reasonix.messages import UserMessage
+
+    older = []
+    for n in range(22):
+        sid = store.create_session(tmp_path, title=f"old {n}")
+        store.append_message(sid, "executor", 0, UserMessage(f"turn {n}"))
+        older.append(sid)
+    assert len(AgentSession.list_sessions(store, tmp_path)) == 20
+    session = await open_session(tmp_path, servers, store)
+    try:
+        listed = session.sessions()
+    finally:
+        await session.aclose()
+    assert len(listed) == 20
+
+
+async def test_a_stop_hook_that_blocks_tells_the_model_its_reason_once(
+    tmp_path: Path, servers: Servers, store: SessionStore
+) -> None:
+    """A Stop hook that blocks the end of a turn has the model go on, told the hook's reason
+    as the next user message; the second stop (``stop_hook_active``) is let through."""
+    import json
+    import sys
+
+    hook = tmp_path / "stop.py"
+    hook.write_text(
+        "import json, sys\n"
+        "if not json.load(sys.stdin)['stop_hook_active']:\n"
+        "    print(json.dumps({'decision': 'block', 'reason': 'Run the tests first.'}))\n"
+    )
+    command = json.dumps(f"{sys.executable} {hook}")
+    hooks = f'[[hooks.Stop]]\nhooks = [{{ type = "command", command = {command} }}]\n'
+    servers[0].push(Reply.text("Done, I think."), Reply.text("Tests pass now."))
+    session = await open_in(tmp_path, servers, store, hooks)
+    try:
+        outcome = await session.start_turn("fix it", plan=False).result()
+    finally:
+        await session.aclose()
+    assert outcome.result.text == "Tests pass now."
+    assert len(servers[0].requests) == 2
+    second = servers[0].requests[1].messages
+    assert second[-1] == {"role": "user", "content": "Run the tests first."}

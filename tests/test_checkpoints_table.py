@@ -275,3 +275,73 @@ def test_the_store_lock_is_the_owners_only(store: cp._Store) -> None:
     with store.locked():
         pass
     assert stat.S_IMODE((store.dir / "lock").stat().st_mode) == 0o600
+
+
+def test_a_store_over_max_store_mb_by_a_byte_is_pruned_and_one_at_it_is_not(
+    tmp_path: Path,
+) -> None:
+    """``max_store_mb`` is a cap in MiB: a store one byte over it loses its oldest snapshots,
+    a store exactly at it keeps them all."""
+    from reasonix.config import CheckpointsConfig
+
+    manager, ws = _manager(tmp_path)
+    for turn in (1, 2):
+        manager.before_step(turn, f"call-{turn}", "bash", f"echo {turn} > a.txt")
+        (ws / "a.txt").write_text(f"{turn}\n" * 500)
+        manager.after_turn(turn)
+    assert manager.prune() == 0  # the defaults drop nothing; the store is now at rest
+    size = manager.store_size()
+    assert size > 2048  # big enough that a cap off by a part in a thousand misses it
+    manager.settings = CheckpointsConfig(max_store_mb=size / 2**20)
+    assert manager.prune() == 0
+    manager.settings = CheckpointsConfig(max_store_mb=(size - 1) / 2**20)
+    assert manager.prune() >= 1
+
+
+def test_a_rewind_removes_every_folder_the_agent_created(tmp_path: Path) -> None:
+    """Files the agent made in new nested folders go on a rewind, and so do the folders,
+    the deepest first (a parent is only empty once its child folder is gone)."""
+    manager, ws = _manager(tmp_path)
+    manager.before_step(1, "call-1", "bash", "mkdir -p new/deep/er")
+    (ws / "new" / "deep" / "er").mkdir(parents=True)
+    (ws / "new" / "deep" / "er" / "f.txt").write_text("made\n")
+    manager.after_turn(1)
+    manager.rewind(1)
+    assert sorted(p.name for p in ws.iterdir()) == ["a.txt"]
+
+
+def test_a_file_with_a_one_letter_name_is_put_back(tmp_path: Path) -> None:
+    """A one-character path is a file like any other, whether the store's own stat cache or
+    git's index (a new process) looks at it."""
+    manager, ws = _manager(tmp_path)
+    (ws / "x").write_text("first\n")
+    manager.before_step(1, "call-1", "bash", "echo second > x")
+    (ws / "x").write_text("second\n")
+    manager.after_turn(1)
+    from reasonix.config import CheckpointsConfig
+
+    later = cp.CheckpointManager(
+        ws, data_dir=tmp_path / "data", session_id="s1", settings=CheckpointsConfig()
+    )
+    later.before_step(2, "call-2", "bash", "echo third > x")
+    (ws / "x").write_text("third\n")
+    later.after_turn(2)
+    later.rewind(2)
+    assert (ws / "x").read_text() == "second\n"
+    later.rewind(1)
+    assert (ws / "x").read_text() == "first\n"
+
+
+@pytest.mark.slow  # 200 real snapshots: seconds, so CI runs it, the fast tier does not
+def test_the_store_is_pruned_by_itself_every_200_steps(tmp_path: Path) -> None:
+    """A long session never calls ``prune``: the store prunes itself on the 200th step (here
+    with ``keep_days = 0``, so everything before that step's moment goes)."""
+    from reasonix.config import CheckpointsConfig
+
+    manager, _ = _manager(tmp_path)
+    manager.settings = CheckpointsConfig(keep_days=0)
+    for n in range(1, 200):
+        manager.before_step(1, f"call-{n}", "bash", "true")
+    assert len(manager.journal.read_text().splitlines()) == 199
+    manager.before_step(1, "call-200", "bash", "true")
+    assert not manager.journal.exists() or manager.journal.read_text().strip() == ""
