@@ -163,9 +163,9 @@ def _profiles(workspace: Path) -> list[str]:
 
 def _settings(ignored: tuple[str, ...] | list[str]) -> list[str]:
     """The loader's list of what it left out, without what the groups above name in full
-    (its ``.mcp.json`` servers and its notice about hooks)."""
+    (its ``.mcp.json`` servers, its notice about hooks and what ``.claude/`` holds)."""
     return [
         _command(" ".join(item.split()))  # whole: a cut list hides its last rules
         for item in ignored
-        if not item.startswith((".mcp.json:", "hooks (")) and item.strip()
+        if not item.startswith((".mcp.json:", "hooks (", ".claude/")) and item.strip()
     ]

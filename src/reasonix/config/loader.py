@@ -215,6 +215,39 @@ def _coerce_flag(dotted: str, value: Any) -> Any:
     return value
 
 
+def _claude_items(project: Path) -> list[str]:
+    """What an untrusted folder's ``.claude/`` would make take effect, for the one notice (and
+    ``doctor``): each settings file's hook events, and the folders of commands, subagent
+    profiles, skills and hook scripts that are not loaded."""
+    import json
+
+    items: list[str] = []
+    base = project / ".claude"
+    for name in ("settings.json", "settings.local.json"):
+        path = base / name
+        if path.is_symlink() or not path.is_file():
+            continue
+        try:
+            data = json.loads(path.read_text(encoding="utf-8", errors="replace")[:1_000_000])
+        except (OSError, ValueError):
+            continue
+        hooks = data.get("hooks") if isinstance(data, dict) else None
+        if isinstance(hooks, dict) and hooks:
+            events = ", ".join(str(e)[:40] for e in list(hooks)[:8])
+            items.append(f".claude/{name}: hooks ({events})")
+    folders = [f for f in ("commands", "agents", "skills", "hooks") if _has_entries(base / f)]
+    if folders:
+        items.append(f".claude/: {', '.join(folders)} (not loaded)")
+    return items
+
+
+def _has_entries(folder: Path) -> bool:
+    try:
+        return folder.is_dir() and not folder.is_symlink() and any(folder.iterdir())
+    except OSError:
+        return False
+
+
 def _flag_layer(overrides: Mapping[str, Any]) -> _Layer:
     data: dict[str, Any] = {}
     for dotted, value in overrides.items():
@@ -640,6 +673,8 @@ def load_config(
         hooks.extend(layer.hooks)
     if not decision.trusted and (project / MCP_JSON_FILE).exists():
         merged.ignored.append(f"{MCP_JSON_FILE}: {_mcp_json_names(project / MCP_JSON_FILE)}")
+    if not decision.trusted:
+        merged.ignored.extend(_claude_items(project))
     infos, model_provenance = _build_models(merged)
     _check_references(merged, infos)
 
