@@ -323,3 +323,41 @@ async def test_a_stop_hook_that_blocks_tells_the_model_its_reason_once(
     assert len(servers[0].requests) == 2
     second = servers[0].requests[1].messages
     assert second[-1] == {"role": "user", "content": "Run the tests first."}
+
+
+async def test_a_notification_hook_hears_of_each_question_the_approver_is_asked(
+    tmp_path: Path, servers: Servers, store: SessionStore
+) -> None:
+    """With a person to ask, a ``Notification`` hook is told before each question; with no
+    approver the same hooks change nothing: what would ask is refused, nobody is notified."""
+    import json
+    import sys
+
+    log = tmp_path / "notified.txt"
+    hook = tmp_path / "notify.py"
+    hook.write_text(
+        "import json, sys\n"
+        f"with open({str(log)!r}, 'a') as out:\n"
+        "    out.write(json.load(sys.stdin)['message'] + '\\n')\n"
+    )
+    command = json.dumps(f"{sys.executable} {hook}")
+    hooks = f'[[hooks.Notification]]\nhooks = [{{ type = "command", command = {command} }}]\n'
+    write = ("write_file", {"path": "b.txt", "content": "x"})
+    servers[0].push(Reply.calls(write), Reply.text("written"))
+    session = await open_in(tmp_path, servers, store, hooks, approver=Approves())
+    try:
+        asked = await session.start_turn("write b", plan=False).result()
+    finally:
+        await session.aclose()
+    assert not asked.denials and (tmp_path / "b.txt").read_text() == "x"
+    assert log.read_text() == "reasonix needs your permission to use write_file\n"
+    log.unlink()
+    (tmp_path / "b.txt").unlink()
+    servers[0].push(Reply.calls(write), Reply.text("refused"))
+    session = await open_in(tmp_path, servers, store, hooks)
+    try:
+        alone = await session.start_turn("write b", plan=False).result()
+    finally:
+        await session.aclose()
+    assert [d.tool for d in alone.denials] == ["write_file"]
+    assert not log.exists() and not (tmp_path / "b.txt").exists()

@@ -345,3 +345,96 @@ def test_the_store_is_pruned_by_itself_every_200_steps(tmp_path: Path) -> None:
     assert len(manager.journal.read_text().splitlines()) == 199
     manager.before_step(1, "call-200", "bash", "true")
     assert not manager.journal.exists() or manager.journal.read_text().strip() == ""
+
+
+def test_a_file_one_byte_over_max_file_mb_is_not_covered_and_one_at_it_is(
+    tmp_path: Path,
+) -> None:
+    """``max_file_mb`` is in MiB to the byte: a file of exactly that size is snapshotted and
+    put back, one a byte larger is left as it is and named with the reason."""
+    from reasonix.config import CheckpointsConfig
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    manager = cp.CheckpointManager(
+        ws,
+        data_dir=tmp_path / "data",
+        session_id="s1",
+        settings=CheckpointsConfig(max_file_mb=2048 / 2**20),
+    )
+    (ws / "at.bin").write_bytes(b"a" * 2048)
+    (ws / "over.bin").write_bytes(b"o" * 2049)
+    manager.before_step(1, "call-1", "bash", "make")
+    (ws / "at.bin").write_bytes(b"A" * 2048)
+    (ws / "over.bin").write_bytes(b"O" * 2049)
+    manager.after_turn(1)
+    result = manager.rewind(1)
+    assert (ws / "at.bin").read_bytes() == b"a" * 2048
+    assert (ws / "over.bin").read_bytes() == b"O" * 2049
+    assert dict(result.not_covered) == {"over.bin": "larger than max_file_mb = 0.00195312"}
+
+
+def test_a_rewind_puts_back_permission_bits_a_later_snapshot_saw_unchanged(
+    tmp_path: Path,
+) -> None:
+    """A private file (0600) the agent opened up in turn 2 is private again after a rewind to
+    before turn 2, although turn 1's snapshot found it unchanged (read from the stat cache)."""
+    import os
+    import stat
+
+    manager, ws = _manager(tmp_path)
+    secret = ws / "secret.txt"
+    secret.write_text("s\n")
+    os.chmod(secret, 0o600)
+    manager.before_step(1, "call-1", "bash", "echo one > a.txt")
+    (ws / "a.txt").write_text("one\n")
+    manager.after_turn(1)
+    manager.before_step(2, "call-2", "bash", "chmod 644 secret.txt")
+    os.chmod(secret, 0o644)
+    manager.after_turn(2)
+    manager.rewind(2)
+    assert stat.S_IMODE(secret.stat().st_mode) == 0o600
+
+
+def test_a_rewind_gives_a_script_back_its_plain_executable_bits(tmp_path: Path) -> None:
+    """A script that was 0755 and that the agent made 0700 is 0755 again after a rewind."""
+    import os
+    import stat
+
+    manager, ws = _manager(tmp_path)
+    script = ws / "run.sh"
+    script.write_text("#!/bin/sh\n")
+    os.chmod(script, 0o755)
+    manager.before_step(1, "call-1", "bash", "chmod 700 run.sh")
+    os.chmod(script, 0o700)
+    manager.after_turn(1)
+    result = manager.rewind(1)
+    assert stat.S_IMODE(script.stat().st_mode) == 0o755
+    assert "run.sh" in result.modes
+
+
+def test_a_rewind_over_two_turns_keeps_the_users_edit_between_them(tmp_path: Path) -> None:
+    """The user edited b.txt between turn 1 and turn 2 (turn 2's snapshot has the edit): a
+    rewind to before turn 1 puts the agent's a.txt back and leaves the user's b.txt alone."""
+    manager, ws = _manager(tmp_path)
+    (ws / "b.txt").write_text("bravo\n")
+    manager.before_step(1, "call-1", "bash", "echo one > a.txt")
+    (ws / "a.txt").write_text("one\n")
+    manager.after_turn(1)
+    (ws / "b.txt").write_text("the user's edit\n")
+    manager.before_step(2, "call-2", "bash", "echo two > a.txt")
+    (ws / "a.txt").write_text("two\n")
+    manager.after_turn(2)
+    result = manager.rewind(1)
+    assert (ws / "a.txt").read_text() == "alpha\n"
+    assert (ws / "b.txt").read_text() == "the user's edit\n"
+    assert "b.txt" in result.kept
+
+
+def test_the_step_journal_is_the_owners_only(tmp_path: Path) -> None:
+    """The journal holds the commands the agent ran: readable by its owner only."""
+    import stat
+
+    manager, _ = _manager(tmp_path)
+    manager.before_step(1, "call-1", "bash", "export TOKEN=abc; make")
+    assert stat.S_IMODE(manager.journal.stat().st_mode) == 0o600
