@@ -1,6 +1,6 @@
 """A message sent while a turn runs is queued like the terminal's (issue 29), in Debian's
 Chromium against the real ``reasonix serve``: shown as queued, cancellable, and sent when the
-turn ends."""
+turn ends; and a working indicator with the elapsed time while a turn runs."""
 
 from __future__ import annotations
 
@@ -38,6 +38,12 @@ def test_a_message_sent_during_a_turn_is_queued_then_runs(project: Project, brow
         page.click("button:text-is('New session')")
         page.wait_for_url(re.compile(r"#/s/"), timeout=WAIT)
         page.locator("[data-approval-id]").wait_for(timeout=WAIT)
+        # a working indicator with the elapsed time while the turn runs
+        page.wait_for_function(
+            "() => /^working · [1-9]\\d*s$/.test("
+            "(document.querySelector('#working .working-text') || {}).textContent || '')",
+            timeout=WAIT,
+        )
         page.fill("#message", "never mind this one")
         page.click("button:text-is('Send')")
         page.fill("#message", "and then this")
@@ -52,6 +58,7 @@ def test_a_message_sent_during_a_turn_is_queued_then_runs(project: Project, brow
         page.wait_for_selector(".note:has-text('Turn 2 ended: done')", timeout=WAIT)
         assert "Second message answered." in page.locator("#transcript").inner_text()
         assert queued.count() == 0
+        assert page.locator("#working").count() == 0
         users = [m["content"] for m in project.ex.last_request.messages if m["role"] == "user"]
         assert any("and then this" in str(u) for u in users)
         assert not any("never mind this one" in str(u) for u in users)

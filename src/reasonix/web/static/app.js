@@ -453,7 +453,24 @@
   }
 
   function setRunning(v, running) {
+    const was = v.running;
     v.running = running;
+    // A working indicator with the elapsed time, under the streaming text (the terminal's
+    // status line); it goes when the turn ends.
+    if (running && (!was || !v.working)) {
+      if (v.working) v.working.remove();
+      const started = Date.now();
+      const label = el('span', { class: 'working-text', text: 'working · 0s' });
+      v.working = el('div', { class: 'working', id: 'working', role: 'status' }, el('span', { class: 'spinner' }), label);
+      v.workingTimer = setInterval(() => {
+        label.textContent = 'working · ' + Math.round((Date.now() - started) / 1000) + 's';
+      }, 1000);
+      v.queueBox.before(v.working);
+    } else if (!running && v.working) {
+      clearInterval(v.workingTimer);
+      v.working.remove();
+      v.working = null;
+    }
     v.state.textContent = !v.info.writable ? 'read-only' : running ? 'running' : 'idle';
     v.state.className = 'pill ' + (running ? 'state-running' : 'state-idle');
     v.interrupt.disabled = !running;
