@@ -410,8 +410,14 @@ class PermissionEngine:
         async with self._approval_lock:
             if call_key in self._session_calls:
                 return self._emit(tool, subject, True, "session", reason="approved earlier")
+            # A rule allowed for the session while this call waited covers it as it would have
+            # before the question, never past what must ask (a protected file, an ask rule).
             again = self._match_allow(self.session_allow, tool, subject)
-            if again is not None:
+            if (
+                again is not None
+                and self._must_ask(tool, subject) is None
+                and self._match_any_form(self.ask, tool, subject) is None
+            ):
                 return self._emit(tool, subject, True, "session", again.text)
             shown = _shown_subject(subject, arguments)
             request = ApprovalRequest(
