@@ -361,3 +361,32 @@ async def test_a_notification_hook_hears_of_each_question_the_approver_is_asked(
         await session.aclose()
     assert [d.tool for d in alone.denials] == ["write_file"]
     assert not log.exists() and not (tmp_path / "b.txt").exists()
+
+
+async def test_mcp_status_and_problems_with_and_without_servers(
+    tmp_path: Path, servers: Servers, store: SessionStore
+) -> None:
+    """What a frontend shows at start-up: nothing wrong and a hint when no MCP server is
+    configured; a server that could not start is named as a problem."""
+    from reasonix.mcp import McpServerConfig
+
+    session = await open_session(tmp_path, servers, store)
+    try:
+        assert session.mcp_problems() == []
+        assert session.mcp_status() == [
+            "No MCP servers are configured ([[mcp.servers]] in reasonix.toml)."
+        ]
+        assert await session.mcp_restart("x") == "No MCP servers are configured."
+    finally:
+        await session.aclose()
+    crashed = await open_session(
+        tmp_path,
+        servers,
+        store,
+        extra_mcp_servers=[McpServerConfig("broken", command=str(tmp_path / "no-such-server"))],
+    )
+    try:
+        (problem,) = crashed.mcp_problems()
+        assert problem.startswith("MCP server broken") and "failed" in problem
+    finally:
+        await crashed.aclose()
