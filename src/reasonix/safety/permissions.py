@@ -21,6 +21,10 @@ call it decides, in this order:
    ``yolo``      allow          allow                               allow
    ============  =============  ==================================  ==========
 
+The decision is a value: :func:`decide` (pure: tool, subject, mode, :class:`Rules`, the hook's
+verdict) gives a :class:`Verdict` (``allow``, ``ask`` or ``deny``, the rule that decided, the
+reason, the rules proposed for the session). Asking is a separate step with one path, shared by
+the irreversible case (:meth:`PermissionEngine._ask`); recording is a third (``on_decision``).
 "Ask" goes to the :class:`Approver`; without one (a headless run) it becomes a denial that says
 which rule would allow the call, so the model can tell the user.
 
@@ -369,6 +373,16 @@ class PermissionEngine:
             raise ConfigError(self.unattended_refusal)
         return mode
 
+    def rules(self) -> Rules:
+        """The rules as they stand now, for :func:`decide`."""
+        return Rules(
+            tuple(self.allow),
+            tuple(self.ask),
+            tuple(self.deny),
+            tuple(self.session_allow),
+            tuple(self.ask_checks),
+        )
+
     async def check(
         self,
         tool: Tool,
@@ -377,235 +391,291 @@ class PermissionEngine:
         *,
         hook_decision: str | None = None,
     ) -> PermissionDecision:
-        """Decide one call; see the module docstring for the order. ``hook_decision`` is a
+        """Decide one call (:func:`decide`: see the module docstring for the order), ask when
+        the verdict is to ask (:meth:`_ask`), and record the outcome. ``hook_decision`` is a
         ``PreToolUse`` hook's answer: ``ask`` asks even where rules and mode allow, ``allow``
         allows what would ask (deny rules and plan mode still refuse)."""
         subject = call_subject(tool, arguments, ctx.workspace)
         danger = _irreversible(tool, arguments, ctx.workspace)
-        if danger and self._mode is not Mode.PLAN and self._match_deny(tool, subject) is None:
-            return await self._confirm_irreversible(tool, subject, arguments, danger)
-        outcome = self._decide(tool, subject)
-        if outcome is not None and not (hook_decision == "ask" and outcome.allowed):
-            return outcome
-        if outcome is None and hook_decision == "allow":
-            return self._emit(tool, subject, True, "hook", reason="allowed by a PreToolUse hook")
-        call_key = f"{tool.name}:{canonical_json(dict(arguments))}"
-        if call_key in self._session_calls:
-            return self._emit(tool, subject, True, "session", reason="approved earlier")
-        reason = self._ask_reason(tool, subject)
-        suggested = session_rules_for(tool, subject)
-        if self.approver is None:
-            no_rule = subject.kind == "command" and (
-                subject.opaque or subject.redirects or subject.obstacle is not None
-            )
-            if no_rule or self._must_ask(tool, subject) is not None:
-                fix = "approve it in an interactive session, use --yes, or run it in yolo mode"
-            else:
-                fix = "add " + ", ".join(repr(r) for r in suggested) + " to [permissions] allow"
-            why = (
-                f"{reason}, and no one can approve it in this non-interactive run. "
-                f"To permit it, {fix}."
-            )
-            return self._emit(tool, subject, False, "headless", reason=why)
-        async with self._approval_lock:
-            if call_key in self._session_calls:
-                return self._emit(tool, subject, True, "session", reason="approved earlier")
-            # A rule allowed for the session while this call waited covers it as it would have
-            # before the question, never past what must ask (a protected file, an ask rule).
-            again = self._match_allow(self.session_allow, tool, subject)
-            if (
-                again is not None
-                and self._must_ask(tool, subject) is None
-                and self._match_any_form(self.ask, tool, subject) is None
-            ):
-                return self._emit(tool, subject, True, "session", again.text)
-            shown = _shown_subject(subject, arguments)
-            request = ApprovalRequest(
-                tool=tool.name,
-                category=tool.category,
-                arguments=dict(arguments),
-                subject=shown,
-                preview=ctx.preview,
-                reason=reason,
-                session_rules=suggested,
-                mode=self._mode,
-            )
-            answer = await self.approver.approve(request)
-        if answer.kind == "deny":
-            why = "the user declined" + (f": {answer.reason}" if answer.reason else "")
-            return self._emit(tool, subject, False, "approver", reason=why)
-        if answer.kind == "session":
-            rules = [Rule(text, "allow") for text in (answer.rules or request.session_rules)]
-            self.session_allow.extend(rules)
-            self._session_calls.add(call_key)
-            shown = ", ".join(r.text for r in rules)
-            return self._emit(tool, subject, True, "approver", shown, "allowed for the session")
-        return self._emit(tool, subject, True, "approver", reason="allowed once")
+        verdict = decide(tool, subject, self._mode, self.rules(), hook_decision, danger)
+        if verdict.outcome != "ask":
+            return self._record(tool, subject, verdict)
+        return self._record(tool, subject, await self._ask(tool, subject, arguments, ctx, verdict))
 
-    async def _confirm_irreversible(
-        self, tool: Tool, subject: Subject, arguments: Mapping[str, Any], danger: str
-    ) -> PermissionDecision:
-        """Ask before a command no snapshot can undo, in every mode, unless an explicit allow
-        rule in the configuration names it (a bare ``bash`` or ``bash(*)`` does not)."""
-        explicit = [r for r in self.allow if r.pattern and r.pattern.strip("* ")]
-        allowed = self._match_allow(explicit, tool, subject)
-        if allowed is not None:
-            return self._emit(tool, subject, True, "rule", allowed.text)
-        suggested = session_rules_for(tool, subject)
-        reason = f"{tool.name} needs approval every time, as no snapshot can undo it: {danger}"
+    async def _ask(
+        self,
+        tool: Tool,
+        subject: Subject,
+        arguments: Mapping[str, Any],
+        ctx: ToolContext,
+        verdict: Verdict,
+    ) -> Verdict:
+        """The one path that asks: the exact calls approved earlier, the headless refusal, the
+        session's rules approved while this call waited, the approver. A command no snapshot
+        can undo (``verdict.irreversible``) asks every time and is never remembered."""
+        irreversible = verdict.irreversible is not None
+        call_key = f"{tool.name}:{canonical_json(dict(arguments))}"
+        if not irreversible and call_key in self._session_calls:
+            return Verdict("allow", "session", reason="approved earlier")
         if self.approver is None:
-            why = (
-                f"{reason}. To permit it, add {', '.join(repr(r) for r in suggested)} to "
-                "[permissions] allow in your own config."
-            )
-            return self._emit(tool, subject, False, "headless", reason=why)
+            return Verdict("deny", "headless", reason=self._headless_reason(tool, subject, verdict))
         async with self._approval_lock:
+            if not irreversible:
+                if call_key in self._session_calls:
+                    return Verdict("allow", "session", reason="approved earlier")
+                # A rule allowed for the session while this call waited covers it as it would
+                # have before the question, never past what must ask (a protected file, an ask
+                # rule).
+                again = _match_allow(self.session_allow, tool, subject)
+                if (
+                    again is not None
+                    and self.rules().must_ask(tool, subject) is None
+                    and _match_any_form(self.ask, tool, subject) is None
+                ):
+                    return Verdict("allow", "session", again.text)
             request = ApprovalRequest(
                 tool=tool.name,
                 category=tool.category,
                 arguments=dict(arguments),
                 subject=_shown_subject(subject, arguments),
-                reason=reason,
-                session_rules=(),
+                preview="" if irreversible else ctx.preview,
+                reason=verdict.reason,
+                session_rules=() if irreversible else verdict.session_rules,
                 mode=self._mode,
-                irreversible=danger,
+                irreversible=verdict.irreversible or "",
             )
             answer = await self.approver.approve(request)
         if answer.kind == "deny":
             why = "the user declined" + (f": {answer.reason}" if answer.reason else "")
-            return self._emit(tool, subject, False, "approver", reason=why)
-        # Never remembered for the session: the next one asks again.
-        return self._emit(tool, subject, True, "approver", reason="allowed once (irreversible)")
+            return Verdict("deny", "approver", reason=why)
+        if irreversible:
+            # Never remembered for the session: the next one asks again.
+            return Verdict("allow", "approver", reason="allowed once (irreversible)")
+        if answer.kind == "session":
+            rules = [Rule(text, "allow") for text in (answer.rules or request.session_rules)]
+            self.session_allow.extend(rules)
+            self._session_calls.add(call_key)
+            shown = ", ".join(r.text for r in rules)
+            return Verdict("allow", "approver", shown, "allowed for the session")
+        return Verdict("allow", "approver", reason="allowed once")
 
-    def _decide(self, tool: Tool, subject: Subject) -> PermissionDecision | None:
-        """The decision rules and mode make on their own; None means ask."""
-        denied = self._match_deny(tool, subject)
-        if denied is not None:
-            why = f"blocked by the deny rule {denied.text!r}"
-            return self._emit(tool, subject, False, "rule", denied.text, why)
-        mode = self._mode
-        if mode is Mode.PLAN and not tool.read_only:
-            why = "plan mode is read-only; present the plan instead of changing files"
-            return self._emit(tool, subject, False, "mode", reason=why)
-        if mode is Mode.YOLO:
-            return self._emit(tool, subject, True, "mode")
-        if self._must_ask(tool, subject) is not None:
-            return None
-        asked = self._match_any_form(self.ask, tool, subject)
-        if asked is not None:
-            return None
-        allowed = self._match_allow(self.allow, tool, subject)
-        if allowed is not None:
-            return self._emit(tool, subject, True, "rule", allowed.text)
-        session = self._match_allow(self.session_allow, tool, subject)
-        if session is not None:
-            return self._emit(tool, subject, True, "session", session.text)
-        if tool.read_only:
-            return self._emit(tool, subject, True, "mode")
-        if mode is Mode.AUTO_EDIT and tool.category == "edit" and not tool.destructive:
-            return self._emit(tool, subject, True, "mode")
-        return None
+    def _headless_reason(self, tool: Tool, subject: Subject, verdict: Verdict) -> str:
+        suggested = ", ".join(repr(r) for r in verdict.session_rules)
+        if verdict.irreversible is not None:
+            return (
+                f"{verdict.reason}. To permit it, add {suggested} to "
+                "[permissions] allow in your own config."
+            )
+        no_rule = subject.kind == "command" and (
+            subject.opaque or subject.redirects or subject.obstacle is not None
+        )
+        if no_rule or self.rules().must_ask(tool, subject) is not None:
+            fix = "approve it in an interactive session, use --yes, or run it in yolo mode"
+        else:
+            fix = f"add {suggested} to [permissions] allow"
+        return (
+            f"{verdict.reason}, and no one can approve it in this non-interactive run. "
+            f"To permit it, {fix}."
+        )
 
-    def _must_ask(self, tool: Tool, subject: Subject) -> str | None:
+    def _record(self, tool: Tool, subject: Subject, verdict: Verdict) -> PermissionDecision:
+        allowed = verdict.outcome == "allow"
+        if self.on_decision is not None:
+            record = PermissionRecord(
+                tool.name,
+                subject.describe(),
+                allowed,
+                verdict.via,
+                self._mode,
+                verdict.rule,
+                verdict.reason,
+            )
+            self.on_decision(record)
+        permission = Permission.ALLOW if allowed else Permission.DENY
+        return PermissionDecision(permission, verdict.reason)
+
+
+# ---------------------------------------------------------------------------------------------
+# The decision
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What :func:`decide` found: ``allow``, ``ask`` or ``deny``; ``via`` what decided
+    (``rule``, ``mode``, ``session``, ``hook``; after asking ``approver`` or ``headless``), the
+    ``rule`` that did, the ``reason``, the rules proposed for "for this session", and, for a
+    command no snapshot can undo, why (``irreversible``)."""
+
+    outcome: Literal["allow", "ask", "deny"]
+    via: str
+    rule: str | None = None
+    reason: str = ""
+    session_rules: tuple[str, ...] = ()
+    irreversible: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """The rules a decision reads: the configured allow, ask and deny rules, the rules the user
+    allowed for the session, and the checks that make a call ask."""
+
+    allow: tuple[Rule, ...] = ()
+    ask: tuple[Rule, ...] = ()
+    deny: tuple[Rule, ...] = ()
+    session_allow: tuple[Rule, ...] = ()
+    ask_checks: tuple[Callable[[Tool, Subject], str | None], ...] = ()
+
+    def must_ask(self, tool: Tool, subject: Subject) -> str | None:
         for check in self.ask_checks:
             reason = check(tool, subject)
             if reason is not None:
                 return reason
         return None
 
-    def _ask_reason(self, tool: Tool, subject: Subject) -> str:
-        must = self._must_ask(tool, subject)
+    def ask_reason(self, tool: Tool, subject: Subject, mode: Mode) -> str:
+        must = self.must_ask(tool, subject)
         if must is not None:
             return f"{tool.name} needs approval ({must})"
-        asked = self._match_any_form(self.ask, tool, subject)
+        asked = _match_any_form(self.ask, tool, subject)
         if asked is not None:
             return f"{tool.name} needs approval (rule {asked.text!r})"
         if subject.opaque:
             return f"{tool.name} needs approval (the command hides parts in $(...) or backticks)"
         if subject.redirects:
             return f"{tool.name} needs approval (the command writes a file through a redirection)"
-        if subject.obstacle is not None and self._match_any_allow_text(tool, subject):
+        # an allow rule names this command: say why it did not apply
+        if subject.obstacle is not None and any(
+            r.matches(tool, subject) for r in (*self.allow, *self.session_allow)
+        ):
             return f"{tool.name} needs approval ({subject.obstacle}, which no allow rule covers)"
-        return f"{tool.name} needs approval in {self._mode.value} mode"
+        return f"{tool.name} needs approval in {mode.value} mode"
 
-    def _match_any_allow_text(self, tool: Tool, subject: Subject) -> bool:
-        """Whether an allow rule names this command (so the refusal can say why it did not
-        apply)."""
-        return any(r.matches(tool, subject) for r in (*self.allow, *self.session_allow))
 
-    @staticmethod
-    def _match(rules: list[Rule], tool: Tool, subject: Subject) -> Rule | None:
-        return next((r for r in rules if r.matches(tool, subject)), None)
+def decide(
+    tool: Tool,
+    subject: Subject,
+    mode: Mode,
+    rules: Rules,
+    hook: str | None = None,
+    irreversible: str | None = None,
+) -> Verdict:
+    """The permission decision for one call, as a value, in the order the module docstring
+    gives; pure (asking and recording are the engine's). ``hook`` is a ``PreToolUse`` hook's
+    answer (``ask``, ``allow`` or None); ``irreversible`` why the command destroys what no
+    snapshot can bring back, or None."""
+    if irreversible and mode is not Mode.PLAN and _match_deny(rules.deny, tool, subject) is None:
+        return _decide_irreversible(tool, subject, mode, rules, irreversible)
+    verdict = _decide_by_rules(tool, subject, mode, rules)
+    if verdict is not None and not (hook == "ask" and verdict.outcome == "allow"):
+        return verdict
+    if verdict is None and hook == "allow":
+        return Verdict("allow", "hook", reason="allowed by a PreToolUse hook")
+    reason = rules.ask_reason(tool, subject, mode)
+    return Verdict("ask", "mode", reason=reason, session_rules=session_rules_for(tool, subject))
 
-    def _match_any_form(self, rules: list[Rule], tool: Tool, subject: Subject) -> Rule | None:
-        """For deny and ask rules: a command matches if any form it may run does
-        (:func:`~reasonix.safety.shell_rules.rule_matches`); the whole line is tried too, so a
-        pattern written with operators in it (``bash(curl * | sh)``) works."""
-        if subject.kind != "command":
-            return self._match(rules, tool, subject)
-        for rule in rules:
-            if not rule.applies_to(tool):
-                continue
-            if rule.pattern is None or rule.pattern in ("*", "**"):
-                return rule
-            if command_pattern(rule.pattern).match(subject.whole):
-                return rule
-            if rule_matches(rule.pattern, subject.forms):
-                return rule
+
+def _decide_irreversible(
+    tool: Tool, subject: Subject, mode: Mode, rules: Rules, danger: str
+) -> Verdict:
+    """Ask before a command no snapshot can undo, in every mode, unless an explicit allow
+    rule in the configuration names it (a bare ``bash`` or ``bash(*)`` does not)."""
+    explicit = [r for r in rules.allow if r.pattern and r.pattern.strip("* ")]
+    allowed = _match_allow(explicit, tool, subject)
+    if allowed is not None:
+        return Verdict("allow", "rule", allowed.text)
+    reason = f"{tool.name} needs approval every time, as no snapshot can undo it: {danger}"
+    proposed = session_rules_for(tool, subject)
+    return Verdict(
+        "ask", "irreversible", reason=reason, session_rules=proposed, irreversible=danger
+    )
+
+
+def _decide_by_rules(tool: Tool, subject: Subject, mode: Mode, rules: Rules) -> Verdict | None:
+    """The decision rules and mode make on their own; None means ask."""
+    denied = _match_deny(rules.deny, tool, subject)
+    if denied is not None:
+        why = f"blocked by the deny rule {denied.text!r}"
+        return Verdict("deny", "rule", denied.text, why)
+    if mode is Mode.PLAN and not tool.read_only:
+        why = "plan mode is read-only; present the plan instead of changing files"
+        return Verdict("deny", "mode", reason=why)
+    if mode is Mode.YOLO:
+        return Verdict("allow", "mode")
+    if rules.must_ask(tool, subject) is not None:
         return None
+    if _match_any_form(rules.ask, tool, subject) is not None:
+        return None
+    allowed = _match_allow(rules.allow, tool, subject)
+    if allowed is not None:
+        return Verdict("allow", "rule", allowed.text)
+    session = _match_allow(rules.session_allow, tool, subject)
+    if session is not None:
+        return Verdict("allow", "session", session.text)
+    if tool.read_only:
+        return Verdict("allow", "mode")
+    if mode is Mode.AUTO_EDIT and tool.category == "edit" and not tool.destructive:
+        return Verdict("allow", "mode")
+    return None
 
-    def _match_deny(self, tool: Tool, subject: Subject) -> Rule | None:
-        if subject.kind == "command":
-            return self._match_any_form(self.deny, tool, subject)
-        hit = self._match(self.deny, tool, subject)
-        if hit is None and subject.folder and tool.name in FOLDER_READERS:
-            # A search over a folder reads the files below it: a deny rule for any of them
-            # refuses the search.
-            hit = next(
-                (
-                    r
-                    for r in self.deny
-                    if r.applies_to(tool) and _reaches_below(r.pattern, subject.values[0])
-                ),
-                None,
-            )
-        return hit
 
-    @staticmethod
-    def _match_allow(rules: list[Rule], tool: Tool, subject: Subject) -> Rule | None:
-        """An allow rule must cover every part of a command, and only a command with no
-        obstacle (:func:`~reasonix.safety.shell_rules.allow_obstacle`: a substitution, a
-        redirection into a file, a side effect, a read outside the workspace, ...)."""
-        if subject.kind != "command":
-            return next((r for r in rules if r.matches(tool, subject)), None)
-        if subject.opaque or subject.redirects or subject.obstacle is not None:
+def _match(rules: Iterable[Rule], tool: Tool, subject: Subject) -> Rule | None:
+    return next((r for r in rules if r.matches(tool, subject)), None)
+
+
+def _match_any_form(rules: Iterable[Rule], tool: Tool, subject: Subject) -> Rule | None:
+    """For deny and ask rules: a command matches if any form it may run does
+    (:func:`~reasonix.safety.shell_rules.rule_matches`); the whole line is tried too, so a
+    pattern written with operators in it (``bash(curl * | sh)``) works."""
+    if subject.kind != "command":
+        return _match(rules, tool, subject)
+    for rule in rules:
+        if not rule.applies_to(tool):
+            continue
+        if rule.pattern is None or rule.pattern in ("*", "**"):
+            return rule
+        if command_pattern(rule.pattern).match(subject.whole):
+            return rule
+        if rule_matches(rule.pattern, subject.forms):
+            return rule
+    return None
+
+
+def _match_deny(deny: tuple[Rule, ...] | list[Rule], tool: Tool, subject: Subject) -> Rule | None:
+    if subject.kind == "command":
+        return _match_any_form(deny, tool, subject)
+    hit = _match(deny, tool, subject)
+    if hit is None and subject.folder and tool.name in FOLDER_READERS:
+        # A search over a folder reads the files below it: a deny rule for any of them
+        # refuses the search.
+        hit = next(
+            (
+                r
+                for r in deny
+                if r.applies_to(tool) and _reaches_below(r.pattern, subject.values[0])
+            ),
+            None,
+        )
+    return hit
+
+
+def _match_allow(rules: Iterable[Rule], tool: Tool, subject: Subject) -> Rule | None:
+    """An allow rule must cover every part of a command, and only a command with no
+    obstacle (:func:`~reasonix.safety.shell_rules.allow_obstacle`: a substitution, a
+    redirection into a file, a side effect, a read outside the workspace, ...)."""
+    rules = tuple(rules)
+    if subject.kind != "command":
+        return _match(rules, tool, subject)
+    if subject.opaque or subject.redirects or subject.obstacle is not None:
+        return None
+    first: Rule | None = None
+    for k, part in enumerate(subject.values):
+        plain = subject.plain[k : k + 1] if len(subject.plain) == len(subject.values) else ()
+        one = Subject("command", (part,), plain=plain)
+        hit = _match(rules, tool, one)
+        if hit is None:
             return None
-        first: Rule | None = None
-        for k, part in enumerate(subject.values):
-            plain = subject.plain[k : k + 1] if len(subject.plain) == len(subject.values) else ()
-            one = Subject("command", (part,), plain=plain)
-            hit = next((r for r in rules if r.matches(tool, one)), None)
-            if hit is None:
-                return None
-            first = first or hit
-        return first
-
-    def _emit(
-        self,
-        tool: Tool,
-        subject: Subject,
-        allowed: bool,
-        via: str,
-        rule: str | None = None,
-        reason: str = "",
-    ) -> PermissionDecision:
-        if self.on_decision is not None:
-            record = PermissionRecord(
-                tool.name, subject.describe(), allowed, via, self._mode, rule, reason
-            )
-            self.on_decision(record)
-        permission = Permission.ALLOW if allowed else Permission.DENY
-        return PermissionDecision(permission, reason)
+        first = first or hit
+    return first
 
 
 def _shown_subject(subject: Subject, arguments: Mapping[str, Any]) -> str:
