@@ -6,7 +6,8 @@ the session, the model
 - writes ``.mcp.json`` (must still ask: our own configuration): it was written unasked; fixed
   in this module's commit;
 - deletes ``victim.txt`` with ``delete_file`` (a deletion, which auto-edit mode itself never
-  allows unasked; the rule's category ``edit`` names the delete tool too): open, strict xfail.
+  allows unasked; the rule's category ``edit`` names the delete tool too): it ran unasked;
+  fixed in this module's commit (a session rule covers a destroying tool only by its name).
 
 The control answers the same questions with yes and sees both happen, so the probes can see a
 break; and without the session rule the delete asks (``n``), so the probe tells the two apart.
@@ -81,12 +82,6 @@ def test_an_edit_allowed_for_the_session_does_not_write_our_config_unasked(
     assert not planted
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the session's edit(**) names the category edit, which delete_file is in: after one "
-    "edit allowed for the session every file can be deleted unasked (auto-edit mode never "
-    "deletes unasked); needs the proposal to name the non-destructive edit tools",
-)
 def test_an_edit_allowed_for_the_session_does_not_delete_files_unasked(
     project: Project, request: pytest.FixtureRequest
 ) -> None:

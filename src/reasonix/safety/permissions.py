@@ -65,7 +65,7 @@ import asyncio
 import enum
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -426,7 +426,9 @@ class PermissionEngine:
                 # A rule allowed for the session while this call waited covers it as it would
                 # have before the question, never past what must ask (a protected file, an ask
                 # rule).
-                again = _match_allow(self.session_allow, tool, subject)
+                again = _match_allow(
+                    session_rules_covering(self.session_allow, tool), tool, subject
+                )
                 if (
                     again is not None
                     and self.rules().must_ask(tool, subject) is None
@@ -551,6 +553,16 @@ class Rules:
         return f"{tool.name} needs approval in {mode.value} mode"
 
 
+def session_rules_covering(rules: Sequence[Rule], tool: Tool) -> Sequence[Rule]:
+    """The rules allowed for the session that may cover ``tool``: for a tool that destroys
+    (``delete_file``) only those naming it, not its category. "For this session" on an edit
+    proposes ``edit(**)``, every file edit, which must not make every file deletable unasked
+    (auto-edit mode never deletes unasked either)."""
+    if not tool.destructive:
+        return rules
+    return [r for r in rules if r.name in (tool.name, *tool.aliases)]
+
+
 def decide(
     tool: Tool,
     subject: Subject,
@@ -608,7 +620,7 @@ def _decide_by_rules(tool: Tool, subject: Subject, mode: Mode, rules: Rules) -> 
     allowed = _match_allow(rules.allow, tool, subject)
     if allowed is not None:
         return Verdict("allow", "rule", allowed.text)
-    session = _match_allow(rules.session_allow, tool, subject)
+    session = _match_allow(session_rules_covering(rules.session_allow, tool), tool, subject)
     if session is not None:
         return Verdict("allow", "session", session.text)
     if tool.read_only:
