@@ -43,6 +43,12 @@ UsageError = StartupError
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # No abbreviated long options: with --allowedTools at the top, `serve --all` read as an
+        # ambiguous prefix of it (argparse matches prefixes across the whole command line).
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         # dispatch prints "reasonix: " before every usage error: the top-level parser adds

@@ -18,6 +18,10 @@ Routes (all under the guard of :mod:`reasonix.web.security`):
 A stored session is opened for writing (and claimed in the store, so no other process writes
 to it) only when the page sends it something; a session another process holds is shown
 read-only, its stored events followed as that process records them.
+
+It runs past 500 lines because every route is a short method on the one object that holds the
+sessions open for writing here; reading request bodies is apart (:mod:`reasonix.web.bodies`),
+and the next seam is a session host in ``app/`` shared with the editor frontend.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from starlette.staticfiles import StaticFiles
 from reasonix.app import commands
 from reasonix.app.session import AgentSession
 from reasonix.errors import ReasonixError, SessionError
+from reasonix.web.bodies import MAX_MESSAGE_BODY, HttpError, message_images, read_json
 from reasonix.web.hub import EventLog
 from reasonix.web.security import Guard, GuardMiddleware
 
@@ -55,21 +60,9 @@ log = logging.getLogger("reasonix.web")
 
 STATIC_DIR = Path(__file__).with_name("static")
 LIST_LIMIT = 200
-#: The largest request body read (a message to the agent fits many times over).
-MAX_BODY = 1_000_000
-#: a message's body may carry images (base64, DeepSeek takes 32 MiB an image, 48 MiB a request)
-MAX_MESSAGE_BODY = 48 * 1024 * 1024
 #: Seconds between keep-alives on an idle event stream (and checks of a session that another
 #: process writes).
 IDLE_SECONDS = 2.0
-
-
-class HttpError(Exception):
-    """An answer other than 200, with a message that says what to do."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 class Dashboard:
@@ -149,7 +142,7 @@ class Dashboard:
     # -- login ------------------------------------------------------------------------------------
 
     async def _auth(self, request: Request) -> Response:
-        body = await _json(request)
+        body = await read_json(request)
         token = body.get("token")
         password = body.get("password")
         session = self.guard.login(
@@ -209,7 +202,7 @@ class Dashboard:
 
     async def _sessions(self, request: Request) -> dict[str, Any]:
         if request.method == "POST":
-            body = await _json(request)
+            body = await read_json(request)
             session = await self._open_new()
             text = body.get("text")
             if isinstance(text, str) and text.strip():
@@ -441,11 +434,11 @@ class Dashboard:
     async def _message(self, request: Request) -> dict[str, Any]:
         sid = request.path_params["sid"]
         self._visible(sid)  # a signed-in caller naming a session it may see, before the body
-        body = await _json(request, MAX_MESSAGE_BODY)
+        body = await read_json(request, MAX_MESSAGE_BODY)
         text = body.get("text")
         if not isinstance(text, str) or not text.strip():
             raise HttpError(400, 'send {"text": "..."}: the message is empty')
-        images = _message_images(body.get("images"))
+        images = message_images(body.get("images"))
         session = await self._writable(sid)
         return await self._run_line(session, text, images)
 
@@ -461,7 +454,7 @@ class Dashboard:
         """``POST /api/sessions/{sid}/commands/{name}`` with ``{"args": "..."}``: any command of
         the table, the same as sending ``/name args`` as a message."""
         name = request.path_params["name"]
-        body = await _json(request)
+        body = await read_json(request)
         args = body.get("args", "")
         if not isinstance(args, str):
             raise HttpError(400, 'send {"args": "..."} (a string, possibly empty)')
@@ -472,7 +465,7 @@ class Dashboard:
 
     async def _answer(self, request: Request) -> dict[str, Any]:
         session = self._opened(request.path_params["sid"])
-        body = await _json(request)
+        body = await read_json(request)
         choice = body.get("choice")
         reason = body.get("reason", "")
         if not isinstance(choice, str) or not isinstance(reason, str):
@@ -489,7 +482,7 @@ class Dashboard:
 
     async def _mode(self, request: Request) -> dict[str, Any]:
         session = self._opened(request.path_params["sid"])
-        body = await _json(request)
+        body = await read_json(request)
         mode = body.get("mode")
         if not isinstance(mode, str):
             raise HttpError(400, 'send {"mode": "ask|auto-edit|plan|yolo"}')
@@ -516,50 +509,3 @@ class Dashboard:
             with contextlib.suppress(Exception):
                 await session.aclose()
         self._open.clear()
-
-
-def _message_images(value: Any) -> tuple[ImagePart, ...]:
-    """A message's ``images`` (``[{"name", "data": base64}]``) as image parts, each checked from
-    its bytes; one DeepSeek would refuse is a 400 that says why (nothing is sent)."""
-    if value is None:
-        return ()
-    if not isinstance(value, list) or len(value) > 16:
-        raise HttpError(400, '"images" must be a list of at most 16 {"name", "data"} objects')
-    import base64
-    import binascii
-
-    from reasonix.images import ImageError, load_image
-
-    found = []
-    for i, item in enumerate(value):
-        data = item.get("data") if isinstance(item, dict) else None
-        name = item.get("name") if isinstance(item, dict) else None
-        name = name if isinstance(name, str) else f"image {i + 1}"
-        if not isinstance(data, str):
-            raise HttpError(400, f'images[{i}] needs its bytes as base64 in "data"')
-        try:
-            found.append(load_image(base64.b64decode(data, validate=True), name=name, what=name))
-        except ImageError as exc:
-            raise HttpError(400, f"{exc}; nothing was sent") from None
-        except binascii.Error:
-            raise HttpError(400, f"images[{i}].data is not base64") from None
-    return tuple(found)
-
-
-async def _json(request: Request, limit: int = MAX_BODY) -> dict[str, Any]:
-    """The request's JSON object body ({} when empty). The body is read in pieces and refused
-    past ``limit`` (:data:`MAX_BODY`: the login route reads it before anyone is known)."""
-    raw = bytearray()
-    async for chunk in request.stream():
-        raw += chunk
-        if len(raw) > limit:
-            raise HttpError(413, f"the request body is larger than {limit // 1000} kB")
-    if not raw:
-        return {}
-    try:
-        data = json.loads(bytes(raw))
-    except ValueError:
-        raise HttpError(400, "the request body is not JSON") from None
-    if not isinstance(data, dict):
-        raise HttpError(400, "the request body must be a JSON object")
-    return data
