@@ -377,12 +377,19 @@ async def test_mcp_status_and_problems_with_and_without_servers(
             "No MCP servers are configured ([[mcp.servers]] in reasonix.toml)."
         ]
         assert await session.mcp_restart("x") == "No MCP servers are configured."
+        first = session.session_id
+        await session.clear()  # a new conversation: no MCP snapshot to refresh
+        assert session.session_id != first
     finally:
         await session.aclose()
+    from reasonix.events import NoticeEvent
+
+    sink = CollectingSink()
     crashed = await open_session(
         tmp_path,
         servers,
         store,
+        sink=sink,
         extra_mcp_servers=[McpServerConfig("broken", command=str(tmp_path / "no-such-server"))],
     )
     try:
@@ -390,3 +397,5 @@ async def test_mcp_status_and_problems_with_and_without_servers(
         assert problem.startswith("MCP server broken") and "failed" in problem
     finally:
         await crashed.aclose()
+    # no MCP tool at all: nothing to say about too many tools
+    assert [e for e in sink.of_type(NoticeEvent) if e.code == "tool_overflow"] == []
