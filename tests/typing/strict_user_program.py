@@ -16,6 +16,7 @@ from reasonix import (
     ReasonixError,
     SessionStore,
     TextDeltaEvent,
+    ToolRegistry,
     load_config,
     tool,
 )
@@ -68,7 +69,7 @@ async def seed(workdir: Path) -> None:
         Options(
             executor_provider=flash,
             planner_provider=pro,
-            tool_registry=default_registry(workdir),
+            tool_registry=ToolRegistry.default(workdir),
         )
     )
     await ctrl.run_turn("Analyze this dataset, generate visualizations, and write the report.")

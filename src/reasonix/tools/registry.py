@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import enum
+import importlib
 import inspect
 import json
 import re
@@ -599,6 +600,16 @@ class ToolRegistry:
         for t in tools:
             self.add(t)
         return self
+
+    @classmethod
+    def default(cls, workdir: str | Path, **kwargs: Any) -> ToolRegistry:
+        """The built-in coding tools confined to ``workdir`` (the seed's
+        ``ToolRegistry.default(workdir)``); ``kwargs`` as for the constructor. The built-ins
+        live above the safety layer, which this contract sits below, so they are found by name
+        when called (:func:`reasonix.tools.builtin.default_registry`), never imported here."""
+        builtin = importlib.import_module("reasonix.tools.builtin")
+        registry: ToolRegistry = builtin.default_registry(workdir, **kwargs)
+        return registry
 
     def read_only(self) -> ToolRegistry:
         """The filtered view (same policy) the planner uses."""
