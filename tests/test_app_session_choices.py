@@ -399,3 +399,24 @@ async def test_mcp_status_and_problems_with_and_without_servers(
         await crashed.aclose()
     # no MCP tool at all: nothing to say about too many tools
     assert [e for e in sink.of_type(NoticeEvent) if e.code == "tool_overflow"] == []
+
+
+async def test_a_plan_request_in_plan_mode_plans_and_stops(
+    tmp_path: Path, servers: Servers, store: SessionStore
+) -> None:
+    """In plan mode nothing may change: ``/plan`` there plans, and the plan waits for the
+    user instead of being handed to the read-only executor (which could only stall)."""
+    plan = {
+        "objective": "Tidy the build",
+        "steps": [{"title": "Remove the build folder", "verify": "test ! -d build"}],
+    }
+    servers[1].push(Reply.call("submit_plan", plan))
+    session = await open_session(tmp_path, servers, store)
+    try:
+        session.set_mode("plan")
+        outcome = await session.start_turn("tidy up", plan=True).result()
+        assert outcome.result.stop_reason == "plan_only"
+        assert session.pending_plan is not None
+    finally:
+        await session.aclose()
+    assert servers[0].requests == []
