@@ -168,7 +168,7 @@ def _figures(s: Shipped, *, turns: int, steps: int, policy: str) -> dict[str, An
         "executor_requests": len(s.executor.requests),
         "cost_usd": round(cost, 6),
         "compactions": len(compactions),
-        "compaction_saved_usd": s.session.compaction_savings()["saved_usd"],
+        "compaction_saved_usd": s.session.usage.compaction_savings()["saved_usd"],
         "last_prompt_tokens": s.executor.requests[-1].prompt_tokens if s.executor.requests else 0,
         "cache": cache,
         "usage": {k: u.to_dict() for k, u in usage.items()},

@@ -79,18 +79,18 @@ async def test_rewind_restores_files_and_both_conversations(
         await rt.run_turn("make it two")
         assert (tmp_path / "a.txt").read_text() == "two\n"
 
-        text = rt.rewind()
+        text = rt.history.rewind()
         assert "turn 2" in text
         assert (tmp_path / "a.txt").read_text() == "one\n"
         assert len(rt.controller.executor.session) == after_first
         stored = store.load_messages(rt.session_id, "executor")
         assert stored == list(rt.controller.executor.session.snapshot())
 
-        text = rt.rewind(1)
+        text = rt.history.rewind(1)
         assert not (tmp_path / "a.txt").exists()
         assert len(rt.controller.executor.session) == 0
         assert store.load_messages(rt.session_id, "executor") == []
-        assert rt.rewind().startswith("Nothing to rewind")
+        assert rt.history.rewind().startswith("Nothing to rewind")
 
         ex.push(Reply.text("fresh start"))
         out = await rt.run_turn("hello again")
@@ -112,24 +112,24 @@ async def test_modes_clear_resume_and_slash_helpers(
         ex.push(Reply.text("first"))
         await rt.run_turn("one")
         first_id = rt.session_id
-        assert "executor" in rt.cost_table()
+        assert "executor" in rt.usage.cost_table()
         assert rt.todo() == "The todo list is empty."
         assert (await rt.compact()).startswith(("Compacted", "Not compacted"))
-        msg = await rt.clear()
+        msg = await rt.history.clear()
         assert first_id in msg
         assert rt.session_id != first_id
         assert len(rt.controller.executor.session) == 0
-        assert [s.id for s in rt.sessions()] == [rt.session_id, first_id]
+        assert [s.id for s in rt.history.sessions()] == [rt.session_id, first_id]
 
-        msg = await rt.resume(first_id)
+        msg = await rt.history.resume(first_id)
         assert "3 executor" in msg
         ex.push(Reply.text("second"))
         await rt.run_turn("two")
         first = {"role": "assistant", "content": "first", "reasoning_content": ""}
         assert ex.last_request.messages[:3] == [*ex.requests[0].messages, first]
         with pytest.raises(SessionStoreError):
-            await rt.resume("missing")
-        assert rt.mcp_status()[0].startswith("No MCP servers")
+            await rt.history.resume("missing")
+        assert rt.mcp.status()[0].startswith("No MCP servers")
     finally:
         await rt.aclose()
 

@@ -37,8 +37,8 @@ async def test_rewound_turns_stay_rewound_after_a_restart(
         for i in (1, 2, 3):
             ex.push(*write(f"f{i}.txt", f"{i}\n", f"wrote {i}"))
             await rt.run_turn(f"write file {i}")
-        rt.rewind(2)  # undoes turns 2 and 3
-        assert [m.turn for m in rt.marks] == [1]
+        rt.history.rewind(2)  # undoes turns 2 and 3
+        assert [m.turn for m in rt.history.marks] == [1]
         ex.push(Reply.text("just talking"))
         await rt.run_turn("a question")  # the new turn 2
         sid = rt.session_id
@@ -49,9 +49,12 @@ async def test_rewound_turns_stay_rewound_after_a_restart(
     try:
         assert rt.session_id == sid
         # The rewound turns 2 and 3 are gone for good.
-        assert [(m.turn, m.text) for m in rt.marks] == [(1, "write file 1"), (2, "a question")]
-        assert rt.rewind(3).startswith("No turn 3")
-        assert "a question" in rt.rewind()
+        assert [(m.turn, m.text) for m in rt.history.marks] == [
+            (1, "write file 1"),
+            (2, "a question"),
+        ]
+        assert rt.history.rewind(3).startswith("No turn 3")
+        assert "a question" in rt.history.rewind()
         assert (tmp_path / "f1.txt").exists()
         ex.push(Reply.text("fine"))
         outcome = await rt.run_turn("after the rewind")
@@ -83,13 +86,13 @@ async def test_rewind_across_a_compaction(
         assert (await rt.compact()).startswith("Compacted")
         session = rt.controller.executor.session
         # Turn 5 was kept verbatim: rewinding it cuts at its own user message.
-        mark5 = next(m for m in rt.marks if m.turn == 5)
+        mark5 = next(m for m in rt.history.marks if m.turn == 5)
         assert session.snapshot()[mark5.executor_len] == UserMessage(
             "write file 5 " + "padding " * 40
         )
         # Turn 2 lives only in the summary now: refused, nothing changed.
         before = session.snapshot()
-        text = rt.rewind(2)
+        text = rt.history.rewind(2)
         assert "compact" in text
         assert session.snapshot() == before
         assert (tmp_path / "f2.txt").exists()
@@ -99,8 +102,8 @@ async def test_rewind_across_a_compaction(
 
     rt = await open_session(tmp_path, servers, store, EXECUTOR_ONLY_YOLO, resume_id=sid)
     try:
-        assert "compact" in rt.rewind(2)
-        text = rt.rewind(5)
+        assert "compact" in rt.history.rewind(2)
+        text = rt.history.rewind(5)
         assert "turn 5" in text
         assert not (tmp_path / "f5.txt").exists() and not (tmp_path / "f6.txt").exists()
         assert (tmp_path / "f4.txt").exists()
@@ -146,7 +149,7 @@ async def test_two_processes_never_share_a_session(
         try:
             assert b.session_id != a.session_id
             with pytest.raises(SessionStoreError, match="open in another reasonix"):
-                await b.resume(a.session_id)
+                await b.history.resume(a.session_id)
             ex.push(Reply.text("B answers"))
             await b.run_turn("question in B")
         finally:

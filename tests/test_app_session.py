@@ -297,12 +297,12 @@ async def test_the_facade_answers_the_frontends_questions(
         assert not session.resumed
         assert not session.running
         await session.run_turn("first")
-        assert set(session.cost()) == {"executor"}
-        assert session.cost()["executor"].requests == 1
+        assert set(session.usage.cost()) == {"executor"}
+        assert session.usage.cost()["executor"].requests == 1
         assert session.message_count("executor") == 3
         assert session.message_count("planner") == 0
-        assert [u.role for u in session.context_use()] == ["executor", "planner"]
-        assert [info.id for info in session.sessions()] == [session.session_id]
+        assert [u.role for u in session.usage.context_use()] == ["executor", "planner"]
+        assert [info.id for info in session.history.sessions()] == [session.session_id]
         first = session.session_id
     finally:
         await session.aclose()
@@ -338,9 +338,9 @@ async def test_cost_has_a_row_for_every_source_that_spent_including_subagents(
         session.controller.sink.emit(
             UsageEvent("subagent", UsageSource.SUBAGENT, "deepseek-v4-flash", child, 0.001)
         )
-        cost = session.cost()
+        cost = session.usage.cost()
         assert set(cost) == {"executor", "subagent"}
         assert cost["subagent"].usage == child
-        assert "subagent" in session.cost_table()
+        assert "subagent" in session.usage.cost_table()
     finally:
         await session.aclose()

@@ -130,11 +130,11 @@ async def test_context_use_is_estimated_then_measured(
     servers[0].push(Reply.text("measured"))
     session = await open_session(tmp_path, servers, store, overrides={"planner.enabled": False})
     try:
-        (before,) = session.context_use()
+        (before,) = session.usage.context_use()
         assert (before.role, before.model) == ("executor", "deepseek-flash")
         assert before.context_window == 1_048_576
         await (session.start_turn("hi")).result()
-        (after,) = session.context_use()
+        (after,) = session.usage.context_use()
         assert after.prompt_tokens == servers[0].requests[-1].prompt_tokens
         assert after.prompt_tokens > 0
     finally:
@@ -167,7 +167,7 @@ async def test_the_cost_table_adds_the_whole_session_only_when_resumed(
     first = await open_session(tmp_path, servers, store, overrides={"planner.enabled": False})
     try:
         await (first.start_turn("hi")).result()
-        table = first.cost_table()
+        table = first.usage.cost_table()
         assert "executor" in table
         assert "Whole session" not in table and "Compaction saved" not in table
     finally:
@@ -177,10 +177,10 @@ async def test_the_cost_table_adds_the_whole_session_only_when_resumed(
     )
     try:
         # nothing measured yet in this run: the resumed history's size is the estimate
-        (estimate,) = again.context_use()
+        (estimate,) = again.usage.context_use()
         assert estimate.prompt_tokens > 0
         await (again.start_turn("again")).result()
-        assert "Whole session (all runs, USD):" in again.cost_table()
+        assert "Whole session (all runs, USD):" in again.usage.cost_table()
     finally:
         await again.aclose()
 
@@ -190,7 +190,7 @@ async def test_the_balance_of_each_endpoint_once(
 ) -> None:
     session = await open_session(tmp_path, servers, store)
     try:
-        lines = (await session.balance()).splitlines()
+        lines = (await session.usage.balance()).splitlines()
     finally:
         await session.aclose()
     assert len(lines) == 2  # executor and planner have their own servers here
@@ -206,20 +206,20 @@ async def test_a_goal_without_a_turn_cap_gets_the_configured_one(
     session = await open_session(tmp_path, servers, store, overrides=overrides, sink=sink)
     try:
         with pytest.raises(SessionError, match="needs an objective"):
-            session.start_goal("   ")
-        turn = session.start_goal("write the notes")
-        goal = session.goal
+            session.goals.start("   ")
+        turn = session.goals.start("write the notes")
+        goal = session.goals.current
         assert goal is not None and goal.max_turns == 2
         await turn.result()
         assert goal.turns <= 2
         assert not goal.finished  # stopped by its turn cap: resumable, so no second goal yet
         with pytest.raises(SessionError, match="unfinished goal"):
-            session.start_goal("another")
-        resumed = session.resume_goal(budget_usd=5.0, max_turns=3)  # a limit may be raised
+            session.goals.start("another")
+        resumed = session.goals.resume(budget_usd=5.0, max_turns=3)  # a limit may be raised
         assert (goal.budget_usd, goal.max_turns) == (5.0, 3)
         await resumed.result()
-        assert session.clear_goal() != "No goal to clear."
-        assert session.goal is None
+        assert session.goals.clear() != "No goal to clear."
+        assert session.goals.current is None
         cleared = [e for e in sink.of_type(GoalRecorded) if e.cleared]
         assert len(cleared) == 1
     finally:
@@ -230,8 +230,8 @@ async def test_no_goal_to_resume(tmp_path: Path, servers: Servers, store: Sessio
     session = await open_session(tmp_path, servers, store, overrides={"planner.enabled": False})
     try:
         with pytest.raises(SessionError, match="has no goal"):
-            session.resume_goal()
-        assert session.pause_goal() == "No goal is running."
+            session.goals.resume()
+        assert session.goals.pause() == "No goal is running."
     finally:
         await session.aclose()
 

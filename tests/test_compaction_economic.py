@@ -241,11 +241,11 @@ async def test_cost_and_the_json_result_show_what_compaction_saved(
         assert (await session.compact()).startswith("Compacted")
         ex.push(Reply.text("after"))
         outcome = await session.run_turn("go on")
-        saved = session.compaction_savings()
+        saved = session.usage.compaction_savings()
         assert saved["roles"]["executor"]["compactions"] == 1
         account = session.controller.executor.compaction_account
         assert saved["saved_usd"] == round(account.saved, 8) != 0
-        assert "Compaction saved $" in session.cost_table()
+        assert "Compaction saved $" in session.usage.cost_table()
         assert result_object(session, outcome)["compaction"] == saved
     finally:
         await session.aclose()

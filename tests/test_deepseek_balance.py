@@ -72,8 +72,8 @@ async def test_cost_shows_the_balance_and_cny_costs(tmp_path: Path) -> None:
         try:
             ex.push(Reply.text("hello"))
             await rt.run_turn("hi")
-            table = rt.cost_table()
-            balance = await rt.balance()
+            table = rt.usage.cost_table()
+            balance = await rt.usage.balance()
         finally:
             await rt.aclose()
             store.close()

@@ -95,7 +95,7 @@ async def frontend(workdir: Path) -> str:
             reveal_type(turn)
             reveal_type(outcome)
             reveal_type(outcome.result)
-            reveal_type(session.cost())
+            reveal_type(session.usage.cost())
             return text
         finally:
             await session.aclose()

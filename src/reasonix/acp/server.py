@@ -535,7 +535,7 @@ class ReasonixAcpAgent:
         mapper = UpdateMapper(
             workspace=session.workspace,
             context_window=info.context_window,
-            cost=session.cost,
+            cost=session.usage.cost,
             tools=_tool_finder(session),
         )
         opened = _Open(session, mapper)

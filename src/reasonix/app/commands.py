@@ -177,7 +177,7 @@ ROLES = ("executor", "planner")
 
 
 async def _cost(ctx: Context) -> Answer:
-    return _reply(ctx.session.cost_table() + "\n" + await ctx.session.balance())
+    return _reply(ctx.session.usage.cost_table() + "\n" + await ctx.session.usage.balance())
 
 
 async def _todo(ctx: Context) -> Answer:
@@ -191,34 +191,34 @@ async def _goal(ctx: Context) -> Answer:
     session = ctx.session
     verb, _, rest = ctx.arg.partition(" ")
     if verb in ("", "status"):
-        return _reply(session.goal_status())
+        return _reply(session.goals.status())
     if verb == "pause":
-        return _reply(session.pause_goal())
+        return _reply(session.goals.pause())
     if verb == "clear":
-        return _reply(session.clear_goal())
+        return _reply(session.goals.clear())
     resume = verb == "resume"
     wanted = parse_goal_args(rest if resume else ctx.arg, objective=not resume)
 
     def start(session: AgentSession) -> Turn:
         if resume:
-            return session.resume_goal(budget_usd=wanted.budget_usd, max_turns=wanted.max_turns)
-        return session.start_goal(
+            return session.goals.resume(budget_usd=wanted.budget_usd, max_turns=wanted.max_turns)
+        return session.goals.start(
             wanted.objective, budget_usd=wanted.budget_usd, max_turns=wanted.max_turns
         )
 
-    return Answer(turn=start, then=lambda session: session.goal_status())
+    return Answer(turn=start, then=lambda session: session.goals.status())
 
 
 async def _undo(ctx: Context) -> Answer:
-    return _reply(ctx.session.undo(int(ctx.arg) if ctx.arg else 1))
+    return _reply(ctx.session.history.undo(int(ctx.arg) if ctx.arg else 1))
 
 
 async def _rewind(ctx: Context) -> Answer:
-    return _reply(ctx.session.rewind(int(ctx.arg) if ctx.arg else None))
+    return _reply(ctx.session.history.rewind(int(ctx.arg) if ctx.arg else None))
 
 
 async def _turns(ctx: Context) -> Answer:
-    marks = ctx.session.marks
+    marks = ctx.session.history.marks
     if not marks:
         return _reply("No turns yet.")
     return _reply("\n".join(f"{m.turn:>3}  {m.text[:70]}" for m in marks))
@@ -229,20 +229,20 @@ async def _compact(ctx: Context) -> Answer:
 
 
 async def _clear(ctx: Context) -> Answer:
-    return _reply(await ctx.session.clear())
+    return _reply(await ctx.session.history.clear())
 
 
 async def _sessions(ctx: Context) -> Answer:
     current = ctx.session.session_id
     lines = [
         f"* {session_line(info)}  (current)" if info.id == current else f"  {session_line(info)}"
-        for info in ctx.session.sessions()
+        for info in ctx.session.history.sessions()
     ]
     return _reply("\n".join(lines) or "No stored sessions in this folder.")
 
 
 async def _resume(ctx: Context) -> Answer:
-    return Answer(await ctx.session.resume(ctx.arg), switched=True)
+    return Answer(await ctx.session.history.resume(ctx.arg), switched=True)
 
 
 async def _config(ctx: Context) -> Answer:
@@ -263,8 +263,8 @@ async def _remember(ctx: Context) -> Answer:
 async def _mcp(ctx: Context) -> Answer:
     words = ctx.arg.split()
     if words[:1] == ["restart"] and len(words) == 2:
-        return _reply(await ctx.session.mcp_restart(words[1]))
-    return _reply("\n".join(ctx.session.mcp_status()))
+        return _reply(await ctx.session.mcp.restart(words[1]))
+    return _reply("\n".join(ctx.session.mcp.status()))
 
 
 async def _skills(ctx: Context) -> Answer:

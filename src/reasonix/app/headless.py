@@ -97,20 +97,20 @@ def result_object(session: AgentSession, outcome: TurnOutcome) -> dict[str, Any]
         "usage": usage,
         "cost_usd": cost,
         # what compaction saved, net of its own cost (USD)
-        "compaction": session.compaction_savings(),
-        "subagents": session.subagents(),
+        "compaction": session.usage.compaction_savings(),
+        "subagents": session.usage.subagents(),
         # Background jobs still running as the run ends: stopped with it unless kept.
         "jobs": [job.to_dict() for job in session.jobs.running()],
         # What the model asked the user (stop reason needs_input); run -c "<answer>" answers.
         "questions": session.pending_questions(),
-        **({"goal": session.goal.to_dict()} if session.goal is not None else {}),
+        **({"goal": session.goals.current.to_dict()} if session.goals.current is not None else {}),
         "is_error": outcome.is_error,
         "refused": outcome.refused,
         "permission_denials": [
             {"tool": d.tool, "subject": d.subject, "reason": d.reason} for d in outcome.denials
         ],
         "exit_code": exit_code(outcome),
-        "mcp_problems": session.mcp_problems(),
+        "mcp_problems": session.mcp.problems(),
     }
 
 

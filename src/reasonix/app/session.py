@@ -12,7 +12,7 @@ agents, the permission engine, the store), so a capability added there reaches e
         async for event in turn:                      # typed events, as they happen
             ...
         outcome = await turn.result()                 # TurnOutcome
-        print(session.cost_table())
+        print(session.usage.cost_table())
     finally:
         await session.aclose()
 
@@ -25,8 +25,11 @@ Construction is one phase: :meth:`AgentSession.open` assembles every part
 (:mod:`reasonix.app.assembly`), opens or resumes the stored session
 (:mod:`reasonix.app.persistence`), and returns a complete object.
 
-This module runs past 500 lines because it is the whole surface frontends call, one short,
-documented method per command; the work behind them lives in :mod:`~reasonix.app.assembly`,
+The session itself holds the life cycle, turns, approvals and a few queries; the rest is in
+named parts: ``session.history`` (:mod:`~reasonix.app.history`: marks, rewind, undo, stored
+sessions), ``session.usage`` (:mod:`~reasonix.app.usage`: cost, context, balance, subagents),
+``session.goals`` (:mod:`~reasonix.app.goals`) and ``session.mcp``
+(:mod:`~reasonix.app.mcp_part`). The work behind them lives in :mod:`~reasonix.app.assembly`,
 :mod:`~reasonix.app.persistence`, :mod:`~reasonix.app.turn`, :mod:`~reasonix.app.approvals`
 and :mod:`~reasonix.app.rewind`.
 """
@@ -39,7 +42,6 @@ import os
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,7 +49,9 @@ from reasonix.agent.session import Session
 from reasonix.app import assembly
 from reasonix.app.approvals import ApprovalChoice, PendingApprovals
 from reasonix.app.extensions import Extensions
-from reasonix.app.goal import Goal, GoalDriver, GoalRecorded, load_goal, run_goal
+from reasonix.app.goal import Goal, load_goal
+from reasonix.app.goals import SessionGoals
+from reasonix.app.history import SessionHistory
 from reasonix.app.hooks import (
     MAX_STOP_CONTINUATIONS,
     HookedPolicy,
@@ -56,12 +60,12 @@ from reasonix.app.hooks import (
     make_session_hooks,
 )
 from reasonix.app.jobs import session_jobs
-from reasonix.app.persistence import ROLES, SessionRecord, StoredSession, TurnMark
-from reasonix.app.rewind import rewind_turn, undo_steps
+from reasonix.app.mcp_part import SessionMcp
+from reasonix.app.persistence import ROLES, SessionRecord, StoredSession
 from reasonix.app.turn import SessionEvents, Turn, TurnOutcome
+from reasonix.app.usage import ContextUse, SessionUsage
 from reasonix.config import Config, user_config_path
 from reasonix.control import Controller, GateDecision, Route, TurnResult
-from reasonix.control.cost import RoleCost, format_cost_table
 from reasonix.control.delegation import WriterSetup
 from reasonix.control.orchestrator import PlanApprover
 from reasonix.control.plan import Plan
@@ -89,20 +93,6 @@ if TYPE_CHECKING:
     from reasonix.mcp import McpManager, McpServerConfig
 
 __all__ = ["AgentSession", "ContextUse"]
-
-
-@dataclass(frozen=True, slots=True)
-class ContextUse:
-    """The last request's prompt size for a role against its model's context window."""
-
-    role: str
-    model: str
-    prompt_tokens: int
-    context_window: int
-
-    @property
-    def fraction(self) -> float:
-        return self.prompt_tokens / self.context_window if self.context_window else 0.0
 
 
 class AgentSession:
@@ -156,6 +146,11 @@ class AgentSession:
         self.notices: list[str] = []
         self._goal: Goal | None = None
         self._goal_pause = False
+        #: the parts of the façade, by concern (see docs/architecture.md)
+        self.history = SessionHistory(self)
+        self.usage = SessionUsage(self)
+        self.goals = SessionGoals(self)
+        self.mcp = SessionMcp(self)
         self._attach(stored)
 
     # -- opening ----------------------------------------------------------------------------------
@@ -372,11 +367,6 @@ class AgentSession:
         return self._controller
 
     @property
-    def marks(self) -> list[TurnMark]:
-        """Where each user turn of this session started (oldest first)."""
-        return list(self._record.marks)
-
-    @property
     def mode(self) -> str:
         """The permission mode: ``ask``, ``auto-edit``, ``plan`` or ``yolo``."""
         return self._permissions.mode.value
@@ -425,27 +415,6 @@ class AgentSession:
             lines.append("memory files read: none (REASONIX.md, AGENTS.md, CLAUDE.md)")
         return lines
 
-    def context_use(self) -> list[ContextUse]:
-        """Per role, the last prompt size against the model's context window."""
-        out = []
-        for role, model in self.models().items():
-            window = self.config.model_info(model).context_window
-            tokens = self._events.last_prompt.get(role)
-            if tokens is None:
-                # Nothing measured since the history last changed shape (new, resumed,
-                # rewound, compacted): estimate from its size rather than show a stale figure.
-                agent = (
-                    self._controller.executor if role == "executor" else self._controller.planner
-                )
-                chars = (
-                    sum(len(str(getattr(m, "content", ""))) for m in agent.session.snapshot())
-                    if agent
-                    else 0
-                )
-                tokens = chars // 4
-            out.append(ContextUse(role, model, tokens, window))
-        return out
-
     @property
     def pending_plan(self) -> Plan | None:
         """A plan kept by ``plan_only`` or a declined approval, waiting for :meth:`approve_plan`."""
@@ -467,35 +436,6 @@ class AgentSession:
         if pending is not None:
             text += "\n\nA plan is waiting for approval:\n" + pending.to_markdown()
         return text
-
-    def cost(self) -> dict[str, RoleCost]:
-        """This run's totals keyed by who spent them: ``executor``, ``planner``,
-        ``compaction`` (and any other usage source, such as subagents, as it appears)."""
-        return self._controller.cost.snapshot()
-
-    def compaction_savings(self) -> dict[str, Any]:
-        """What this run's compactions saved, net of their summaries and the cache misses after
-        them (USD, from the requests actually made), per role that compacted and in total."""
-        agents = [self._controller.executor, self._controller.planner]
-        roles = {
-            a.role: {
-                "compactions": a.compaction_account.compactions,
-                "saved_usd": round(a.compaction_account.saved, 8),
-            }
-            for a in agents
-            if a is not None and a.compaction_account.compactions
-        }
-        total = sum(r["saved_usd"] for r in roles.values())
-        return {"roles": roles, "saved_usd": round(total, 8)}
-
-    def subagents(self) -> list[dict[str, Any]]:
-        """Every subagent (``task``) of this run: its description, status, tokens and cost."""
-        delegator = self._controller.delegator
-        return delegator.figures() if delegator is not None else []
-
-    def session_cost(self) -> float:
-        """USD the whole session has spent, earlier runs included (what the budget counts)."""
-        return self._controller.cost.session_cost
 
     def switch_model(self, role: str, model: str) -> str:
         """``/model``: run ``role`` on ``model`` from the next turn on. The role's history is
@@ -533,64 +473,6 @@ class AgentSession:
         )
         self._events.last_prompt.pop(role, None)
         return text
-
-    def cost_table(self) -> str:
-        """Per-role table for this run; plus the stored totals when resuming added earlier
-        runs of the same session."""
-        here = self.cost()
-        table = format_cost_table(here, self.config.ui.currency)
-        saved = self.compaction_savings()
-        if saved["roles"]:
-            count = sum(r["compactions"] for r in saved["roles"].values())
-            table += (
-                f"\nCompaction saved ${saved['saved_usd']:.6f} net ({count} compaction"
-                f"{'s' if count != 1 else ''}: the shorter history re-read each step, less the "
-                "summaries and the cache misses after them)."
-            )
-        children = self.subagents()
-        if children:
-            lines = []
-            for c in children:
-                prompt = c["prompt_tokens"]
-                hit = c["cache_hit_tokens"] / prompt if prompt else 0.0
-                kind = [c["profile"]] if c.get("profile") else []
-                if not c.get("read_only", True):
-                    kind.append("writer, applied" if c.get("applied") else "writer")
-                tag = f" ({', '.join(kind)})" if kind else ""
-                lines.append(
-                    f"  {c['id']:<8} {c['status']:<10} {c['requests']:>4} reqs "
-                    f"{prompt:>10,} in {hit:>6.1%} hit  ${c['cost_usd']:.6f}  "
-                    f"{c['description']}{tag}"
-                )
-            table += "\n\nSubagents (the subagent row above, per child):\n" + "\n".join(lines)
-        stored = self.store.usage_summary(self.session_id)
-        if sum(t.requests for t in stored.values()) > sum(c.requests for c in here.values()):
-            whole = {k: RoleCost(v.requests, v.usage, v.cost) for k, v in stored.items()}
-            # the store keeps USD costs only
-            table += "\n\nWhole session (all runs, USD):\n" + format_cost_table(whole)
-        return table
-
-    async def balance(self) -> str:
-        """``Balance: ...`` of each role's provider account (DeepSeek's ``GET /user/balance``),
-        one line per endpoint; one without a balance endpoint says so."""
-        from reasonix.providers.balance import Balance
-
-        lines: list[str] = []
-        seen: set[str] = set()
-        for provider in self._providers.values():
-            fetch = getattr(provider, "balance", None)
-            url = str(getattr(provider, "url", ""))
-            if fetch is None or url in seen:
-                continue
-            seen.add(url)
-            balance = await fetch()
-            text = balance.describe() if isinstance(balance, Balance) else f"({balance})"
-            lines.append(f"Balance: {text}")
-        return "\n".join(lines)
-
-    def sessions(self, limit: int = 20) -> list[SessionInfo]:
-        """This workspace's sessions in which a turn ran, most recent first, and this one."""
-        return self.store.list_sessions(self.workspace, limit=limit, include=[self.session_id])
 
     @staticmethod
     def list_sessions(
@@ -858,115 +740,6 @@ class AgentSession:
 
     # -- goals ------------------------------------------------------------------------------------
 
-    @property
-    def goal(self) -> Goal | None:
-        """This session's goal (running, paused or ended), or None (see
-        :mod:`reasonix.app.goal`)."""
-        return self._goal
-
-    def start_goal(
-        self, objective: str, *, budget_usd: float | None = None, max_turns: int | None = None
-    ) -> Turn:
-        """``/goal <objective>``: work toward ``objective`` over several turns, until the model
-        completes it with evidence, is blocked, or the budget (USD, every role) or the turn
-        cap (default ``[goals] max_turns``) stops it. Iterate the returned turn as any other;
-        its result's text is the goal's report. Raises SessionError while another turn runs,
-        when goals are off, or when an unfinished goal exists (resume or clear it first)."""
-        self._check_idle("start a goal")
-        if not self.config.goals.enabled:
-            raise SessionError("goals are off ([goals] enabled = false)")
-        if not objective.strip():
-            raise SessionError("the goal needs an objective: /goal <objective>")
-        current = self._goal
-        if current is not None and not current.finished:
-            raise SessionError(
-                f"this session has an unfinished goal ({current.status}: {current.objective}); "
-                "/goal resume continues it, /goal clear drops it"
-            )
-        goal = Goal(
-            objective.strip(),
-            budget_usd=budget_usd,
-            max_turns=max_turns or self.config.goals.max_turns,
-        )
-        return self._goal_turn(goal)
-
-    def resume_goal(self, *, budget_usd: float | None = None, max_turns: int | None = None) -> Turn:
-        """``/goal resume``: continue this session's goal (after a pause, an interrupt, a
-        restart, or a limit, which ``budget_usd`` / ``max_turns`` may raise). Raises
-        SessionError when there is no goal to continue."""
-        self._check_idle("resume the goal")
-        goal = self._goal
-        if goal is None:
-            raise SessionError("this session has no goal; /goal <objective> starts one")
-        if goal.finished:
-            raise SessionError("the goal is complete; /goal <objective> starts a new one")
-        if budget_usd is not None:
-            goal.budget_usd = budget_usd
-        if max_turns is not None:
-            goal.max_turns = max_turns
-        return self._goal_turn(goal)
-
-    async def run_goal(
-        self, objective: str, *, budget_usd: float | None = None, max_turns: int | None = None
-    ) -> TurnOutcome:
-        """:meth:`start_goal` and wait for its outcome."""
-        return await self.start_goal(objective, budget_usd=budget_usd, max_turns=max_turns).result()
-
-    def pause_goal(self) -> str:
-        """``/goal pause``: a running goal stops after its current turn; an idle one is marked
-        paused."""
-        goal = self._goal
-        if goal is None or goal.status not in ("active", "paused"):
-            return "No goal is running."
-        if self.running:
-            self._goal_pause = True
-            return "The goal pauses when the current turn ends."
-        goal.status, goal.stop_reason = "paused", "paused"
-        self._record_goal(goal)
-        return "Goal paused; /goal resume continues it."
-
-    def clear_goal(self) -> str:
-        """``/goal clear``: forget the goal (its turns stay in the conversation)."""
-        self._check_idle("clear the goal")
-        if self._goal is None:
-            return "No goal to clear."
-        self._events.emit(GoalRecorded("controller", self._goal.to_dict(), cleared=True))
-        self._goal = None
-        return "Goal cleared."
-
-    def goal_status(self) -> str:
-        """``/goal status``."""
-        if self._goal is None:
-            return "No goal. /goal <objective> [--budget USD] [--max-turns N] starts one."
-        return self._goal.describe()
-
-    def _goal_turn(self, goal: Goal) -> Turn:
-        ctrl = self._controller
-        self._goal, self._goal_pause = goal, False
-
-        async def one_turn(text: str, plan: bool | None) -> TurnResult:
-            self._record.mark_turn(
-                len(ctrl.executor.session),
-                len(ctrl.planner.session) if ctrl.planner is not None else 0,
-                ctrl.executor.turn,
-                text,
-            )
-            return await self._hooked_turn(text, lambda p: ctrl.run_turn(p, plan=plan))
-
-        driver = GoalDriver(
-            ctrl,
-            one_turn,
-            self._record_goal,
-            self._events,
-            self.config.planner.max_replans,
-            lambda: self._goal_pause,
-        )
-        self._record_goal(goal)
-        return self._start(lambda: run_goal(goal, driver))
-
-    def _record_goal(self, goal: Goal) -> None:
-        self._events.emit(GoalRecorded("controller", goal.to_dict()))
-
     def _stored_goal(self, session_id: str) -> Goal | None:
         try:
             return load_goal(self.store.load_events(session_id))
@@ -983,21 +756,6 @@ class AgentSession:
             self._permissions.mode = mode
             return f"Permission mode: {self._permissions.mode.value}"
         return f"Permission mode: {self._permissions.mode.value} (ask | auto-edit | plan | yolo)"
-
-    def rewind(self, turn: int | None = None) -> str:
-        """Undo user turn ``turn`` and everything after it (default: the last turn): restore
-        the files the tools changed and cut both conversations back to where it started."""
-        self._check_idle("rewind")
-        text = rewind_turn(self._controller, self._checkpoints, self._record, turn)
-        self._events.last_prompt.clear()  # the context shrank: no stale figure in a status line
-        return text
-
-    def undo(self, steps: int = 1) -> str:
-        """Undo the last ``steps`` steps that may have changed files (``/undo``): the files go
-        back to before them and the executor's conversation to the model step that made the
-        first of them."""
-        self._check_idle("undo")
-        return undo_steps(self._controller, self._checkpoints, self._record, steps)
 
     async def compact(self) -> str:
         """``/compact``: summarise the executor's older history now."""
@@ -1019,68 +777,6 @@ class AgentSession:
         """``/remember``: append ``note`` to the project's REASONIX.md; the running sessions
         see it at the tail of their next user message. Returns the file written."""
         return self._controller.remember(note)
-
-    async def clear(self) -> str:
-        """Start a new session (the old one stays in the store)."""
-        self._check_idle("start a new session")
-        if self._mcp is not None:
-            await self._mcp.refresh_snapshot()
-        old = self.session_id
-        models = _role_models(self.config, self._providers)
-        stored = StoredSession.create(self.store, self.workspace, *models)
-        await self._hooks.session_end("clear")
-        self._switch(stored)
-        await self._hooks.session_start("clear")
-        if self.store.get_session(old) is None:  # no turn ran in it: it was not kept
-            return f"New session {self.session_id}."
-        return f"New session {self.session_id} (previous: {old}; /resume {old} to go back)."
-
-    async def resume(self, session_id: str) -> str:
-        """Switch to a stored session (both roles)."""
-        self._check_idle("switch sessions")
-        stored = StoredSession.load(
-            self.store, session_id, already_ours=session_id == self.session_id
-        )
-        self._switch(stored)
-        await self._hooks.session_start("resume")
-        counts = {role: len(stored.messages[role]) for role in ROLES}
-        return (
-            f"Resumed {session_id}: {counts['executor']} executor and {counts['planner']} "
-            "planner messages."
-        )
-
-    def _switch(self, stored: StoredSession) -> None:
-        previous = self.session_id
-        if previous != stored.session_id:
-            self._record.release()
-        self._attach(stored)
-
-    def mcp_status(self) -> list[str]:
-        """One line per MCP server: its state, tools and, when it failed, why."""
-        if self._mcp is None:
-            return ["No MCP servers are configured ([[mcp.servers]] in reasonix.toml)."]
-        return [s.line() for s in self._mcp.status()]
-
-    def mcp_problems(self) -> list[str]:
-        """One line per configured MCP server that is not running because it failed to start
-        or exited, saying why (empty when all are well): frontends show these at start-up."""
-        if self._mcp is None:
-            return []
-        return [
-            f"MCP server {s.line()}"
-            for s in self._mcp.status()
-            if str(s.state) in ("failed", "exited")
-        ]
-
-    async def mcp_restart(self, name: str) -> str:
-        """Restart MCP server ``name``; the answer says how it came back (or why not)."""
-        if self._mcp is None:
-            return "No MCP servers are configured."
-        try:
-            status = await self._mcp.restart(name)
-        except (KeyError, ValueError, ReasonixError) as exc:
-            return str(exc)
-        return str(status.line())
 
     # -- closing ----------------------------------------------------------------------------------
 

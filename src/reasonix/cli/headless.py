@@ -126,9 +126,9 @@ def questions_text(questions: list[dict[str, Any]]) -> str:
 async def _run_goal(session: AgentSession, goal: GoalRequest) -> TurnOutcome:
     try:
         if goal.objective is None:
-            turn = session.resume_goal(budget_usd=goal.budget_usd, max_turns=goal.max_turns)
+            turn = session.goals.resume(budget_usd=goal.budget_usd, max_turns=goal.max_turns)
         else:
-            turn = session.start_goal(
+            turn = session.goals.start(
                 goal.objective, budget_usd=goal.budget_usd, max_turns=goal.max_turns
             )
     except ReasonixError as exc:
@@ -332,7 +332,7 @@ async def _run(
         raise UsageError(str(exc)) from None
     try:
         if fmt == "text":
-            for problem in session.mcp_problems():
+            for problem in session.mcp.problems():
                 print(f"reasonix: {problem}", file=sys.stderr)
         plan_only = getattr(args, "plan_only", False)
         ran: TurnOutcome | str

@@ -646,7 +646,7 @@ class App:
         )
         if rt.bash.notice:
             self.console.print(f"[bold yellow]warning:[/bold yellow] {escape(rt.bash.notice)}")
-        for problem in rt.mcp_problems():
+        for problem in rt.mcp.problems():
             self.renderer.line(problem, "yellow")
         if rt.resumed:
             self._recap()
@@ -657,7 +657,7 @@ class App:
         assert rt is not None
         from reasonix.app.recap import recap
 
-        turns = recap(rt.marks, rt.controller.executor.session.snapshot(), turns=3)
+        turns = recap(rt.history.marks, rt.controller.executor.session.snapshot(), turns=3)
         if not turns:
             return
         self.console.print(f"[dim]── recap: the last {len(turns)} turn(s)[/dim]")
@@ -814,10 +814,10 @@ class App:
 def toolbar_text(rt: AgentSession, width: int) -> str:
     """The idle toolbar's text for ``rt``, at most ``width`` cells: the essentials first, and
     each role's detail shortened before anything is cut."""
-    cost = rt.cost()
-    total = rt.session_cost()
+    cost = rt.usage.cost()
+    total = rt.usage.session_cost()
     roles = []
-    for use in rt.context_use():
+    for use in rt.usage.context_use():
         c = cost.get(use.role)
         hit = f"{c.hit_ratio * 100:.0f}%" if c and c.requests else "–"
         spent = f"${c.cost:.4f}" if c else "$0"

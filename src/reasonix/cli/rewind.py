@@ -55,15 +55,15 @@ async def _rewind(
         if args.steps is not None:
             if args.steps < 1:
                 raise UsageError("--steps needs a number of steps of 1 or more")
-            text = runtime.undo(args.steps)
+            text = runtime.history.undo(args.steps)
         else:
-            marks = runtime.marks
+            marks = runtime.history.marks
             if args.turn is not None and marks and not any(m.turn == args.turn for m in marks):
                 raise UsageError(
                     f"session {session_id} has no turn {args.turn}; its turns are "
                     f"1..{marks[-1].turn}"
                 )
-            text = runtime.rewind(args.turn)
+            text = runtime.history.rewind(args.turn)
         print(f"Session {session_id} in {workspace}:")
         print(text)
         return EXIT_OK

@@ -1,0 +1,84 @@
+"""The history part of a session (``session.history``): where each turn started, rewind and
+undo, and which stored session is open (list, resume, start a new one)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from reasonix.app.persistence import ROLES, StoredSession, TurnMark
+from reasonix.app.rewind import rewind_turn, undo_steps
+from reasonix.store import SessionInfo
+
+if TYPE_CHECKING:
+    from reasonix.app.session import AgentSession
+
+__all__ = ["SessionHistory"]
+
+
+class SessionHistory:
+    """The session's turns, rewind/undo, and switching stored sessions; ``session.history``."""
+
+    def __init__(self, session: AgentSession) -> None:
+        self._s = session
+
+    @property
+    def marks(self) -> list[TurnMark]:
+        """Where each user turn of this session started (oldest first)."""
+        return list(self._s._record.marks)
+
+    def sessions(self, limit: int = 20) -> list[SessionInfo]:
+        """This workspace's sessions in which a turn ran, most recent first, and this one."""
+        s = self._s
+        return s.store.list_sessions(s.workspace, limit=limit, include=[s.session_id])
+
+    def rewind(self, turn: int | None = None) -> str:
+        """Undo user turn ``turn`` and everything after it (default: the last turn): restore
+        the files the tools changed and cut both conversations back to where it started."""
+        self._s._check_idle("rewind")
+        text = rewind_turn(self._s._controller, self._s._checkpoints, self._s._record, turn)
+        self._s._events.last_prompt.clear()  # the context shrank: no stale figure in a status line
+        return text
+
+    def undo(self, steps: int = 1) -> str:
+        """Undo the last ``steps`` steps that may have changed files (``/undo``): the files go
+        back to before them and the executor's conversation to the model step that made the
+        first of them."""
+        self._s._check_idle("undo")
+        return undo_steps(self._s._controller, self._s._checkpoints, self._s._record, steps)
+
+    async def clear(self) -> str:
+        """Start a new session (the old one stays in the store)."""
+        self._s._check_idle("start a new session")
+        if self._s._mcp is not None:
+            await self._s._mcp.refresh_snapshot()
+        old = self._s.session_id
+        from reasonix.app.session import _role_models
+
+        models = _role_models(self._s.config, self._s._providers)
+        stored = StoredSession.create(self._s.store, self._s.workspace, *models)
+        await self._s._hooks.session_end("clear")
+        self._switch(stored)
+        await self._s._hooks.session_start("clear")
+        if self._s.store.get_session(old) is None:  # no turn ran in it: it was not kept
+            return f"New session {self._s.session_id}."
+        return f"New session {self._s.session_id} (previous: {old}; /resume {old} to go back)."
+
+    async def resume(self, session_id: str) -> str:
+        """Switch to a stored session (both roles)."""
+        self._s._check_idle("switch sessions")
+        stored = StoredSession.load(
+            self._s.store, session_id, already_ours=session_id == self._s.session_id
+        )
+        self._switch(stored)
+        await self._s._hooks.session_start("resume")
+        counts = {role: len(stored.messages[role]) for role in ROLES}
+        return (
+            f"Resumed {session_id}: {counts['executor']} executor and {counts['planner']} "
+            "planner messages."
+        )
+
+    def _switch(self, stored: StoredSession) -> None:
+        previous = self._s.session_id
+        if previous != stored.session_id:
+            self._s._record.release()
+        self._s._attach(stored)
