@@ -291,7 +291,7 @@ async def test_the_session_list_shows_the_twenty_most_recent(
     assert len(AgentSession.list_sessions(store, tmp_path)) == 20
     session = await open_session(tmp_path, servers, store)
     try:
-        listed = session.sessions()
+        listed = session.history.sessions()
     finally:
         await session.aclose()
     assert len(listed) == 20
@@ -372,13 +372,13 @@ async def test_mcp_status_and_problems_with_and_without_servers(
 
     session = await open_session(tmp_path, servers, store)
     try:
-        assert session.mcp_problems() == []
-        assert session.mcp_status() == [
+        assert session.mcp.problems() == []
+        assert session.mcp.status() == [
             "No MCP servers are configured ([[mcp.servers]] in reasonix.toml)."
         ]
-        assert await session.mcp_restart("x") == "No MCP servers are configured."
+        assert await session.mcp.restart("x") == "No MCP servers are configured."
         first = session.session_id
-        await session.clear()  # a new conversation: no MCP snapshot to refresh
+        await session.history.clear()  # a new conversation: no MCP snapshot to refresh
         assert session.session_id != first
     finally:
         await session.aclose()
@@ -393,7 +393,7 @@ async def test_mcp_status_and_problems_with_and_without_servers(
         extra_mcp_servers=[McpServerConfig("broken", command=str(tmp_path / "no-such-server"))],
     )
     try:
-        (problem,) = crashed.mcp_problems()
+        (problem,) = crashed.mcp.problems()
         assert problem.startswith("MCP server broken") and "failed" in problem
     finally:
         await crashed.aclose()
