@@ -410,13 +410,19 @@ async def test_a_plan_request_in_plan_mode_plans_and_stops(
         "objective": "Tidy the build",
         "steps": [{"title": "Remove the build folder", "verify": "test ! -d build"}],
     }
-    servers[1].push(Reply.call("submit_plan", plan))
+    revised = {**plan, "steps": [*plan["steps"], {"title": "Run the tests", "verify": "true"}]}
+    servers[1].push(Reply.call("submit_plan", plan), Reply.call("submit_plan", revised))
     session = await open_session(tmp_path, servers, store)
     try:
+        assert session.goal_status().startswith("No goal.")
         session.set_mode("plan")
         outcome = await session.start_turn("tidy up", plan=True).result()
         assert outcome.result.stop_reason == "plan_only"
         assert session.pending_plan is not None
+        # "n <change>": the planner (not the executor) revises, with the change asked for
+        await session.revise_plan("also run the tests").result()
+        assert len(servers[1].requests) == 2
+        assert "also run the tests" in str(servers[1].requests[1].messages[-1]["content"])
     finally:
         await session.aclose()
     assert servers[0].requests == []
