@@ -385,3 +385,22 @@ def test_mode_and_interrupt_go_through_the_facade(proj: Project, served: Served)
     assert r.status_code == 400
     r = c.post(f"/api/sessions/{sid}/approvals/approval-9", json={"choice": "deny"}, headers=h)
     assert r.status_code == 409 and "no approval" in r.json()["error"]
+
+
+def test_the_list_hides_sessions_in_which_no_turn_ran(proj: Project, served: Served) -> None:
+    """The store's rule (the one ``-c`` uses) holds in the dashboard too: a session opened here
+    but never sent a message is not listed; one in which a turn ran is."""
+    c, csrf = logged_in(served)
+    r = c.post("/api/sessions", json={}, headers={"X-CSRF-Token": csrf})
+    assert r.status_code == 200, r.text
+    empty = r.json()["id"]
+    assert c.get(f"/api/sessions/{empty}").status_code == 200  # it exists and is open here
+    store = SessionStore(proj.data / "sessions.db")
+    try:
+        used = store.create_session(proj.root, "one turn")
+        store.append_message(used, "executor", 0, UserMessage("a turn ran here"))
+    finally:
+        store.close()
+    listed = [s["id"] for s in c.get("/api/sessions").json()["sessions"]]
+    assert used in listed
+    assert empty not in listed

@@ -58,3 +58,39 @@ def test_bash_approval_shows_the_command_and_status_is_plain_words(
         assert "Route:" not in transcript
         assert page.locator(".note:has-text('The planner is studying the task')").count() == 0
         context.close()
+
+
+def test_edit_approval_shows_the_terminals_diff_with_context_lines(
+    project: Project, browser: Any
+) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    (project.root / "calc.py").write_text(
+        "import math\n\n\ndef add(a, b):\n    return a - b\n\n\nprint(add(1, 2))\n"
+    )
+    project.pl.push(
+        Reply.call("submit_plan", {"objective": "Fix add", "steps": [{"title": "Edit"}]})
+    )
+    project.ex.push(
+        Reply.call("edit_file", {"path": "calc.py", "old_string": "a - b", "new_string": "a + b"}),
+        Reply.call("complete_step", {"step": "1", "evidence": "edited calc.py"}),
+        Reply.text("Fixed add()."),
+    )
+    with serve(project) as served:
+        context, page = open_logged_in(browser, served, {"width": 1280, "height": 800})
+        page.fill(".new-session textarea", "/plan fix add in calc.py")
+        page.click("button:text-is('New session')")
+        approval = page.locator("[data-approval-id]")
+        approval.wait_for(timeout=WAIT)
+        diff = approval.locator(".diff")
+        assert diff.locator(".del").first.inner_text().strip() == "-    return a - b"
+        assert diff.locator(".add").first.inner_text().strip() == "+    return a + b"
+        # unchanged lines around the change, shown as context (not as removed or added)
+        context_lines = [t.rstrip("\n") for t in diff.locator(".ctx").all_inner_texts()]
+        assert " def add(a, b):" in context_lines
+        assert diff.locator(".hunk").count() == 1
+        assert diff.locator(".file").first.inner_text().strip() == "--- a/calc.py"
+        page.screenshot(path=str(SHOTS / "session-edit-approval-desktop.png"))
+        page.click("[data-approval-id] button:text-is('Approve')")
+        page.wait_for_selector(".note:has-text('Turn 1 ended')", timeout=WAIT)
+        assert "return a + b" in (project.root / "calc.py").read_text()
+        context.close()

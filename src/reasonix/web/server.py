@@ -209,7 +209,10 @@ class Dashboard:
                 return {"id": session.session_id, **await self._run_line(session, text)}
             return {"id": session.session_id}
         folder = None if self.every_folder else self.workspace
-        infos = self.store.list_sessions(folder, limit=LIST_LIMIT, include=list(self._open))
+        # The store's rule (the one ``-c`` uses): a session in which no turn ran is not listed,
+        # not even one opened here (``POST /api/sessions`` without text, a launch that sent
+        # nothing); a turn is marked as it starts, so a running session is always listed.
+        infos = self.store.list_sessions(folder, limit=LIST_LIMIT)
         return {"sessions": [self._summary(i) for i in infos]}
 
     async def _session(self, request: Request) -> dict[str, Any]:

@@ -695,6 +695,16 @@
     return pre;
   }
 
+  // The approval's preview when it is a unified diff: the one the terminal shows, built by the
+  // edit tool from the file itself, with unchanged context lines around each change.
+  function previewDiff(preview) {
+    if (typeof preview !== 'string' || !preview) return null;
+    const lines = preview.split('\n');
+    const hunk = lines.some((l) => l.startsWith('@@'));
+    const change = lines.some((l) => /^[+-](?![+-]{2} )/.test(l));
+    return hunk && change ? diffView(lines) : null;
+  }
+
   function proposedDiff(name, args) {
     const lines = [];
     const side = (prefix, text) => {
@@ -851,7 +861,9 @@
     );
     let detail;
     if (isPlan) detail = el('pre', { class: 'plan-md', text: event.markdown });
-    else detail = proposedDiff(event.tool, event.arguments || {}) ||
+    else detail = previewDiff(event.preview) ||
+      // The arguments' old and new text, when the core sent no diff of the file.
+      proposedDiff(event.tool, event.arguments || {}) ||
       // What the call will do, when no file diff shows it (task_apply: the files and the diff).
       (event.preview ? el('pre', { class: 'preview', text: event.preview }) : null) ||
       // A command as the line that will run, not as JSON.
