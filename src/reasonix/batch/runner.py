@@ -7,8 +7,9 @@ diff, verify, and the task's row.
 Everything a task leaves is under ``OUT/<id>/``: ``repo/`` (the copy the agent worked in),
 ``session.db`` (its stored session: ``reasonix sessions show`` reads it with
 ``REASONIX_DATA_DIR=OUT/<id>``), ``trajectory.jsonl`` (every event of the turn as one JSON object
-per line, ``event.to_dict()``: the same lines ``reasonix run --output-format stream-json``
-prints, then the result object), ``diff.patch`` and ``setup.log`` / ``verify.log``.
+per line, ``event.to_dict()``: the event lines ``reasonix run --output-format stream-json``
+prints, without its ``init`` line and ``ts`` stamps, then the result object), ``diff.patch``
+and ``setup.log`` / ``verify.log``.
 
 The row (see :func:`run_task`) has the shapes of ``reasonix run --output-format json`` for
 ``usage`` and ``cost_usd``, plus the batch's own fields. Any failure becomes a row with an

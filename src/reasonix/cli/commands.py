@@ -202,8 +202,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--output-format",
         choices=("text", "json", "stream-json"),
         default="text",
-        help="text: the answer; json: one result object; stream-json: one event per line, "
-        "then the result object",
+        help="text: the answer; json: one result object; stream-json: an init line, one "
+        "event per line, then the result object (each line with its ts)",
+    )
+    run.add_argument(
+        "--input-format",
+        choices=("text", "stream-json"),
+        default="text",
+        help="text: the task argument (or stdin); stream-json: user messages on stdin, one "
+        'JSON object a line ({"type":"user","message":{"content":"..."}} or {"text":"..."}), '
+        "each run as the next turn of one session (needs --output-format stream-json)",
     )
     run.add_argument(
         "-y",

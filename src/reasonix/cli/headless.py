@@ -4,7 +4,16 @@ Output formats:
 
 - ``text``: the final answer on stdout; errors and refusals on stderr.
 - ``json``: one result object on stdout (see :func:`result_object`).
-- ``stream-json``: every event as one JSON line (``event.to_dict()``), then the result object.
+- ``stream-json``: an ``init`` line first (session id, models per role, the executor's tools,
+  the permission mode, the working folder), then every event as one JSON line
+  (``event.to_dict()``), then the result object. Every line carries ``ts``: when it was
+  written, ISO 8601 in UTC with milliseconds (``2026-12-01T23:30:00.123Z``).
+
+``--input-format stream-json`` (with ``--output-format stream-json``) reads user messages from
+stdin, one JSON object per line (``{"type": "user", "message": {"content": "..."}}`` or
+``{"text": "..."}``), and runs them as consecutive turns of one session: each turn's events
+and result are written as the turn ends; the exit code is the last failing turn's (0 if none
+failed).
 
 Background jobs (``bash`` with ``run_in_background``) still running when the run ends are
 listed in the result's ``jobs`` (text mode: on stderr) and stopped, unless kept
@@ -52,7 +61,6 @@ from reasonix.errors import ReasonixError, SessionError
 from reasonix.events import (
     ErrorEvent,
     Event,
-    JsonLinesSink,
     NoticeEvent,
     NullSink,
     OutputRetracted,
@@ -66,6 +74,92 @@ from reasonix.tools.ask import describe_questions
 
 if TYPE_CHECKING:
     from reasonix.messages import ImagePart
+
+
+def timestamp() -> str:
+    """The ``ts`` of a stream-json line: now, ISO 8601 UTC with milliseconds."""
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class StreamJsonSink:
+    """``--output-format stream-json``'s sink: each event one JSON line with its ``ts``. Events
+    that come before the ``init`` line (while the session opens) are held and written after it,
+    so ``init`` is always the first line."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._held: list[dict[str, Any]] | None = []
+
+    def write(self, obj: dict[str, Any]) -> None:
+        """One line: ``obj`` with ``ts`` added (``kind``/``type`` stay first)."""
+        line = json.dumps({**obj, "ts": timestamp()}, ensure_ascii=False)
+        self._stream.write(line + "\n")
+        self._stream.flush()
+
+    def emit(self, event: Event) -> None:
+        if self._held is not None:
+            self._held.append({**event.to_dict(), "ts": timestamp()})
+            return
+        self.write(event.to_dict())
+
+    def begin(self, init: dict[str, Any]) -> None:
+        """Write the ``init`` line, then what was held."""
+        self.write(init)
+        held, self._held = self._held or [], None
+        for obj in held:
+            self._stream.write(json.dumps(obj, ensure_ascii=False) + "\n")
+        self._stream.flush()
+
+
+def init_object(session: AgentSession) -> dict[str, Any]:
+    """The ``init`` line of stream-json: what this run works with. ``tools`` are all the
+    executor can run; ``deferred_tools`` those of them whose schemas are sent only once the
+    model looks them up."""
+    tools = session.controller.executor.tools
+    return {
+        "kind": "init",
+        "role": "session",
+        "session_id": session.session_id,
+        "models": session.models(),
+        "tools": tools.names,
+        "deferred_tools": sorted(tools.deferred),
+        "permission_mode": session.mode,
+        "cwd": str(session.workspace),
+    }
+
+
+def input_message(line: str, number: int) -> str | None:
+    """The user text of one ``--input-format stream-json`` line (None for a blank line):
+    ``{"type": "user", "message": {"content": "..." | [{"type": "text", "text": "..."}]}}``
+    or ``{"text": "..."}``."""
+    if not line.strip():
+        return None
+    where = f"--input-format stream-json: stdin line {number}"
+    try:
+        obj = json.loads(line)
+    except ValueError as exc:
+        raise UsageError(f"{where} is not JSON ({exc}); the turns before it ran") from None
+    text: Any = None
+    if isinstance(obj, dict):
+        if isinstance(obj.get("text"), str):
+            text = obj["text"]
+        elif obj.get("type", "user") == "user" and isinstance(obj.get("message"), dict):
+            content = obj["message"].get("content")
+            if isinstance(content, str):
+                text = content
+            elif isinstance(content, list):
+                blocks = [b for b in content if isinstance(b, dict) and b.get("type") == "text"]
+                parts = [b["text"] for b in blocks if isinstance(b.get("text"), str)]
+                if parts and len(parts) == len(blocks):
+                    text = "\n".join(parts)
+    if not isinstance(text, str) or not text.strip():
+        raise UsageError(
+            f'{where} is no user message: send {{"type": "user", "message": {{"content": '
+            f'"..."}}}} or {{"text": "..."}}; the turns before it ran'
+        )
+    return text
 
 
 class SafeJsonStream:
@@ -255,6 +349,10 @@ def run_headless(args: argparse.Namespace) -> int:
     if goal is not None and goal.objective == "":
         raise UsageError("--goal needs an objective")
     image_args = getattr(args, "image", None) or []
+    if getattr(args, "input_format", "text") == "stream-json":
+        _check_input_stream(args, goal, image_args)
+        _prepare_stdout(args.output_format)
+        return _start_and_run(args, "", None, (), None)
     stdin_free = goal is None and "-" not in image_args
     if goal is None and args.task is None:
         if not (stdin_free and _stdin_is_piped()):
@@ -270,6 +368,30 @@ def run_headless(args: argparse.Namespace) -> int:
     if goal is None:
         task = append_instructions(task, getattr(args, "append_system_prompt", None))
     _prepare_stdout(args.output_format)
+    return _start_and_run(args, task, goal, images, piped)
+
+
+def _check_input_stream(
+    args: argparse.Namespace, goal: GoalRequest | None, image_args: list[str]
+) -> None:
+    """``--input-format stream-json`` takes its tasks from stdin and answers in stream-json."""
+    if args.output_format != "stream-json":
+        raise UsageError("--input-format stream-json goes with --output-format stream-json")
+    if args.task is not None or goal is not None:
+        raise UsageError(
+            "--input-format stream-json reads the tasks from stdin: pass no task or --goal"
+        )
+    if "-" in image_args:
+        raise UsageError("--input-format stream-json reads stdin: --image - cannot read it too")
+
+
+def _start_and_run(
+    args: argparse.Namespace,
+    task: str,
+    goal: GoalRequest | None,
+    images: tuple[ImagePart, ...],
+    piped: PipedInput | None,
+) -> int:
     started = start(args)
     try:
         return asyncio.run(
@@ -310,7 +432,7 @@ async def _run(
     out = SafeJsonStream(sys.stdout)
     sink: Sink = StderrNotices() if fmt == "text" else NullSink()
     if fmt == "stream-json":
-        sink = JsonLinesSink(out)  # type: ignore[arg-type]
+        sink = StreamJsonSink(out)
     if notice and fmt == "stream-json":  # text mode printed it already
         sink.emit(NoticeEvent("config", "project_config_ignored", notice))
     bash = make_confinement(config, store.path.parent, environ)
@@ -331,61 +453,105 @@ async def _run(
     except ReasonixError as exc:
         raise UsageError(str(exc)) from None
     try:
+        if isinstance(sink, StreamJsonSink):
+            sink.begin(init_object(session))
         if fmt == "text":
             for problem in session.mcp.problems():
                 print(f"reasonix: {problem}", file=sys.stderr)
-        plan_only = getattr(args, "plan_only", False)
-        ran: TurnOutcome | str
-        if goal is not None:
-            ran = await _run_goal(session, goal)
-        else:
-            # A slash command (``reasonix run "/plan …"``, a custom ``"/review src/app.py"``)
-            # is read off the one command table, as in the terminal app.
-            try:
-                ran = await run_text(
-                    session,
-                    task,
-                    plan=True if args.plan or plan_only else None,
-                    plan_only=plan_only,
-                    images=images,
-                )
-            except SessionError as exc:
-                raise UsageError(str(exc)) from None
-        if isinstance(ran, str):  # a command answered without a model turn
-            if fmt == "text":
-                print(shown(ran))
-            else:
-                reply = reply_object(session, task.strip().split()[0][1:], ran)
-                out.write(json.dumps(reply, ensure_ascii=False) + "\n")
-                out.flush()
-            return EXIT_OK
-        outcome = ran
-        code = exit_code(outcome)
-        if fmt == "text":
-            if outcome.is_error:
-                print(f"reasonix: {shown(outcome.result.text)}", file=sys.stderr)
-            elif outcome.result.stop_reason == "needs_input":
-                print(shown(questions_text(session.pending_questions())))
-            elif outcome.result.stop_reason == "content_filter":
-                # The filter's notice went to stderr as it came; show what was written before.
-                partial = sink.partial_text if isinstance(sink, StderrNotices) else ""
-                if partial.strip():
-                    print(shown(partial))
-            else:
-                print(shown(outcome.result.text))
-                # A turn ended by refusals lists them in its result; otherwise say each once.
-                shown_denials = outcome.denials if outcome.result.stop_reason != "refused" else ()
-                for d in dict.fromkeys(shown_denials):
-                    refusal = f"refused {d.tool} ({d.subject}): {d.reason}"
-                    print(f"reasonix: {shown(refusal)}", file=sys.stderr)
-            for note in ending_notes(session.jobs.running()):
-                print(f"reasonix: {shown(note)}", file=sys.stderr)
-        else:
-            result = result_object(session, outcome)
-            if piped is not None:
-                result["piped_input"] = piped.to_dict()
-            out.write(json.dumps(result, ensure_ascii=False) + "\n")
-            out.flush()
-        return code
+        if getattr(args, "input_format", "text") == "stream-json":
+            return await _input_turns(args, session, sink, out)
+        return await _turn(args, session, task, sink, out, goal, images, piped)
     finally:
         await session.aclose()
+
+
+def _write_line(sink: Sink, out: SafeJsonStream, obj: dict[str, Any]) -> None:
+    """A result or reply line: with its ``ts`` under stream-json, as it is under json."""
+    if isinstance(sink, StreamJsonSink):
+        sink.write(obj)
+    else:
+        out.write(json.dumps(obj, ensure_ascii=False) + "\n")
+        out.flush()
+
+
+async def _input_turns(
+    args: argparse.Namespace, session: AgentSession, sink: Sink, out: SafeJsonStream
+) -> int:
+    """``--input-format stream-json``: each user message on stdin one turn of this session."""
+    code, number, turns = EXIT_OK, 0, 0
+    while line := await asyncio.to_thread(sys.stdin.readline):
+        number += 1
+        text = input_message(line, number)
+        if text is None:
+            continue
+        turns += 1
+        ran = await _turn(args, session, text, sink, out)
+        if ran != EXIT_OK:
+            code = ran
+    if turns == 0:
+        raise UsageError("--input-format stream-json: stdin held no user message")
+    return code
+
+
+async def _turn(
+    args: argparse.Namespace,
+    session: AgentSession,
+    task: str,
+    sink: Sink,
+    out: SafeJsonStream,
+    goal: GoalRequest | None = None,
+    images: tuple[ImagePart, ...] = (),
+    piped: PipedInput | None = None,
+) -> int:
+    """One task (or goal) of the session, its answer or result written in ``args``' format."""
+    fmt = args.output_format
+    plan_only = getattr(args, "plan_only", False)
+    ran: TurnOutcome | str
+    if goal is not None:
+        ran = await _run_goal(session, goal)
+    else:
+        # A slash command (``reasonix run "/plan …"``, a custom ``"/review src/app.py"``)
+        # is read off the one command table, as in the terminal app.
+        try:
+            ran = await run_text(
+                session,
+                task,
+                plan=True if args.plan or plan_only else None,
+                plan_only=plan_only,
+                images=images,
+            )
+        except SessionError as exc:
+            raise UsageError(str(exc)) from None
+    if isinstance(ran, str):  # a command answered without a model turn
+        if fmt == "text":
+            print(shown(ran))
+        else:
+            _write_line(sink, out, reply_object(session, task.strip().split()[0][1:], ran))
+        return EXIT_OK
+    outcome = ran
+    code = exit_code(outcome)
+    if fmt == "text":
+        if outcome.is_error:
+            print(f"reasonix: {shown(outcome.result.text)}", file=sys.stderr)
+        elif outcome.result.stop_reason == "needs_input":
+            print(shown(questions_text(session.pending_questions())))
+        elif outcome.result.stop_reason == "content_filter":
+            # The filter's notice went to stderr as it came; show what was written before.
+            partial = sink.partial_text if isinstance(sink, StderrNotices) else ""
+            if partial.strip():
+                print(shown(partial))
+        else:
+            print(shown(outcome.result.text))
+            # A turn ended by refusals lists them in its result; otherwise say each once.
+            shown_denials = outcome.denials if outcome.result.stop_reason != "refused" else ()
+            for d in dict.fromkeys(shown_denials):
+                refusal = f"refused {d.tool} ({d.subject}): {d.reason}"
+                print(f"reasonix: {shown(refusal)}", file=sys.stderr)
+        for note in ending_notes(session.jobs.running()):
+            print(f"reasonix: {shown(note)}", file=sys.stderr)
+    else:
+        result = result_object(session, outcome)
+        if piped is not None:
+            result["piped_input"] = piped.to_dict()
+        _write_line(sink, out, result)
+    return code
