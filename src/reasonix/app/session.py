@@ -32,6 +32,11 @@ sessions), ``session.usage`` (:mod:`~reasonix.app.usage`: cost, context, balance
 (:mod:`~reasonix.app.mcp_part`). The work behind them lives in :mod:`~reasonix.app.assembly`,
 :mod:`~reasonix.app.persistence`, :mod:`~reasonix.app.turn`, :mod:`~reasonix.app.approvals`
 and :mod:`~reasonix.app.rewind`.
+
+It still runs past 500 lines because the life cycle (open, resume, the switch on ``/clear`` and
+``/resume``, close) and the wiring of a turn (start, interrupt, approvals, the waiting plan and
+questions) share the session's private state, which a switch replaces whole; the next seam is
+passing the host objects in at construction instead of attaching them after it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,9 @@
-"""Argument parsing and dispatch for ``reasonix``; each command's module loads only when used."""
+"""Argument parsing and dispatch for ``reasonix``; each command's module loads only when used.
+
+It runs past 500 lines because :func:`build_parser` is the command line's whole grammar in one
+place: every subcommand's flags beside the shared ones, so their names, help and defaults stay
+consistent (Claude Code's invocations are read in :mod:`reasonix.cli.habits`, the run itself in
+:mod:`reasonix.cli.headless`)."""
 
 from __future__ import annotations
 
