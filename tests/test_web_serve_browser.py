@@ -14,24 +14,19 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from reasonix.testing import Reply
+from tests.support.browser import WAIT, browser, needs_chromium, open_logged_in
 from tests.support.project import Project, project
-from tests.support.web import Served, serve
+from tests.support.web import serve
 
-__all__ = ["project"]
+__all__ = ["browser", "project"]
 
-CHROMIUM = Path("/usr/bin/chromium")
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(),
-    reason="needs Debian's chromium at /usr/bin/chromium (apt-get install chromium; CI has it)",
-)
-pytestmark = [pytestmark, pytest.mark.slow]
+pytestmark = [needs_chromium, pytest.mark.slow]
 
 # Into the ignored build/ folder, so a test run leaves the tracked files alone; the README's are
 # refreshed with REASONIX_SCREENSHOTS=docs/screenshots.
@@ -39,31 +34,7 @@ _REPO = Path(__file__).resolve().parent.parent
 SHOTS = _REPO / os.environ.get("REASONIX_SCREENSHOTS", "build/screenshots")
 DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
-WAIT = 60_000  # ms: a shared, loaded machine
 INJECTED = '<img id="pwned" src="x" onerror="document.title=\'pwned\'">'
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(
-            executable_path=str(CHROMIUM),
-            args=[
-                "--headless=new",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--no-first-run",
-                "--disable-sync",
-            ],
-        )
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 def script_dual_model_turn(project: Project) -> None:
@@ -114,14 +85,6 @@ def wait_for_event(page: Any, number: int) -> None:
 def role_requests(page: Any, role: str) -> int:
     cell = page.locator(f'#cost tr[data-role="{role}"] td').nth(1)
     return int(cell.inner_text())
-
-
-def open_logged_in(browser: Any, served: Served, viewport: dict[str, int], **options: Any) -> Any:
-    context = browser.new_context(viewport=viewport, **options)
-    page = context.new_page()
-    page.goto(served.url)
-    page.wait_for_selector("h1:has-text('Sessions')", timeout=WAIT)
-    return context, page
 
 
 def test_a_dual_model_turn_watched_and_steered_from_the_page(

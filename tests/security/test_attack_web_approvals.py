@@ -17,39 +17,18 @@ whole, so the probe reads the approval it renders.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from reasonix.testing import Reply
+from tests.support.browser import WAIT, browser, needs_chromium
 from tests.support.project import Project, project
 from tests.support.web import serve
 
-__all__ = ["project"]
+__all__ = ["browser", "project"]
 
-CHROMIUM = Path("/usr/bin/chromium")
-pytestmark = [
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium"),
-    pytest.mark.slow,
-]
-WAIT = 60_000  # ms
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(
-            executable_path=str(CHROMIUM),
-            args=["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run"],
-        )
-        try:
-            yield b
-        finally:
-            b.close()
+pytestmark = [needs_chromium, pytest.mark.slow]
 
 
 def _approval_subject(project: Project, browser: Any, command: str) -> str:

@@ -51,10 +51,12 @@ def browser() -> Iterator[Any]:
             b.close()
 
 
-def open_logged_in(browser: Any, served: Served, viewport: dict[str, int]) -> tuple[Any, Any]:
-    """A new context and page on the dashboard, past the token exchange, recording CSP
-    violations (:func:`csp_violations`)."""
-    context = browser.new_context(viewport=viewport)
+def open_logged_in(
+    browser: Any, served: Served, viewport: dict[str, int], **options: Any
+) -> tuple[Any, Any]:
+    """A new context (``options`` go to Playwright's ``new_context``) and page on the
+    dashboard, past the token exchange, recording CSP violations (:func:`csp_violations`)."""
+    context = browser.new_context(viewport=viewport, **options)
     context.add_init_script(_RECORD_CSP)
     page = context.new_page()
     page.goto(served.url)
