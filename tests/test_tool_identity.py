@@ -13,6 +13,7 @@ from reasonix.control.plan import submit_plan_tool
 from reasonix.control.todo_tools import executor_plan_tools
 from reasonix.extensions.agents import AgentProfile, profile_tool_names
 from reasonix.extensions.hooks import claude_tool_name
+from reasonix.safety.permissions import call_subject
 from reasonix.tools.builtin import default_tools
 from reasonix.tools.registry import Tool
 
@@ -85,3 +86,57 @@ def test_profiles_grant_tools_by_their_aliases(
 ) -> None:
     profile = AgentProfile("p", "d", "prompt", tmp_path / "p.md", "project", granted, "")
     assert profile_tool_names(profile, default_tools(tmp_path)) == expected
+
+
+def _declared(**fields: object) -> Tool:
+    """A tool of no known name or category: only its identity fields say what it is."""
+
+    def act(path: str = ".", command: str = "", url: str = "", note: str = "") -> str:
+        return "done"
+
+    return Tool.from_function(act, name="custom_tool", category="custom", **fields)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("fields", "arguments", "kind", "values"),
+    [
+        (
+            {"subjects": ("command",)},
+            {"command": "git status && ls"},
+            "command",
+            ("git status", "ls"),
+        ),
+        ({"subjects": ("path",), "writes": True}, {"path": "src/a.py"}, "path", ("src/a.py",)),
+        # a reader that leaves its folder out reads the workspace
+        ({"subjects": ("path",), "read_only": True}, {}, "path", (".",)),
+        (
+            {"subjects": ("url",)},
+            {"url": "https://example.com/x"},
+            "args",
+            ("https://example.com/x",),
+        ),
+        # the first declared subject the call gives
+        ({"subjects": ("url", "path")}, {"path": "b.txt"}, "path", ("b.txt",)),
+        # no declared subject: judged by all its arguments
+        ({}, {"command": "rm -rf /"}, "args", ('{"command":"rm -rf /"}',)),
+    ],
+)
+def test_permission_subjects_come_from_the_declared_arguments(
+    tmp_path: Path,
+    fields: dict[str, object],
+    arguments: dict[str, object],
+    kind: str,
+    values: tuple[str, ...],
+) -> None:
+    subject = call_subject(_declared(**fields), arguments, tmp_path)
+    assert (subject.kind, subject.values) == (kind, values)
+
+
+def test_a_declared_writer_of_a_protected_path_is_flagged(tmp_path: Path) -> None:
+    writer = call_subject(
+        _declared(subjects=("path",), writes=True), {"path": ".git/hooks/x"}, tmp_path
+    )
+    reader = call_subject(
+        _declared(subjects=("path",), read_only=True), {"path": ".git/hooks/x"}, tmp_path
+    )
+    assert writer.protected is not None and reader.protected is None

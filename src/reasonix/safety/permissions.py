@@ -89,8 +89,6 @@ from reasonix.safety.shell_scan import scan_command, scan_script
 from reasonix.terminal_text import printable
 from reasonix.tools.registry import Permission, PermissionDecision, Tool, ToolContext
 
-PATH_CATEGORIES = frozenset({"read", "edit"})
-
 
 class Mode(enum.StrEnum):
     """Approval modes; see the module docstring for what each allows."""
@@ -183,41 +181,43 @@ def split_command(command: str) -> tuple[list[str], bool]:
 
 
 def call_subject(tool: Tool, arguments: Mapping[str, Any], workspace: Path) -> Subject:
-    """The subject permission rules match for this call."""
-    if tool.category == "bash" and isinstance(arguments.get("command"), str):
-        command = arguments["command"]
-        script = parse_shell(command)
-        scan = scan_script(script)
-        whole = normalize_command(command)
-        parts = tuple(scan.parts) or (whole,)
-        plain = tuple(
-            " ".join(c.argv) for c in script.commands if c.words and all(w.literal for w in c.words)
-        )
-        return Subject(
-            "command",
-            parts,
-            scan.opaque,
-            whole,
-            redirects=scan.redirects,
-            forms=frozenset(script_forms(script)),
-            obstacle=allow_obstacle(script, workspace),
-            plain=plain,
-        )
-    if tool.category == "web" and isinstance(arguments.get("url"), str):
-        return Subject("args", (arguments["url"],))
-    if tool.category == "web" and isinstance(arguments.get("query"), str):
-        return Subject("args", (arguments["query"],))
-    # An edit without a path (task_apply's task id) is judged by its arguments.
-    if tool.category in PATH_CATEGORIES and (tool.category == "read" or "path" in arguments):
-        raw = arguments.get("path", ".")
-        if isinstance(raw, str):
-            rel = _rule_path(raw, workspace)
+    """The subject permission rules match for this call: the first argument the tool declares
+    as a subject (:attr:`Tool.subjects`) that the call gives. ``command`` is a shell line,
+    ``path`` a file or folder (``.`` when a reader leaves it out), any other (a URL, a query)
+    is matched as written; a tool that declares none is judged by all its arguments."""
+    for name in tool.subjects:
+        value = arguments.get(name, "." if name == "path" else None)
+        if not isinstance(value, str):
+            continue
+        if name == "command":
+            return _command_subject(value, workspace)
+        if name == "path":
+            rel = _rule_path(value, workspace)
             folder = os.path.isdir(os.path.join(workspace, rel))
-            guarded = None
-            if not tool.read_only and tool.category != "read":
-                guarded = _protected(rel, workspace)
+            guarded = _protected(rel, workspace) if tool.writes or not tool.read_only else None
             return Subject("path", (rel,), folder=folder, protected=guarded)
+        return Subject("args", (value,))
     return Subject("args", (canonical_json(dict(arguments)),))
+
+
+def _command_subject(command: str, workspace: Path) -> Subject:
+    script = parse_shell(command)
+    scan = scan_script(script)
+    whole = normalize_command(command)
+    parts = tuple(scan.parts) or (whole,)
+    plain = tuple(
+        " ".join(c.argv) for c in script.commands if c.words and all(w.literal for w in c.words)
+    )
+    return Subject(
+        "command",
+        parts,
+        scan.opaque,
+        whole,
+        redirects=scan.redirects,
+        forms=frozenset(script_forms(script)),
+        obstacle=allow_obstacle(script, workspace),
+        plain=plain,
+    )
 
 
 def _protected(rel: str, workspace: Path) -> str | None:
