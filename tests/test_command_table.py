@@ -35,6 +35,7 @@ SAMPLES: dict[str, tuple[str, str]] = {
     "model": ("", "executor: deepseek-flash"),
     "cost": ("", "hit%"),
     "status": ("", "memory files read"),
+    "permissions": ("", "Always ask:"),
     "todo": ("", "The todo list is empty."),
     "goal": ("status", "No goal."),
     "expand": ("", "No tool results yet."),

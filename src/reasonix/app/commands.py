@@ -14,7 +14,7 @@ frontend shows (its renderer) and are answered by it.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -131,6 +131,16 @@ def session_line(info: SessionInfo) -> str:
 
 def _reply(text: str) -> Answer:
     return Answer(text)
+
+
+def _say(query: Callable[[Context], str | Sequence[str]]) -> Handler:
+    """A handler that shows what ``query`` returns (a text, or lines)."""
+
+    async def handler(ctx: Context) -> Answer:
+        out = query(ctx)
+        return _reply(out if isinstance(out, str) else "\n".join(out))
+
+    return handler
 
 
 # -- the handlers -------------------------------------------------------------------------------
@@ -316,6 +326,12 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command("cost", "", "tokens, cache hits and cost per role", _cost),
     Command("status", "", "session, models, mode, folder and the memory files read", _status),
+    Command(
+        "permissions",
+        "",
+        "the mode and the rules in force, and where each came from",
+        _say(lambda ctx: ctx.session.permissions.lines()),
+    ),
     Command("todo", "", "the executor's todo list", _todo),
     Command(
         "goal",

@@ -28,10 +28,11 @@ Construction is one phase: :meth:`AgentSession.open` assembles every part
 The session itself holds the life cycle, turns, approvals and a few queries; the rest is in
 named parts: ``session.history`` (:mod:`~reasonix.app.history`: marks, rewind, undo, stored
 sessions), ``session.usage`` (:mod:`~reasonix.app.usage`: cost, context, balance, subagents),
-``session.goals`` (:mod:`~reasonix.app.goals`) and ``session.mcp``
-(:mod:`~reasonix.app.mcp_part`). The work behind them lives in :mod:`~reasonix.app.assembly`,
-:mod:`~reasonix.app.persistence`, :mod:`~reasonix.app.turn`, :mod:`~reasonix.app.approvals`
-and :mod:`~reasonix.app.rewind`.
+``session.goals`` (:mod:`~reasonix.app.goals`), ``session.mcp``
+(:mod:`~reasonix.app.mcp_part`) and ``session.permissions``
+(:mod:`~reasonix.app.permissions_part`: the rules in force and where each came from). The
+work behind them lives in :mod:`~reasonix.app.assembly`, :mod:`~reasonix.app.persistence`,
+:mod:`~reasonix.app.turn`, :mod:`~reasonix.app.approvals` and :mod:`~reasonix.app.rewind`.
 
 It still runs past 500 lines because the life cycle (open, resume, the switch on ``/clear`` and
 ``/resume``, close) and the wiring of a turn (start, interrupt, approvals, the waiting plan and
@@ -66,6 +67,7 @@ from reasonix.app.hooks import (
 )
 from reasonix.app.jobs import session_jobs
 from reasonix.app.mcp_part import SessionMcp
+from reasonix.app.permissions_part import SessionPermissions
 from reasonix.app.persistence import ROLES, SessionRecord, StoredSession
 from reasonix.app.turn import SessionEvents, Turn, TurnOutcome
 from reasonix.app.usage import ContextUse, SessionUsage
@@ -156,6 +158,7 @@ class AgentSession:
         self.usage = SessionUsage(self)
         self.goals = SessionGoals(self)
         self.mcp = SessionMcp(self)
+        self.permissions = SessionPermissions(self)
         self._attach(stored)
 
     # -- opening ----------------------------------------------------------------------------------

@@ -308,7 +308,7 @@ class _Merged:
     """Effective values by dotted key, with the layer and path each came from, and what was
     left out of project files (and why)."""
 
-    __slots__ = ("arrays", "ignored", "models", "origin", "providers", "values")
+    __slots__ = ("arrays", "ignored", "items", "models", "origin", "providers", "values")
 
     def __init__(self) -> None:
         self.values: dict[str, Any] = {}
@@ -318,11 +318,26 @@ class _Merged:
         # "section.key" of an array of tables -> entries by name, in order
         self.arrays: dict[str, dict[str, Any]] = {}
         self.ignored: list[str] = []
+        # a list key -> each of its items -> the layer that brought it (``/permissions``)
+        self.items: dict[str, dict[str, str]] = {}
 
-    def put(self, dotted: str, value: Any, layer: _Layer, path: tuple[PathPart, ...]) -> None:
+    def put(
+        self,
+        dotted: str,
+        value: Any,
+        layer: _Layer,
+        path: tuple[PathPart, ...],
+        *,
+        extends: bool = False,
+    ) -> None:
+        """Set ``dotted``; ``extends``: ``value`` is the previous list with items added, so the
+        items already there keep where they came from."""
         self.values.pop(dotted, None)  # re-insert so provenance lists keys in a stable order
         self.values[dotted] = value
         self.origin[dotted] = (layer, path)
+        if isinstance(value, list):
+            before = self.items.get(dotted, {}) if extends else {}
+            self.items[dotted] = {str(v): before.get(str(v), layer.label) for v in value}
 
     def label(self, dotted: str) -> str:
         return self.origin[dotted][0].label
@@ -359,6 +374,7 @@ def _merge(layers: list[_Layer], trust: TrustDecision) -> _Merged:
             section = _spec.section_of(table)
             for name, value in data.get(table, {}).items():
                 dotted = f"{table}.{name}"
+                extends = False
                 if isinstance(section.fields[name], ArrayOf):
                     _merge_array(merged, layer, trust, table, name, value)
                     continue
@@ -371,6 +387,7 @@ def _merge(layers: list[_Layer], trust: TrustDecision) -> _Merged:
                         merged.ignore(layer, f"{dotted} = {_shown(value)}")
                         continue
                     previous = merged.values.get(dotted)
+                    extends = rule == "add" and isinstance(previous, list)
                     if rule == "add" and isinstance(value, list):
                         # A "!pattern" in a deny list re-allows what came before it (gitignore
                         # style), so from a project it would loosen, not add: left out.
@@ -398,7 +415,8 @@ def _merge(layers: list[_Layer], trust: TrustDecision) -> _Merged:
                     previous = merged.values.get(dotted)
                     if isinstance(previous, list):
                         value = previous + [v for v in value if v not in previous]
-                merged.put(dotted, value, layer, (table, name))
+                        extends = True
+                merged.put(dotted, value, layer, (table, name), extends=extends)
         for model, table_data in data.get("models", {}).items():
             if project and not trust.trusted:
                 merged.ignore(layer, f"models.{_k(model)}")
@@ -706,6 +724,9 @@ def load_config(
         providers=MappingProxyType(providers),
         model_infos=MappingProxyType(infos),
         provenance=MappingProxyType(provenance),
+        item_provenance=MappingProxyType(
+            {key: MappingProxyType(items) for key, items in merged.items.items()}
+        ),
         sources=tuple(layer.label for layer in layers[1:]),
         ignored=tuple(merged.ignored),
         trusted=decision.trusted,

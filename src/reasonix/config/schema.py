@@ -540,7 +540,9 @@ class Config:
     presets key by key). ``provenance`` maps each effective dotted key (``executor.model``,
     ``providers.deepseek.base_url``, ``models.deepseek-v4-flash.context_window``,
     ``mcp.servers.time``) to where its value came from: ``default``, ``user:<path>``,
-    ``project:<path>`` or ``flag``. ``sources`` lists the files that were read. ``hooks`` are
+    ``project:<path>`` or ``flag``; ``item_provenance`` does the same per item of a list key
+    (``permissions.allow`` -> ``{"bash(git status*)": "user:<path>"}``), whose items may come
+    from several layers. ``sources`` lists the files that were read. ``hooks`` are
     the ``[[hooks.EVENT]]`` groups of the user's file and (when trusted) the project's. ``ignored``
     lists, in words, the project settings that were not applied (an untrusted folder, or a
     setting a project may not make); ``trusted`` says whether the project folder was trusted.
@@ -573,6 +575,7 @@ class Config:
     trust: TrustConfig = field(default_factory=TrustConfig)
     ui: UiConfig = field(default_factory=UiConfig)
     provenance: Mapping[str, str] = internal(_EMPTY)
+    item_provenance: Mapping[str, Mapping[str, str]] = internal(_EMPTY)
     sources: tuple[str, ...] = internal(())
     ignored: tuple[str, ...] = internal(())
     trusted: bool = internal(True)

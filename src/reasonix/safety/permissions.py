@@ -367,6 +367,12 @@ class PermissionEngine:
     def mode(self, value: Mode | str) -> None:
         self._mode = self._checked_mode(value)
 
+    @property
+    def session_calls(self) -> tuple[str, ...]:
+        """The exact calls (``tool:{canonical arguments}``) approved for the session, for the
+        commands no rule could describe."""
+        return tuple(sorted(self._session_calls))
+
     def _checked_mode(self, value: Mode | str) -> Mode:
         mode = _parse_mode(value)
         if mode is Mode.YOLO and self.unattended_refusal:

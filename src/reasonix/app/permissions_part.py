@@ -1,0 +1,159 @@
+"""The permissions part of a session (``session.permissions``): what decides tool calls now,
+and where each piece came from (``/permissions``).
+
+:meth:`SessionPermissions.entries` is the data: one :class:`PermissionEntry` per thing that
+takes part in a decision — the mode, every configured allow/ask/deny rule with the file or
+flag it came from (the loader records each list item's origin: ``Config.item_provenance``),
+the rules and exact calls the user allowed for this session, the built-in checks that always
+ask, the ``PreToolUse`` hooks (ours and Claude Code's settings), and the permission settings a
+project file wrote that were left out. :meth:`SessionPermissions.lines` renders them; other
+views (a reviewer's verdicts, a dashboard panel) read the same entries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from reasonix.terminal_text import printable
+
+if TYPE_CHECKING:
+    from reasonix.app.session import AgentSession
+
+__all__ = ["PermissionEntry", "SessionPermissions", "describe_source"]
+
+#: what an entry is: the mode, a configured rule, something allowed for this session, a
+#: built-in check, a hook, a project setting that was left out
+EntryKind = Literal["mode", "rule", "session", "check", "hook", "ignored"]
+
+#: the source label of what the user allowed while the session ran
+SESSION = "session"
+#: the source label of the mode when it was changed after the session opened (/mode, Shift+Tab)
+SESSION_MODE = "session:mode"
+BUILT_IN = "built-in"
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionEntry:
+    """One thing in force. ``action``: ``allow``/``ask``/``deny`` for a rule, the mode's name
+    for the mode, ``hook`` for a hook, ``ignored`` for what was left out; ``rule``: the rule
+    text (the hook's matcher and command, the check's description); ``source``: the raw
+    origin label (``default``, ``user:<path>``, ``project:<path>``, ``flag``, ``session``,
+    ``session:mode``, ``built-in``)."""
+
+    kind: EntryKind
+    action: str
+    rule: str
+    source: str
+
+    @property
+    def where(self) -> str:
+        """The source in words."""
+        return describe_source(self.source)
+
+
+def describe_source(label: str) -> str:
+    """``user:/home/u/.config/reasonix/config.toml`` -> ``your config (/home/...)``."""
+    kind, _, path = label.partition(":")
+    if label == "default":
+        return "built-in default"
+    if label == "flag":
+        return "command line"
+    if label == SESSION:
+        return "allowed for this session"
+    if label == SESSION_MODE:
+        return "changed in this session"
+    if label == BUILT_IN:
+        return "built in"
+    if kind == "user":
+        return f"your config ({path})"
+    if kind == "project" and "/.claude/" in path.replace("\\", "/"):
+        return f"Claude Code settings ({path})"
+    if kind == "project":
+        return f"project file ({path})"
+    return label
+
+
+class SessionPermissions:
+    """The rules in force and where they came from; ``session.permissions``."""
+
+    def __init__(self, session: AgentSession) -> None:
+        self._s = session
+
+    def entries(self) -> list[PermissionEntry]:
+        """Everything that decides a tool call now, in the order it is checked: the mode,
+        deny, ask and allow rules, the session's approvals, the built-in checks, the
+        ``PreToolUse`` hooks; then what a project file wrote that was left out."""
+        s = self._s
+        config = s.config
+        engine = s._permissions
+        out: list[PermissionEntry] = []
+        mode = engine.mode.value
+        mode_source = (
+            config.provenance.get("permissions.mode", "default")
+            if mode == config.permissions.mode
+            else SESSION_MODE
+        )
+        out.append(PermissionEntry("mode", mode, mode, mode_source))
+        for action, rules in (("deny", engine.deny), ("ask", engine.ask), ("allow", engine.allow)):
+            origins = config.item_provenance.get(f"permissions.{action}", {})
+            fallback = config.provenance.get(f"permissions.{action}", "default")
+            for rule in rules:
+                out.append(
+                    PermissionEntry("rule", action, rule.text, origins.get(rule.text, fallback))
+                )
+        for rule in engine.session_allow:
+            out.append(PermissionEntry("session", "allow", rule.text, SESSION))
+        for call in engine.session_calls:
+            tool, _, arguments = call.partition(":")
+            shown = arguments if len(arguments) <= 60 else arguments[:57] + "..."
+            out.append(
+                PermissionEntry("session", "allow", f"{tool} {shown} (this exact call)", SESSION)
+            )
+        out.append(
+            PermissionEntry(
+                "check",
+                "ask",
+                "writes to configuration (ours, other agents'), git's machinery and shell "
+                "start-up files",
+                BUILT_IN,
+            )
+        )
+        for group in s._hooks.runner.groups:
+            if group.event != "PreToolUse":
+                continue
+            for hook in group.hooks:
+                matcher = group.matcher or "*"
+                out.append(
+                    PermissionEntry(
+                        "hook", "hook", f"PreToolUse [{matcher}] {hook.command}", group.source
+                    )
+                )
+        for note in config.ignored:
+            if "permissions." in note or "hooks" in note:
+                out.append(PermissionEntry("ignored", "ignored", note, "project"))
+        return out
+
+    def lines(self) -> list[str]:
+        """``/permissions``: the entries as text."""
+        entries = self.entries()
+        mode = entries[0]
+        lines = [f"Permission mode: {mode.action} ({mode.where})"]
+        rules = [e for e in entries if e.kind in ("rule", "session")]
+        if rules:
+            width = min(max(len(printable(e.rule)) for e in rules) + 2, 48)
+            lines.append("Rules (deny first, then ask, then allow; the mode decides the rest):")
+            lines += [f"  {e.action:<6} {printable(e.rule):<{width}} {e.where}" for e in rules]
+        else:
+            lines.append("Rules: none configured; the mode decides (/mode to change it).")
+        lines.append("Always ask:")
+        lines += [f"  {e.rule} ({e.where})" for e in entries if e.kind == "check"]
+        hooks = [e for e in entries if e.kind == "hook"]
+        if hooks:
+            lines.append("PreToolUse hooks (may deny or ask before the rules):")
+            lines += [f"  {printable(e.rule)}  {e.where}" for e in hooks]
+        ignored = [e for e in entries if e.kind == "ignored"]
+        if ignored:
+            lines.append("Left out (the folder is not trusted, or a project may not set it):")
+            lines += [f"  {printable(e.rule)}" for e in ignored]
+        return lines
