@@ -69,6 +69,7 @@ from reasonix.app.jobs import session_jobs
 from reasonix.app.mcp_part import SessionMcp
 from reasonix.app.permissions_part import SessionPermissions
 from reasonix.app.persistence import ROLES, SessionRecord, StoredSession
+from reasonix.app.shell import SessionShell
 from reasonix.app.turn import SessionEvents, Turn, TurnOutcome
 from reasonix.app.usage import ContextUse, SessionUsage
 from reasonix.config import Config, user_config_path
@@ -159,6 +160,7 @@ class AgentSession:
         self.goals = SessionGoals(self)
         self.mcp = SessionMcp(self)
         self.permissions = SessionPermissions(self)
+        self.shell = SessionShell(self)
         self._attach(stored)
 
     # -- opening ----------------------------------------------------------------------------------

@@ -57,6 +57,8 @@ T = TypeVar("T")
 HELP_INTRO = """\
 Type a task and press Enter. New line: Esc then Enter, or end the line with a backslash (\\).
 Tab completes commands and paths; @path attaches a file (or a folder listing) to the message.
+!command runs a shell command (asked about like the model's) and its output joins your next
+message; #note keeps a note in the project's memory file. Neither sends a request.
 Esc or Ctrl-C interrupts a running turn (the session is kept); what you type meanwhile is kept
 (Enter queues it as the next message). Ctrl-O shows the last tool result in full. Ctrl-C twice
 at an empty prompt, Ctrl-D or /exit quits."""
@@ -372,6 +374,8 @@ class App:
         self.runtime: AgentSession | None = None
         self._opening: asyncio.Task[None] | None = None
         self._turn: Turn | None = None
+        #: a running `!command` (:mod:`reasonix.cli.inline`)
+        self.shell_task: asyncio.Future[Any] | None = None
         self._quit_armed = False
         self._quit_now = False
         self._keys = KeyWatcher(self.interrupt_turn, self._typed_changed)
@@ -468,7 +472,7 @@ class App:
             return await work()
         finally:
             # prompt_toolkit removes the loop's SIGINT handler when its prompt ends.
-            self._arm_interrupt()
+            self.arm_interrupt()
             if watching:
                 self._keys.start()
                 if status is not None:
@@ -494,7 +498,7 @@ class App:
         _warm_up_imports()
         try:
             while not self._quit_now:
-                self._arm_interrupt()
+                self.arm_interrupt()
                 if self._queued:
                     text = self._queued.pop(0)
                     self.renderer.line(f"› {text}", "bold")
@@ -518,6 +522,11 @@ class App:
                     continue
                 if not await self._ready():
                     break
+                if text.startswith(("!", "#")):
+                    from reasonix.cli import inline
+
+                    if await inline.handle(self, text):
+                        continue
                 if text.startswith("/"):
                     if await self.command(text) == "exit":
                         break
@@ -684,9 +693,14 @@ class App:
             status.observe(event)
         self.renderer.emit(event)
 
-    def _arm_interrupt(self) -> None:
+    def arm_interrupt(self) -> None:
         """Route SIGINT (Ctrl-C while no prompt owns the terminal) to the running turn, or,
         between prompts, treat it like Ctrl-C at an empty prompt."""
+        if self.shell_task is not None:  # a `!command` runs: Ctrl-C stops it
+            from reasonix.cli.inline import cancel_on_interrupt
+
+            cancel_on_interrupt(self.shell_task)
+            return
         idle = self._turn is None or self._turn.done()
         loop = asyncio.get_running_loop()
         with contextlib.suppress(NotImplementedError, RuntimeError):
@@ -712,7 +726,7 @@ class App:
         rt = self.runtime
         assert rt is not None
         self._turn = start(rt)
-        self._arm_interrupt()
+        self.arm_interrupt()
         status = self.status
         if status is not None:
             status.start()
@@ -732,7 +746,7 @@ class App:
             self._queued.extend(queued)
             self._draft += typed
             self._turn = None
-            self._arm_interrupt()
+            self.arm_interrupt()
         self.renderer.finish()
         if outcome.interrupted:
             self.console.print(

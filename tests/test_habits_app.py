@@ -1,0 +1,171 @@
+"""Issue 28, the app's habits from Claude Code and Codex, in a pseudo-terminal (pexpect) against
+fake servers: ``!cmd`` runs through the permission engine and the sandbox and its output joins
+the next message without a request of its own; ``#note`` is kept in the project's memory."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+
+import pexpect
+import pytest
+
+from reasonix.testing import Reply
+from tests.support.interactive import spawn
+from tests.support.project import Project, project
+
+__all__ = ["project"]
+
+pytestmark = [
+    pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty"),
+    pytest.mark.slow,
+]
+
+
+def quit_app(child: pexpect.spawn) -> None:
+    child.sendline("/exit")
+    child.expect(pexpect.EOF, timeout=30)
+
+
+def last_user_text(project: Project) -> str:
+    message = project.ex.requests[-1].messages[-1]
+    assert message["role"] == "user"
+    content = message["content"]
+    assert isinstance(content, str)
+    return content
+
+
+def test_bang_runs_a_command_and_its_output_joins_the_next_message(project: Project) -> None:
+    project.write_user_config('[permissions]\nallow = ["bash(ls*)"]\n')
+    (project.root / "listed-marker-71.txt").write_text("x\n")
+    project.ex.push(Reply.text("I see the marker file."))
+    child = spawn(project)
+    try:
+        child.expect("›")
+        child.sendline("!ls")
+        child.expect(r"\$ ls")
+        child.expect("listed-marker-71.txt")
+        child.expect("joins your next message")
+        child.expect("›")
+        # Nothing was sent: the command was no prompt of its own.
+        assert project.ex.requests == []
+        assert project.pl.requests == []
+        child.sendline("what is in the folder?")
+        child.expect("I see the marker file.")
+        child.expect("›")
+        quit_app(child)
+    finally:
+        child.close(force=True)
+    assert len(project.ex.requests) == 1
+    text = last_user_text(project)
+    # The user's words first, the command's output at the tail (the cached prefix is kept).
+    assert text.startswith("what is in the folder?")
+    assert "[The user ran `ls` in the shell; its output:]" in text
+    assert text.index("listed-marker-71.txt") > text.index("what is in the folder?")
+
+
+def test_bang_asks_like_a_bash_call_and_a_denial_runs_nothing(project: Project) -> None:
+    victim = project.root / "victim.txt"
+    victim.write_text("keep me\n")
+    project.ex.push(Reply.text("Nothing to add."))
+    child = spawn(project)
+    try:
+        child.expect("›")
+        child.sendline("!rm victim.txt")
+        child.expect("approval needed")
+        child.expect("rm victim.txt")
+        child.expect(r"Allow\?")
+        child.sendline("n")
+        child.expect("Permission denied for bash")
+        child.expect("›")
+        assert victim.exists()
+        child.sendline("!rm victim.txt")
+        child.expect(r"Allow\?")
+        child.sendline("y")
+        child.expect("joins your next message")
+        child.expect("›")
+        assert not victim.exists()
+        assert project.ex.requests == []
+        child.sendline("done?")
+        child.expect("Nothing to add.")
+        child.expect("›")
+        quit_app(child)
+    finally:
+        child.close(force=True)
+    text = last_user_text(project)
+    # Only the command that ran joins the message; the refused one left nothing behind.
+    assert text.count("[The user ran `rm victim.txt` in the shell") == 1
+
+
+def test_bang_is_refused_by_a_deny_rule_without_asking(project: Project) -> None:
+    project.write_toml('[permissions]\ndeny = ["bash(rm *)"]\n')
+    victim = project.root / "victim.txt"
+    victim.write_text("keep me\n")
+    child = spawn(project)
+    try:
+        child.expect("›")
+        child.sendline("!rm victim.txt")
+        child.expect("blocked by the deny rule")
+        child.expect("›")
+        quit_app(child)
+    finally:
+        child.close(force=True)
+    assert "approval needed" not in (child.before or "")
+    assert victim.exists()
+    assert project.ex.requests == []
+
+
+def test_hash_note_is_remembered_and_reaches_the_model(project: Project) -> None:
+    project.ex.push(Reply.text("Noted."), Reply.text("Using pytest."))
+    child = spawn(project)
+    try:
+        child.expect("›")
+        child.sendline("#always use pytest NOTE-MARKER-83")
+        child.expect("Remembered in")
+        child.expect("REASONIX.md")
+        child.expect("›")
+        assert project.ex.requests == []
+        child.sendline("hello")
+        child.expect("Noted.")
+        child.expect("›")
+        quit_app(child)
+    finally:
+        child.close(force=True)
+    memory = (project.root / "REASONIX.md").read_text()
+    assert "- always use pytest NOTE-MARKER-83" in memory
+    # This session: at the tail of the next user message (its system prompt is unchanged).
+    text = last_user_text(project)
+    assert text.startswith("hello")
+    assert "NOTE-MARKER-83" in text
+    assert "NOTE-MARKER-83" not in project.ex.requests[0].messages[0]["content"]
+    # A new session: in its system prompt, from the memory file.
+    proc = project.run("run", "which test runner?")
+    assert proc.returncode == 0, proc.stderr
+    assert "NOTE-MARKER-83" in project.ex.requests[-1].messages[0]["content"]
+
+
+@pytest.mark.parametrize("sandbox", ["auto", "off"])
+def test_bang_runs_in_the_sandbox(project: Project, sandbox: str) -> None:
+    # The sandbox hides the workspace's parents from a command; switched off (the control),
+    # the same command reads the file planted beside the project.
+    if sandbox == "auto" and shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is not installed")
+    project.write_user_config(f'[sandbox]\nbash = "{sandbox}"\n')
+    (project.root.parent / "outside-71.txt").write_text("OUTSIDE-CONTENT-71\n")
+    child = spawn(project)
+    try:
+        child.expect("›")
+        child.sendline("!cat ../outside-71.txt")
+        child.expect(r"Allow\?")
+        child.sendline("y")
+        child.expect("joins your next message")
+        shown = child.before or ""
+        child.expect("›")
+        quit_app(child)
+    finally:
+        child.close(force=True)
+    if sandbox == "off":
+        assert "OUTSIDE-CONTENT-71" in shown
+    else:
+        assert "OUTSIDE-CONTENT-71" not in shown
+        assert "No such file" in shown
