@@ -42,6 +42,7 @@ SAMPLES: dict[str, tuple[str, str]] = {
     "undo": ("", "Nothing to undo"),
     "rewind": ("", "Nothing to rewind"),
     "turns": ("", "No turns yet."),
+    "diff": ("", "No changes"),
     "compact": ("", "nothing old enough to compact"),
     "clear": ("", "New session"),
     "sessions": ("", "msgs"),

@@ -367,6 +367,12 @@ COMMANDS: tuple[Command, ...] = (
         hint="TURN is a number from /turns",
     ),
     Command("turns", "", "the turns of this session (for /rewind)", _turns),
+    Command(
+        "diff",
+        "",
+        "what this session changed in the files, as a unified diff",
+        _say(lambda ctx: ctx.session.history.diff()),
+    ),
     Command("compact", "", "summarise the executor's history to free context", _compact),
     Command("clear", "", "start a new session (the old one stays stored)", _clear, where=APP_ONLY),
     Command("sessions", "", "sessions of this folder", _sessions),

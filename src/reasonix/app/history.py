@@ -1,5 +1,6 @@
 """The history part of a session (``session.history``): where each turn started, rewind and
-undo, and which stored session is open (list, resume, start a new one)."""
+undo, what the session changed in the files (``/diff``), and which stored session is open
+(list, resume, start a new one)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ from reasonix.store import SessionInfo
 if TYPE_CHECKING:
     from reasonix.app.session import AgentSession
 
-__all__ = ["SessionHistory"]
+__all__ = ["DIFF_LIMIT", "SessionHistory"]
+
+#: the most of ``/diff``'s patch shown at once (characters)
+DIFF_LIMIT = 200_000
 
 
 class SessionHistory:
@@ -45,6 +49,26 @@ class SessionHistory:
         first of them."""
         self._s._check_idle("undo")
         return undo_steps(self._s._controller, self._s._checkpoints, self._s._record, steps)
+
+    def diff(self) -> str:
+        """``/diff``: what changed in the files since this session's first step (its snapshot
+        against the files now), a summary line then the unified diff (cut past
+        :data:`DIFF_LIMIT` characters, saying so)."""
+        checkpoints = self._s._checkpoints
+        if not checkpoints.enabled:
+            return "Snapshots are off ([checkpoints] enabled = false): nothing to compare."
+        changes = checkpoints.changes_since_start()
+        if changes is None:
+            return "No changes: no step of this session has changed files."
+        if not changes:
+            return "No changes: the files are as they were before this session's first step."
+        from reasonix.app.file_diff import render_changes
+
+        summary, patch = render_changes(changes)
+        if len(patch) > DIFF_LIMIT:
+            rest = len(patch) - DIFF_LIMIT
+            patch = patch[:DIFF_LIMIT] + f"\n... ({rest} more characters not shown)\n"
+        return f"{summary} since this session's first step:\n\n{patch.rstrip()}"
 
     async def clear(self) -> str:
         """Start a new session (the old one stays in the store)."""

@@ -82,6 +82,7 @@ __all__ = [
     "CHECKPOINTS_KEY",
     "DEFAULT_EXCLUDE",
     "CheckpointManager",
+    "FileChange",
     "RewindResult",
     "Step",
     "checkpoint_store_size",
@@ -226,6 +227,20 @@ class _Snapshot:
         modes = {str(k): int(v) for k, v in dict(meta.get("modes", {})).items()}
         skipped = {str(k): str(v) for k, v in dict(meta.get("skipped", {})).items()}
         return cls(tree, modes, skipped)
+
+
+@dataclass(frozen=True, slots=True)
+class FileChange:
+    """One path that differs between two snapshots: git's ``status`` letter (``A`` added,
+    ``D`` deleted, ``M`` modified, ``T`` type changed), the bytes before and after (None where
+    it did not exist), and whether each side is a symlink (its bytes are then the target)."""
+
+    path: str
+    status: str
+    before: bytes | None
+    after: bytes | None
+    link_before: bool = False
+    link_after: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -1210,6 +1225,44 @@ class CheckpointManager:
     def turns(self) -> list[int]:
         """Executor turns that have snapshots, oldest first."""
         return sorted({s.turn for s in self.steps()})
+
+    def changes_since_start(self) -> list[FileChange] | None:
+        """What changed in the files since this session's first step: its snapshot against
+        the files now, one :class:`FileChange` per path that differs (content, type or being
+        there), in path order; empty when the files are as they were; None when no step of
+        this session took a snapshot (or snapshots are off). Raises OSError when the store
+        cannot be read."""
+        if not self.enabled:
+            return None
+        with self._lock:
+            steps = self.steps()
+            if not steps:
+                return None
+            try:
+                self._prepare()
+                with self._store.locked():
+                    first = self._store.load(steps[0].commit)
+                    current = self._store.load(self._store.snapshot())
+                    if first is None or current is None:
+                        raise OSError("the snapshot store lost this session's first snapshot")
+                    rows = self._store.diff(first.tree, current.tree)
+                    wanted = [b for row in rows for b in (row[3], row[5]) if set(b) != {"0"}]
+                    content = dict(self._store.blobs(sorted(set(wanted))))
+            except (_GitError, subprocess.SubprocessError) as exc:
+                raise OSError(f"reading the snapshots failed: {exc}") from exc
+        return [
+            FileChange(
+                name,
+                status,
+                content.get(old_blob) if set(old_blob) != {"0"} else None,
+                content.get(new_blob) if set(new_blob) != {"0"} else None,
+                old_mode.startswith("12"),
+                new_mode.startswith("12"),
+            )
+            for status, name, old_mode, old_blob, new_mode, new_blob in sorted(
+                rows, key=lambda r: r[1]
+            )
+        ]
 
     # -- rewinding -----------------------------------------------------------------------------
 
