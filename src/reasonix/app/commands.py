@@ -368,6 +368,16 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command("turns", "", "the turns of this session (for /rewind)", _turns),
     Command(
+        "export",
+        "[FILE]",
+        "write the transcript as markdown (default reasonix-<session id>.md); never overwrites",
+        _say(
+            lambda ctx: f"Exported the transcript to {ctx.session.history.export(ctx.arg or None)}."
+        ),
+        arg="optional",
+        paths=True,
+    ),
+    Command(
         "diff",
         "",
         "what this session changed in the files, as a unified diff",

@@ -4,6 +4,7 @@ undo, what the session changed in the files (``/diff``), and which stored sessio
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reasonix.app.persistence import ROLES, StoredSession, TurnMark
@@ -69,6 +70,14 @@ class SessionHistory:
             rest = len(patch) - DIFF_LIMIT
             patch = patch[:DIFF_LIMIT] + f"\n... ({rest} more characters not shown)\n"
         return f"{summary} since this session's first step:\n\n{patch.rstrip()}"
+
+    def export(self, name: str | None = None) -> Path:
+        """``/export``: write the transcript as markdown to a new file ``name`` (relative to
+        the workspace; default ``reasonix-<session id>.md``); returns its path. Raises
+        SessionError when the file exists (nothing is overwritten)."""
+        from reasonix.app.export import export_transcript
+
+        return export_transcript(self._s, name)
 
     async def clear(self) -> str:
         """Start a new session (the old one stays in the store)."""
