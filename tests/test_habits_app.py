@@ -10,11 +10,15 @@ import sys
 import pexpect
 import pytest
 
+from reasonix.safety.permissions import UNASKED_MODES, Mode, next_mode
 from reasonix.testing import Reply
 from tests.support.interactive import spawn
 from tests.support.project import Project, project
+from tests.support.tui import Terminal
 
 __all__ = ["project"]
+
+BACK_TAB = "\x1b[Z"  # what a terminal sends for Shift+Tab
 
 pytestmark = [
     pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty"),
@@ -169,3 +173,61 @@ def test_bang_runs_in_the_sandbox(project: Project, sandbox: str) -> None:
     else:
         assert "OUTSIDE-CONTENT-71" not in shown
         assert "No such file" in shown
+
+
+def toolbar_mode(term: Terminal, mode: str) -> str:
+    """Wait until the idle toolbar begins with ``mode``; the screen then."""
+    return term.wait(lambda screen: any(r.strip().startswith(f"{mode} │") for r in term.rows()))
+
+
+def test_shift_tab_cycles_the_modes_in_the_toolbar(project: Project) -> None:
+    term = Terminal(project)
+    try:
+        term.ready()
+        toolbar_mode(term, "ask")
+        # Every mode in the Mode list but yolo (not started in it): ask → auto-edit → plan → ask.
+        order = [m.value for m in Mode if m not in UNASKED_MODES]
+        start = order.index("ask")
+        for mode in order[start + 1 :] + order[: start + 1]:
+            term.send(BACK_TAB)
+            toolbar_mode(term, mode)
+        assert "yolo │" not in term.text()
+        # The engine's mode changed, not just the text: plan mode refuses a writing command.
+        while not any(r.strip().startswith("plan │") for r in term.rows()):
+            term.send(BACK_TAB)
+            term.pump(0.3)
+        term.sendline("!touch made-in-plan-mode")
+        term.wait("plan mode is read-only")
+        assert not (project.root / "made-in-plan-mode").exists()
+        term.sendline("/mode")
+        term.wait("Permission mode: plan")
+    finally:
+        term.close()
+    assert project.ex.requests == []
+
+
+def cycle_from(start: str) -> list[Mode]:
+    """The modes Shift+Tab visits from ``start`` until it is back there."""
+    seen, mode = [], next_mode(start, start)
+    while mode is not Mode(start):
+        seen.append(mode)
+        mode = next_mode(mode, start)
+    return seen
+
+
+def test_shift_tab_reaches_yolo_only_from_a_yolo_start() -> None:
+    from_ask = cycle_from("ask")
+    assert Mode.YOLO not in from_ask
+    assert set(from_ask) | {Mode.ASK} == set(Mode) - {Mode.YOLO}
+    # Started in yolo (the user chose it by name), it stays in the cycle.
+    assert set(cycle_from("yolo")) | {Mode.YOLO} == set(Mode)
+
+
+def test_shift_tab_during_a_turn_reaches_the_watcher() -> None:
+    from reasonix.cli.interactive import KeyWatcher
+
+    pressed: list[str] = []
+    keys = KeyWatcher(lambda: None, lambda: None, lambda: pressed.append("mode"))
+    keys.feed(BACK_TAB.encode() + b"ab\x1b[A")
+    assert pressed == ["mode"]
+    assert keys.typed == "ab"

@@ -85,7 +85,13 @@ from reasonix.messages import ImagePart
 from reasonix.providers.base import Provider
 from reasonix.safety.checkpoints import CHECKPOINTS_KEY, CheckpointManager
 from reasonix.safety.confinement import BashConfinement, NoConfiner
-from reasonix.safety.permissions import Approver, PermissionEngine, PermissionRecord
+from reasonix.safety.permissions import (
+    Approver,
+    Mode,
+    PermissionEngine,
+    PermissionRecord,
+    next_mode,
+)
 from reasonix.store import SessionInfo, SessionStore
 from reasonix.tools.ask import (
     ASKER_KEY,
@@ -766,6 +772,20 @@ class AgentSession:
             self._permissions.mode = mode
             return f"Permission mode: {self._permissions.mode.value}"
         return f"Permission mode: {self._permissions.mode.value} (ask | auto-edit | plan | yolo)"
+
+    def cycle_mode(self) -> str:
+        """Shift+Tab: switch to the next permission mode (:func:`~reasonix.safety.permissions.
+        next_mode`: yolo only when the session started in it); returns the new mode. A mode the
+        engine refuses (yolo where bash would run unconfined) is skipped."""
+        start = self.config.permissions.mode
+        mode = next_mode(self.mode, start)
+        for _ in range(len(Mode)):
+            try:
+                self._permissions.mode = mode
+                break
+            except ConfigError:
+                mode = next_mode(mode, start)
+        return self.mode
 
     async def compact(self) -> str:
         """``/compact``: summarise the executor's older history now."""

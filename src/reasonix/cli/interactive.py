@@ -59,6 +59,7 @@ Type a task and press Enter. New line: Esc then Enter, or end the line with a ba
 Tab completes commands and paths; @path attaches a file (or a folder listing) to the message.
 !command runs a shell command (asked about like the model's) and its output joins your next
 message; #note keeps a note in the project's memory file. Neither sends a request.
+Shift+Tab cycles the permission modes (shown in the toolbar).
 Esc or Ctrl-C interrupts a running turn (the session is kept); what you type meanwhile is kept
 (Enter queues it as the next message). Ctrl-O shows the last tool result in full. Ctrl-C twice
 at an empty prompt, Ctrl-D or /exit quits."""
@@ -112,11 +113,17 @@ class KeyWatcher:
     sent as the next messages. Key sequences that start with Esc (arrows, function keys) are
     ignored; Ctrl-C still arrives as SIGINT."""
 
-    def __init__(self, on_escape: Callable[[], None], on_change: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        on_escape: Callable[[], None],
+        on_change: Callable[[], None],
+        on_back_tab: Callable[[], None] | None = None,
+    ) -> None:
         import codecs
 
         self.on_escape = on_escape
         self.on_change = on_change
+        self.on_back_tab = on_back_tab  # Shift+Tab: the next permission mode
         self.typed = ""
         self.queued: list[str] = []
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -163,6 +170,8 @@ class KeyWatcher:
                     j = i + 2
                     while j < len(data) and not (0x40 <= data[j] <= 0x7E and data[j] != 0x5B):
                         j += 1
+                    if data[i + 1 : j + 1] == b"[Z" and self.on_back_tab is not None:
+                        self.on_back_tab()
                     i = j + 1
                 else:
                     i += 2  # Alt+key: not text
@@ -378,7 +387,9 @@ class App:
         self.shell_task: asyncio.Future[Any] | None = None
         self._quit_armed = False
         self._quit_now = False
-        self._keys = KeyWatcher(self.interrupt_turn, self._typed_changed)
+        self._keys = KeyWatcher(
+            self.interrupt_turn, self._typed_changed, lambda: self.cycle_mode(during_turn=True)
+        )
         # `reasonix "explain this project"`: the first message, sent as if typed.
         first = getattr(args, "first_message", None)
         self._queued: list[str] = [first] if first else []
@@ -429,6 +440,15 @@ class App:
                 return
             event.app.exit(exception=KeyboardInterrupt())
 
+        @kb.add("s-tab")
+        def _mode(event: KeyPressEvent) -> None:
+            buf = event.current_buffer
+            if buf.complete_state is not None:
+                buf.complete_previous()
+                return
+            self.cycle_mode()
+            event.app.invalidate()
+
         @kb.add("c-o")
         def _expand(event: KeyPressEvent) -> None:
             from prompt_toolkit.application import run_in_terminal
@@ -436,6 +456,15 @@ class App:
             run_in_terminal(lambda: self.renderer.expand(None))
 
         return kb
+
+    def cycle_mode(self, *, during_turn: bool = False) -> None:
+        """Shift+Tab: the next permission mode, shown in the toolbar (said on a line while a
+        turn runs, when no toolbar is drawn)."""
+        if self.runtime is None:
+            return
+        mode = self.runtime.cycle_mode()
+        if during_turn:
+            self.renderer.line(f"mode: {mode} (from the next tool call)", "dim")
 
     def toolbar(self) -> FormattedText | HTML:
         """The idle status line, fitted to the terminal: mode, then per role its model, context

@@ -99,6 +99,19 @@ class Mode(enum.StrEnum):
     YOLO = "yolo"
 
 
+#: the modes that run every call unasked: a key press (Shift+Tab) does not cycle into one unless
+#: the session started in it; the user names it (``/mode yolo``, ``--mode``)
+UNASKED_MODES = frozenset({Mode.YOLO})
+
+
+def next_mode(current: Mode | str, start: Mode | str) -> Mode:
+    """The mode after ``current`` in :class:`Mode`'s order, round the list (Shift+Tab), leaving
+    out :data:`UNASKED_MODES` other than ``start`` (the mode the session started in)."""
+    here, began = _parse_mode(current), _parse_mode(start)
+    cycle = [m for m in Mode if m not in UNASKED_MODES or m is began or m is here]
+    return cycle[(cycle.index(here) + 1) % len(cycle)]
+
+
 Action = Literal["allow", "ask", "deny"]
 
 
