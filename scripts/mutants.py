@@ -55,6 +55,7 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
             "tests/test_app_persistence.py",
             "tests/test_extensions_hooks.py",
             "tests/test_app_session_choices.py",
+            "tests/test_app_session_wiring.py",
         ),
     ),
 }

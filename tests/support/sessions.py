@@ -23,10 +23,17 @@ async def open_session(
     servers: Servers,
     store: SessionStore,
     overrides: dict[str, object] | None = None,
+    *,
+    environ_extra: dict[str, str] | None = None,
     **kwargs: Any,
 ) -> AgentSession:
     """Write ``root/reasonix.toml`` pointing at ``servers``, load it (with ``overrides``, no
-    user config) and open a session there; ``kwargs`` go to :meth:`AgentSession.open`."""
+    user config) and open a session there; ``environ_extra`` joins the key in the session's
+    environment (e.g. ``REASONIX_CONFIG_DIR`` for the user's commands); ``kwargs`` go to
+    :meth:`AgentSession.open`."""
     (root / "reasonix.toml").write_text(project_toml(*servers))
-    config = load_config(root, overrides=overrides, environ=ENV, user_config=root / "no-user.toml")
-    return await AgentSession.open(config, root, store=store, environ=ENV, **kwargs)
+    environ = {**ENV, **(environ_extra or {})}
+    config = load_config(
+        root, overrides=overrides, environ=environ, user_config=root / "no-user.toml"
+    )
+    return await AgentSession.open(config, root, store=store, environ=environ, **kwargs)
