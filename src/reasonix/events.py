@@ -88,8 +88,15 @@ class ReasoningDeltaEvent(Event):
 
 @dataclass(frozen=True, slots=True)
 class ToolCallEvent(Event):
+    """A call the model made, before it runs. ``tool_kind`` and ``subject`` are what the tool
+    declares it is and acts on (:attr:`~reasonix.tools.registry.Tool.kind`,
+    :meth:`~reasonix.tools.registry.Tool.subject_text`), so no frontend keeps a table of tool
+    names to show it."""
+
     kind: ClassVar[str] = "tool_call"
     call: ToolCall
+    tool_kind: str = "other"
+    subject: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -239,35 +239,31 @@ class UpdateMapper:
             return None
 
     def _title(self, role: str, name: str, args: Mapping[str, Any]) -> str:
-        if name == "bash":
-            detail = str(args.get("command", ""))
-        elif "path" in args:
-            detail = str(args["path"])
-        elif "pattern" in args:
-            detail = str(args["pattern"])
-        elif "url" in args:
-            detail = str(args["url"])
-        else:
-            detail = ""
+        tool = self.tools(name)
+        detail = tool.subject_text(args) if tool is not None else ""
         detail = detail if len(detail) <= 120 else detail[:117] + "..."
         title = f"{name} {detail}".strip()
         return title if role == "executor" else f"{role}: {title}"
 
     def _diff(self, name: str, args: Mapping[str, Any]) -> list[Any]:
-        """The edit a call is about to make, as ACP diff content (empty when it cannot be
-        worked out; the tool's own result still says what happened)."""
+        """The edit a call of an ``edit`` tool is about to make, as ACP diff content, read from
+        its arguments' shape (a whole ``content``, one ``old_string``/``new_string``, or a list
+        of ``edits``); empty when it cannot be worked out (the tool's own result still says
+        what happened)."""
+        if tool_kind(self.tools(name)) != "edit":
+            return []
         path = self._path(args.get("path"))
         if path is None:
             return []
         old = self._read(path)
         new: str | None
-        if name == "write_file":
-            new = args.get("content") if isinstance(args.get("content"), str) else None
-        elif name == "edit_file":
+        edits = args.get("edits")
+        if isinstance(edits, list):
+            new = _apply(old, edits)
+        elif "old_string" in args:
             new = _apply(old, [args])
-        elif name == "multi_edit":
-            edits = args.get("edits")
-            new = _apply(old, edits) if isinstance(edits, list) else None
+        elif isinstance(args.get("content"), str):
+            new = args["content"]
         else:
             return []
         if new is None:
@@ -281,7 +277,7 @@ class UpdateMapper:
         title = self._title(role, name, args)
         path = self._path(args.get("path"))
         locations = [schema.ToolCallLocation(path=path)] if path else None
-        content = self._diff(name, args) if kind == "edit" else None
+        content = self._diff(name, args)
         self._open[call_id] = _OpenCall(call_id, name, args, title, kind, role, content or [])
         self._by_args[_canonical(name, args)] = call_id
         return schema.ToolCallStart(

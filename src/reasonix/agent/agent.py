@@ -784,7 +784,8 @@ class Agent:
         ``refused`` calls (over the response's limits) get their error without running.
         Returns the results and, of them, those the permission policy refused."""
         for call in calls:
-            self.sink.emit(ToolCallEvent(self.role, call))
+            kind, subject = self.tools.call_identity(call.name, call.arguments)
+            self.sink.emit(ToolCallEvent(self.role, call, kind, subject))
         results = {cid: ToolResult.error(text) for cid, text in (refused or {}).items()}
         pending = [c for c in calls if c.id not in results]
         try:

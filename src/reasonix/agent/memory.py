@@ -230,4 +230,6 @@ def remember_tool() -> Tool:
             return ToolResult.error(f"Could not remember the note: {exc}")
         return ToolResult(f"Remembered in {path.name}.")
 
-    return Tool.from_function(remember_note, name="remember", category="memory", kind="think")
+    return Tool.from_function(
+        remember_note, name="remember", category="memory", kind="think", subjects=("note",)
+    )

@@ -170,6 +170,8 @@ class ApprovalRequested(Event):
     arguments: dict[str, Any] = field(default_factory=dict)
     #: what the call will do: an edit's diff, a new file's head and size ("" when none)
     preview: str = ""
+    #: what the tool declares it is (:attr:`~reasonix.tools.registry.Tool.kind`)
+    tool_kind: str = "other"
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,6 +225,7 @@ class PendingApprovals:
             rules,
             dict(request.arguments),
             request.preview,
+            request.tool_kind,
         )
         choice, reason = await self._ask(qid, event)
         if choice == "allow_once" or (choice == "allow_session" and not rules):

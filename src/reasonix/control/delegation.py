@@ -283,13 +283,19 @@ class Delegator:
             read_only=True,
             category="task",
             timeout=None,
+            kind="think",
+            aliases=("Task",),
+            subjects=("description",),
         )
 
     def tools(self) -> list[Tool]:
         """``task``, plus ``task_apply`` when writer children are enabled."""
         tools = [self.tool()]
         if self.writers is not None:
-            apply = Tool.from_function(self.task_apply, name="task_apply", category="edit")
+            # Judged by its whole arguments (protected_apply reads the task id from them).
+            apply = Tool.from_function(
+                self.task_apply, name="task_apply", category="edit", kind="edit", writes=True
+            )
             tools.append(dataclasses.replace(apply, preview=self._apply_preview))
         return tools
 

@@ -146,4 +146,6 @@ def _refusal(tracker: GoalTracker, evidence: str, ctx: ToolContext) -> str:
 
 def update_goal_tool() -> Tool:
     """The ``update_goal`` tool (host state only, so read-only for permissions)."""
-    return Tool.from_function(update_goal, read_only=True, category="goal")
+    return Tool.from_function(
+        update_goal, read_only=True, category="goal", kind="think", subjects=("status",)
+    )

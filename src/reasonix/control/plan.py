@@ -123,4 +123,6 @@ async def submit_plan(
 
 def submit_plan_tool() -> Tool:
     # Read-only in the sense that matters to permissions: it touches no file, only host state.
-    return Tool.from_function(submit_plan, read_only=True, category="plan", kind="think")
+    return Tool.from_function(
+        submit_plan, read_only=True, category="plan", kind="think", subjects=("objective",)
+    )

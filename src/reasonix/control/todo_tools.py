@@ -124,5 +124,7 @@ def executor_plan_tools() -> list[Tool]:
     # Marked read-only for permissions: they change host state, never the workspace.
     return [
         Tool.from_function(todo_write, read_only=True, category="todo", kind="think"),
-        Tool.from_function(complete_step, read_only=True, category="todo", kind="think"),
+        Tool.from_function(
+            complete_step, read_only=True, category="todo", kind="think", subjects=("step",)
+        ),
     ]

@@ -162,6 +162,7 @@ class SkillTool:
             category="skill",
             kind="read",
             aliases=("Skill",),
+            subjects=("name",),
         )
 
 

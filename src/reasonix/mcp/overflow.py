@@ -77,6 +77,7 @@ class McpRoute:
             func=self.list_tools,
             read_only=True,
             category="mcp",
+            kind="search",
         )
         params = {
             "type": "object",

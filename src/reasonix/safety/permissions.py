@@ -287,6 +287,8 @@ class ApprovalRequest:
     irreversible: str = ""
     #: what the call will do, from the tool's preview (an edit's diff, a new file's head)
     preview: str = ""
+    #: what the tool declares it is (:attr:`Tool.kind`), for a frontend to show it by
+    tool_kind: str = "other"
 
 
 @dataclass(frozen=True, slots=True)
@@ -464,6 +466,7 @@ class PermissionEngine:
                 session_rules=() if irreversible else verdict.session_rules,
                 mode=self._mode,
                 irreversible=verdict.irreversible or "",
+                tool_kind=tool.kind,
             )
             answer = await self.approver.approve(request)
         if answer.kind == "deny":

@@ -251,4 +251,6 @@ def ask_tool() -> Tool:
         read_only=True,
         category="ask",
         context_param=tool.context_param,
+        kind="think",
+        aliases=("AskUserQuestion",),
     )

@@ -191,7 +191,9 @@ class Tool:
     #: Claude Code's names for it (hooks' ``tool_name`` is the first; agent profiles may grant
     #: it by any of them)
     aliases: tuple[str, ...] = ()
-    #: the arguments that name what a call acts on (a path, a command, a URL)
+    #: the arguments that name what a call acts on, most telling first: permission rules
+    #: match the first one a call gives (``command``: a shell line, ``path``: a file or folder,
+    #: any other, such as ``url``, as written) and every frontend shows it as the call's subject
     subjects: tuple[str, ...] = ()
     #: it changes files in the workspace
     writes: bool = False
@@ -205,6 +207,15 @@ class Tool:
             raise ToolDefinitionError(
                 f"Tool name {self.name!r} is not allowed: use 1-64 characters from [a-zA-Z0-9_-]."
             )
+
+    def subject_text(self, arguments: Mapping[str, Any]) -> str:
+        """What a call acts on, for a person: the first declared subject argument the call
+        gives (a path, a command, a URL); empty when it gives none."""
+        for name in self.subjects:
+            value = arguments.get(name)
+            if isinstance(value, str | int) and not isinstance(value, bool) and str(value):
+                return str(value)
+        return ""
 
     def schema(self) -> dict[str, Any]:
         """The wire form sent to the model."""
@@ -267,6 +278,10 @@ def tool(
     destructive: bool = False,
     timeout: float | None = None,
     category: str = "",
+    kind: ToolKind = "other",
+    aliases: tuple[str, ...] = (),
+    subjects: tuple[str, ...] = (),
+    writes: bool = False,
 ) -> Callable[[ToolFunc], Tool]: ...
 
 
@@ -279,6 +294,10 @@ def tool(
     destructive: bool = False,
     timeout: float | None = None,
     category: str = "",
+    kind: ToolKind = "other",
+    aliases: tuple[str, ...] = (),
+    subjects: tuple[str, ...] = (),
+    writes: bool = False,
 ) -> Tool | Callable[[ToolFunc], Tool]:
     """Decorator form of :meth:`Tool.from_function`: bare ``@tool`` or ``@tool(read_only=True)``
     (the overloads let a strict type checker see a :class:`Tool` either way)."""
@@ -292,6 +311,10 @@ def tool(
             destructive=destructive,
             timeout=timeout,
             category=category,
+            kind=kind,
+            aliases=aliases,
+            subjects=subjects,
+            writes=writes,
         )
 
     return wrap(func) if func is not None else wrap
@@ -678,6 +701,23 @@ class ToolRegistry:
             if isinstance(target, str) and target in self.deferred:
                 return self._tools.get(target)
         return self._tools.get(name)
+
+    def call_identity(self, name: str, arguments: str) -> tuple[ToolKind, str]:
+        """A call's kind and subject as frontends show them (:attr:`Tool.kind`,
+        :meth:`Tool.subject_text`), of the tool it really runs (through ``more_tools`` too);
+        ``("other", "")`` for an unknown tool or arguments that are not a JSON object."""
+        tool = self.acting_tool(name, arguments)
+        if tool is None:
+            return "other", ""
+        try:
+            args = json.loads(arguments or "{}")
+        except ValueError:
+            return tool.kind, ""
+        if not isinstance(args, dict):
+            return tool.kind, ""
+        if tool.name != name and isinstance(args.get("arguments"), dict):
+            args = args["arguments"]
+        return tool.kind, tool.subject_text(args)
 
     @property
     def names(self) -> list[str]:

@@ -548,4 +548,8 @@ def job_tools(table: JobTable) -> list[Tool]:
         return await tools.bash_output(id, filter=filter, wait=wait)
 
     # read_only here means "asks no approval": stopping our own job undoes our own start.
-    return [builtin_tool(job, name="job", read_only=True, category="jobs")]
+    return [
+        builtin_tool(
+            job, name="job", read_only=True, category="jobs", kind="execute", subjects=("id",)
+        )
+    ]

@@ -269,9 +269,21 @@ class SearchTools:
     def tools(self) -> list[Tool]:
         """The three search tools as registry tools."""
         return [
-            builtin_tool(tool_errors(self.ls), name="ls", **_READER, kind="read", aliases=("LS",)),
             builtin_tool(
-                tool_errors(self.glob), name="glob", **_READER, kind="search", aliases=("Glob",)
+                tool_errors(self.ls),
+                name="ls",
+                **_READER,
+                kind="read",
+                aliases=("LS",),
+                subjects=("path",),
+            ),
+            builtin_tool(
+                tool_errors(self.glob),
+                name="glob",
+                **_READER,
+                kind="search",
+                aliases=("Glob",),
+                subjects=("path", "pattern"),
             ),
             builtin_tool(
                 async_tool_errors(self.grep),
@@ -279,11 +291,12 @@ class SearchTools:
                 **_READER,
                 kind="search",
                 aliases=("Grep",),
+                subjects=("path", "pattern"),
             ),
         ]
 
 
-_READER: dict[str, Any] = {"read_only": True, "category": "read", "subjects": ("path",)}
+_READER: dict[str, Any] = {"read_only": True, "category": "read"}
 
 
 def _size(n: int) -> str:

@@ -705,34 +705,29 @@
     return hunk && change ? diffView(lines) : null;
   }
 
-  function proposedDiff(name, args) {
+  // An edit tool's change read from its arguments' shape (a list of edits, one replacement, or
+  // a whole new content). Which tools edit is the tool's own declaration (`tool_kind`, sent by
+  // the server with the event), never a list of names here.
+  function proposedDiff(kind, args) {
+    if (kind !== 'edit') return null;
     const lines = [];
     const side = (prefix, text) => {
       for (const line of String(text || '').split('\n')) lines.push(prefix + line);
     };
-    if (name === 'edit_file') {
+    if (Array.isArray(args.edits)) {
+      for (const edit of args.edits) {
+        side('-', (edit || {}).old_string);
+        side('+', (edit || {}).new_string);
+      }
+    } else if (typeof args.old_string === 'string') {
       side('-', args.old_string);
       side('+', args.new_string);
-    } else if (name === 'multi_edit' && Array.isArray(args.edits)) {
-      for (const edit of args.edits) {
-        side('-', edit.old_string);
-        side('+', edit.new_string);
-      }
-    } else if (name === 'write_file') {
+    } else if (typeof args.content === 'string') {
       side('+', args.content);
     } else {
       return null;
     }
     return diffView(lines);
-  }
-
-  function callSummary(name, args) {
-    if (typeof args.path === 'string') return args.path;
-    if (typeof args.command === 'string') return args.command;
-    if (typeof args.pattern === 'string') return args.pattern;
-    if (typeof args.objective === 'string') return args.objective;
-    if (typeof args.step === 'string') return 'step ' + args.step;
-    return '';
   }
 
   function questionsView(v, questions, callId) {
@@ -790,11 +785,14 @@
     if (box) box.hidden = true;
   }
 
-  function toolCall(v, role, call) {
+  // `event` is the tool_call event: the call, and what its tool declares it is (`tool_kind`)
+  // and acts on (`subject`: the path, command, URL... the card shows).
+  function toolCall(v, role, event) {
+    const call = event.call;
     const args = parseArgs(call.arguments);
     const status = el('span', { class: 'call-status', text: 'running' });
     const body = el('div', { class: 'call-body' });
-    const preview = proposedDiff(call.name, args);
+    const preview = proposedDiff(event.tool_kind, args);
     if (call.name === 'ask' && Array.isArray(args.questions)) body.append(questionsView(v, args.questions, call.id));
     else if (preview) body.append(preview);
     else if (call.arguments && call.arguments !== '{}') {
@@ -808,7 +806,7 @@
         { class: 'call-head' },
         roleTag(role),
         el('code', { class: 'tool', text: call.name }),
-        el('span', { class: 'subject', text: callSummary(call.name, args) }),
+        el('span', { class: 'subject', text: String(event.subject || '') }),
         status,
       ),
       body,
@@ -863,12 +861,12 @@
     if (isPlan) detail = el('pre', { class: 'plan-md', text: event.markdown });
     else detail = previewDiff(event.preview) ||
       // The arguments' old and new text, when the core sent no diff of the file.
-      proposedDiff(event.tool, event.arguments || {}) ||
+      proposedDiff(event.tool_kind, event.arguments || {}) ||
       // What the call will do, when no file diff shows it (task_apply: the files and the diff).
       (event.preview ? el('pre', { class: 'preview', text: event.preview }) : null) ||
       // A command as the line that will run, not as JSON.
-      (event.tool === 'bash' && typeof (event.arguments || {}).command === 'string'
-        ? el('pre', { class: 'command-line', text: '$ ' + event.arguments.command })
+      (event.tool_kind === 'execute' && event.subject
+        ? el('pre', { class: 'command-line', text: '$ ' + event.subject })
         : null) ||
       el('pre', { text: JSON.stringify(event.arguments || {}, null, 2) });
     const item = el(
@@ -1101,7 +1099,7 @@
         break;
       case 'tool_call':
         v.blocks[role] = null;
-        toolCall(v, role, e.call);
+        toolCall(v, role, e);
         break;
       case 'tool_result':
         toolResult(v, e);
