@@ -83,7 +83,7 @@ def test_piped_image_bytes_reach_the_executor(tmp_path: Path) -> None:
     ("content", "said"),
     [
         (b"BM" + b"\0" * 100, "not a JPEG, PNG, GIF or WebP"),
-        (b"GIF89a\x10\x00\x10\x00" + b"\0" * (32 * 1024 * 1024), "at most 33,554,432"),
+        (b"GIF89a\x10\x00\x10\x00" + b"\0" * (64 * 1024 * 1024), "at most 67,108,864"),
     ],
 )
 def test_no_image_or_an_oversize_one_is_refused_before_any_request(
@@ -161,10 +161,25 @@ def test_read_file_of_a_png_returns_an_image_part(tmp_path: Path) -> None:
     assert tool["content"][1] == {"type": "image_url", "image_url": {"url": data_url(shot)}}
 
 
-def test_a_five_turn_session_with_two_images_is_pure_append(tmp_path: Path) -> None:
+@pytest.mark.parametrize("files_api", [False, True], ids=["inline", "files-api"])
+def test_a_five_turn_session_with_two_images_is_pure_append(
+    tmp_path: Path, files_api: bool
+) -> None:
+    """Five turns, two images (one given with --image, one read by read_file), a planned
+    turn: every request of each role is a byte-exact prefix extension and gets 100% of the
+    pure-append ideal. ``files-api``: both images are over the 32 MiB inline limit, so both go
+    through the Files API, once each, and are sent as their file ids."""
+    from reasonix import images
+    from tests.support.images import large_gif
     from tests.support.wire import pure_append_hits, wire_prefix_violations
 
-    first, second = png(300, 200, seed=11), png(500, 400, seed=12)
+    if files_api:
+        first = large_gif(images.MAX_IMAGE_BYTES + 1, seed=1)
+        second = large_gif(images.MAX_IMAGE_BYTES + 2, seed=2)
+        extra = "[limits]\nmax_image_bytes = 67108864\n"
+    else:
+        first, second = png(300, 200, seed=11), png(500, 400, seed=12)
+        extra = ""
     plan = {"objective": "Tidy", "steps": [{"title": "Say it is tidy"}]}
     with (
         FakeDeepSeekServer(cache_formula="measured", handler=lambda r: Reply.text("Done.")) as ex,
@@ -174,7 +189,8 @@ def test_a_five_turn_session_with_two_images_is_pure_append(tmp_path: Path) -> N
         repo.mkdir()
         cfg = tmp_path / "cfg"
         cfg.mkdir()
-        (cfg / "config.toml").write_text(fake_project_toml(ex.base_url, pl.base_url, max_steps=8))
+        toml = fake_project_toml(ex.base_url, pl.base_url, max_steps=8, extra=extra)
+        (cfg / "config.toml").write_text(toml)
         env = cli_env(tmp_path / "data", cfg)
         (repo / "a.png").write_bytes(first)
         (repo / "b.png").write_bytes(second)
@@ -195,10 +211,18 @@ def test_a_five_turn_session_with_two_images_is_pure_append(tmp_path: Path) -> N
             assert all(r.status == 200 for r in requests), [r.error for r in requests]
             assert wire_prefix_violations(requests) == []
             actual, ideal = pure_append_hits(requests)
-            assert actual == ideal
+            assert actual == ideal and (ideal > 0 or server is pl), (actual, ideal, len(requests))
         last = json.dumps(ex.requests[-1].messages)
-        assert data_url(first) in last and data_url(second) in last
+        if files_api:
+            uploads = ex.files.uploads
+            assert [u.status for u in uploads] == [200, 200]
+            assert all(f'"file_id": "{u.file_id}"' in last for u in uploads)
+            assert image_urls(ex.requests[-1]) == [] and pl.files.uploads == []
+        else:
+            assert data_url(first) in last and data_url(second) in last
+            assert ex.files.uploads == []
         assert all(image_urls(r) == [] for r in pl.requests)
+        assert all('"type": "file"' not in json.dumps(r.messages) for r in pl.requests)
 
 
 def test_image_tokens_appear_in_the_json_usage_and_in_cost(tmp_path: Path) -> None:

@@ -6,6 +6,9 @@ One source of truth for the client (refusing an image before any request) and th
 - formats JPEG, PNG, GIF, WebP, detected from the bytes, never from a name or declared type;
 - one inline image ≤ 32 MiB, request body ≤ 48 MiB, ≤ 600 images per request, total inline image
   bytes ≤ 64 MiB, ≤ 8192 px per side (≤ 4096 once a request holds 15 or more images);
+- an image over the inline limit goes through the Files API (``POST /files``, ``purpose`` =
+  ``user_data``) and is sent as a ``{"type": "file", "file_id": …}`` part: ≤ 64 MiB an image,
+  ≤ 200 MiB of images in a request with such parts ("Files API");
 - ``detail``: ``low`` (downscaled to 512×512), ``high`` (alias of ``original``), ``original``,
   ``auto`` (today the same as ``original``).
 
@@ -35,11 +38,13 @@ __all__ = [
     "DETAILS",
     "MANY_IMAGES",
     "MAX_BODY_BYTES",
+    "MAX_FILE_IMAGE_BYTES",
     "MAX_IMAGES",
     "MAX_IMAGE_BYTES",
     "MAX_SIDE",
     "MAX_SIDE_MANY",
     "MAX_TOTAL_IMAGE_BYTES",
+    "MAX_TOTAL_WITH_FILES",
     "ImageError",
     "ImageInfo",
     "check_request_images",
@@ -49,6 +54,7 @@ __all__ = [
     "load_image",
     "looks_like_image",
     "sniff",
+    "upload_name",
 ]
 
 ImageFormat = Literal["jpeg", "png", "gif", "webp"]
@@ -62,6 +68,9 @@ DETAILS = ("low", "high", "original", "auto")
 MAX_BODY_BYTES = 48 * 1024 * 1024
 MAX_IMAGE_BYTES = 32 * 1024 * 1024
 MAX_TOTAL_IMAGE_BYTES = 64 * 1024 * 1024
+#: one image uploaded through the Files API, and all images of a request that has such parts
+MAX_FILE_IMAGE_BYTES = 64 * 1024 * 1024
+MAX_TOTAL_WITH_FILES = 200 * 1024 * 1024
 MAX_IMAGES = 600
 MAX_SIDE = 8192
 MAX_SIDE_MANY = 4096
@@ -158,19 +167,21 @@ def _webp_size(data: bytes) -> tuple[int, int]:
     raise ImageError("the WebP has no VP8/VP8L/VP8X header (a truncated or damaged file)")
 
 
-def sniff(data: bytes, *, what: str = "the image") -> ImageInfo:
+def sniff(data: bytes, *, what: str = "the image", limit: int = MAX_IMAGE_BYTES) -> ImageInfo:
     """Format and size from the bytes; :class:`ImageError` for anything DeepSeek refuses on
-    its own (not an image of the four formats, damaged, over 32 MiB or 8192 px a side)."""
+    its own (not an image of the four formats, damaged, over ``limit`` bytes — 32 MiB inline,
+    :data:`MAX_FILE_IMAGE_BYTES` through the Files API — or 8192 px a side)."""
     kind = _kind(data)
     if kind is None:
         raise ImageError(
             f"{what} is not a JPEG, PNG, GIF or WebP image (told from its bytes); "
             "convert it to PNG or JPEG"
         )
-    if len(data) > MAX_IMAGE_BYTES:
+    if len(data) > limit:
+        how = "through its Files API" if limit > MAX_IMAGE_BYTES else "inline"
         raise ImageError(
-            f"{what} is {len(data):,} bytes; DeepSeek takes at most {MAX_IMAGE_BYTES:,} "
-            "(32 MiB) for one image: scale it down"
+            f"{what} is {len(data):,} bytes; DeepSeek takes at most {limit:,} "
+            f"({limit >> 20} MiB) for one image {how}: scale it down"
         )
     size = {"png": _png_size, "gif": _gif_size, "jpeg": _jpeg_size, "webp": _webp_size}[kind]
     width, height = size(data)
@@ -215,23 +226,37 @@ def decode_data_url(url: str) -> bytes | None:
 def load_image(
     data: bytes, *, name: str = "", detail: str | None = None, what: str | None = None
 ) -> ImagePart:
-    """An image part for a message, or :class:`ImageError` saying what to change."""
+    """An image part for a message, or :class:`ImageError` saying what to change. An image
+    over the 32 MiB inline limit (up to the Files API's 64 MiB) comes back *pending*: the
+    agent uploads it once before it is sent (:meth:`ImagePart.pending`)."""
     from reasonix.messages import ImagePart
 
     label = what or (f"{name!r}" if name else "the image")
     if detail is not None and detail not in DETAILS:
         raise ImageError(f"image detail {detail!r} is not one of {', '.join(DETAILS)}")
-    info = sniff(data, what=label)
+    info = sniff(data, what=label, limit=MAX_FILE_IMAGE_BYTES)
+    inline = info.size <= MAX_IMAGE_BYTES
     return ImagePart(
-        url=data_url(data, info),
+        url=data_url(data, info) if inline else "",
         mime=info.mime,
         width=info.width,
         height=info.height,
         size=info.size,
         sha256=info.sha256,
-        detail=detail,
+        detail=detail if inline else None,
         name=name,
+        data=None if inline else data,
     )
+
+
+def upload_name(image: ImagePart) -> str:
+    """The file name an upload carries: the image's own (at most 512 characters, as the
+    Files API takes) or one made from its digest, with the extension of its format."""
+    ext = {"image/jpeg": ".jpg", "image/png": ".png", "image/gif": ".gif", "image/webp": ".webp"}
+    name = image.name.replace("/", "_").replace("\\", "_").strip() or image.sha256[:16]
+    if not name.lower().endswith((*ext.values(), ".jpeg")):
+        name += ext.get(image.mime, "")
+    return name[-512:]
 
 
 def check_request_images(
@@ -239,7 +264,8 @@ def check_request_images(
 ) -> None:
     """Refuse, before it is sent, a request DeepSeek would refuse for its images: any image to
     a model that does not read them (naming a configured model that does), more than 600, over
-    4096 px a side from 15 on, over 64 MiB of images, or a body over 48 MiB."""
+    4096 px a side from 15 on, over 64 MiB of inline images (200 MiB with Files API ones), a
+    body over 48 MiB, or an image still waiting for its upload."""
     from reasonix.messages import message_images
 
     found = message_images(messages)
@@ -252,6 +278,13 @@ def check_request_images(
             f"{len(found)} image(s) of this turn were not sent. Models that read images: "
             f'{others}; make one the executor (e.g. [executor] model = "deepseek-flash") '
             "or send the turn without images."
+        )
+    waiting = [i for i in found if i.pending]
+    if waiting:
+        raise ImageError(
+            f"{waiting[0].name or 'an image'} ({waiting[0].size:,} bytes) is over the 32 MiB "
+            "DeepSeek takes inline and was not uploaded through the Files API: this provider "
+            "has no Files API, so scale the image down to 32 MiB or less"
         )
     if len(found) > MAX_IMAGES:
         raise ImageError(
@@ -266,13 +299,21 @@ def check_request_images(
                 f"px a side, and {wide[0].name or 'an image'} is {wide[0].width}x"
                 f"{wide[0].height}: scale it down or send fewer images"
             )
-    total = sum(i.size for i in found)
+    inline = [i for i in found if i.file_id is None]
+    total = sum(i.size for i in inline)
     if total > MAX_TOTAL_IMAGE_BYTES:
         raise ImageError(
-            f"the images of this request total {total:,} bytes; DeepSeek takes at most "
+            f"the inline images of this request total {total:,} bytes; DeepSeek takes at most "
             f"{MAX_TOTAL_IMAGE_BYTES:,} (64 MiB) inline: send fewer or smaller images"
         )
-    body = sum(len(i.url) for i in found)
+    everything = sum(i.size for i in found)
+    if len(inline) < len(found) and everything > MAX_TOTAL_WITH_FILES:
+        raise ImageError(
+            f"the images of this request total {everything:,} bytes; DeepSeek takes at most "
+            f"{MAX_TOTAL_WITH_FILES:,} (200 MiB) with Files API images: start a new session "
+            "or /compact"
+        )
+    body = sum(len(i.url) for i in inline)
     if body > MAX_BODY_BYTES:
         raise ImageError(
             f"the encoded images of this request take {body:,} bytes, over DeepSeek's "

@@ -36,13 +36,17 @@ class ToolCall:
 
 @dataclass(frozen=True, slots=True)
 class ImagePart:
-    """One image a user turn or a tool result carries, inline as a base64 ``data:`` URL.
+    """One image a user turn or a tool result carries: inline as a base64 ``data:`` URL, or,
+    over DeepSeek's 32 MiB inline limit, as the ``file_id`` of its Files API upload.
 
-    Built by :func:`reasonix.images.load_image` (format and size told from the bytes). The wire
-    part is a pure function of the URL and ``detail``, so the same image is sent as the same
-    bytes on every later request. ``description`` is local: a short text written once by an
-    image model, sent in the image's place to a text-only model (the planner), never to a model
-    that sees the image itself.
+    Built by :func:`reasonix.images.load_image` (format and size told from the bytes). An image
+    too large to go inline starts *pending*: ``url`` empty, its bytes in ``data`` (never
+    stored), until the agent uploads it once per session and the part carries the ``file_id``
+    instead (:meth:`uploaded`); only then does it enter a session. The wire part is a pure
+    function of the URL and ``detail`` (or of the ``file_id``), so the same image is sent as
+    the same bytes on every later request. ``description`` is local: a short text written once
+    by an image model, sent in the image's place to a text-only model (the planner), never to a
+    model that sees the image itself.
     """
 
     url: str
@@ -54,8 +58,37 @@ class ImagePart:
     detail: str | None = None
     name: str = ""
     description: str | None = None
+    file_id: str | None = None
+    data: bytes | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def pending(self) -> bool:
+        """Too large to go inline and not uploaded yet: it cannot be sent as it is."""
+        return self.file_id is None and not self.url
+
+    def uploaded(self, file_id: str) -> ImagePart:
+        """This image as its Files API upload (the bytes are the server's from now on)."""
+        return ImagePart(
+            "",
+            self.mime,
+            self.width,
+            self.height,
+            self.size,
+            self.sha256,
+            None,  # a ``file`` part has no detail
+            self.name,
+            self.description,
+            file_id,
+        )
 
     def to_wire(self) -> dict[str, Any]:
+        if self.file_id is not None:
+            return {"type": "file", "file_id": self.file_id}
+        if not self.url:
+            raise ValueError(
+                f"the image {self.name or self.sha256[:12]} waits for its Files API upload "
+                "and cannot be sent yet"
+            )
         image: dict[str, Any] = {"url": self.url}
         if self.detail is not None:
             image["detail"] = self.detail
@@ -70,7 +103,7 @@ class ImagePart:
         return f"{label}; not described]"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        stored: dict[str, Any] = {
             "url": self.url,
             "mime": self.mime,
             "width": self.width,
@@ -81,10 +114,14 @@ class ImagePart:
             "name": self.name,
             "description": self.description,
         }
+        if self.file_id is not None:
+            stored["file_id"] = self.file_id
+        return stored
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ImagePart:
         detail, description = data.get("detail"), data.get("description")
+        file_id = data.get("file_id")
         return cls(
             url=str(data["url"]),
             mime=str(data["mime"]),
@@ -95,6 +132,7 @@ class ImagePart:
             detail=None if detail is None else str(detail),
             name=str(data.get("name") or ""),
             description=None if description is None else str(description),
+            file_id=None if file_id is None else str(file_id),
         )
 
 

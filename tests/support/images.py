@@ -41,3 +41,11 @@ def webp(width: int, height: int) -> bytes:
     payload += (height - 1).to_bytes(3, "little")
     chunk = b"VP8X" + struct.pack("<I", len(payload)) + payload
     return b"RIFF" + struct.pack("<I", 4 + len(chunk)) + b"WEBP" + chunk
+
+
+def large_gif(size: int, *, seed: int = 0) -> bytes:
+    """A GIF of exactly ``size`` bytes (a real header, then filler): big enough to cross the
+    inline or the Files API limit without building that many pixels. ``seed`` changes the
+    bytes."""
+    head = gif(64 + seed, 64)
+    return head + bytes([seed % 256]) * (size - len(head))

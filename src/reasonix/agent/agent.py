@@ -243,6 +243,8 @@ class Agent:
         self.compaction_account = CompactionAccount(hit=prices.hit, miss=prices.miss)
         self._recent_calls: list[str] = []
         self._tail_notes: list[str] = []
+        #: sha256 → Files API id of the images this agent uploaded (see :meth:`upload_images`)
+        self._uploaded: dict[str, str] = {}
         #: what the calls left open in the last step wait for (see ``needs_input``)
         self._waiting: list[str] = []
         # What the current request has streamed so far (kept if the user interrupts it).
@@ -394,6 +396,14 @@ class Agent:
             self._recent_calls.clear()
         self._ensure_system_prompt()
         self.sink.emit(TurnStarted(self.role, self.turn, text or ""))
+        if images:
+            try:
+                images = await self.upload_images(images)
+            except ProviderError as exc:
+                failed = f"The image upload failed, so nothing else was sent: {exc}"
+                self.sink.emit(ErrorEvent(self.role, type(exc).__name__, failed))
+                self.sink.emit(TurnEnded(self.role, self.turn, "error", failed))
+                return AgentResult(failed, "error", 0, Usage(), 0.0, str(exc))
         if text is not None:
             if self._tail_notes:
                 text = text + "\n\n" + "\n".join(self._tail_notes)
@@ -546,15 +556,58 @@ class Agent:
             extra_body=o.extra_body,
         )
 
+    async def upload_images(self, images: tuple[ImagePart, ...]) -> tuple[ImagePart, ...]:
+        """The images, each one too large to go inline (:attr:`ImagePart.pending`) uploaded to
+        the provider's Files API once per session: bytes this session already uploaded reuse
+        their file id (found in the session's own messages too, so a resumed session reuses
+        it), so the same image is always the same part. Nothing is uploaded for a model that
+        does not read images or a provider without a Files API: the request check then
+        refuses the image, saying why, before anything is sent."""
+        if not any(image.pending for image in images):
+            return images
+        from reasonix.providers.base import FileUploader
+
+        provider = self.provider
+        if not provider.info.accepts_images or not isinstance(provider, FileUploader):
+            return images
+        from reasonix.images import upload_name
+        from reasonix.messages import message_images
+
+        found = message_images(self.session.snapshot())
+        known = {i.sha256: i.file_id for i in found if i.file_id is not None}
+        known.update(self._uploaded)
+        ready: list[ImagePart] = []
+        for image in images:
+            if image.pending and image.data is not None:
+                file_id = known.get(image.sha256)
+                if file_id is None:
+                    file_id = await provider.upload_file(image.data, upload_name(image), image.mime)
+                    known[image.sha256] = self._uploaded[image.sha256] = file_id
+                    self.sink.emit(
+                        NoticeEvent(
+                            self.role,
+                            "image_uploaded",
+                            f"{image.name or 'an image'} ({image.size:,} bytes) is over the "
+                            "32 MiB DeepSeek takes inline: uploaded once through its Files "
+                            f"API as {file_id}",
+                        )
+                    )
+                image = image.uploaded(file_id)
+            ready.append(image)
+        return tuple(ready)
+
     async def describe_images(self, images: tuple[ImagePart, ...]) -> tuple[ImagePart, ...]:
         """The images with a short description each, written once by this agent's model (it
         must read images), for a model that cannot see them. One request per image, on the
         agent's own request shape so its cached prefix is reused; its usage is counted on this
-        agent's role (where it was spent). An image already described is kept as it is."""
+        agent's role (where it was spent). An image already described is kept as it is; one
+        too large to go inline is uploaded first (:meth:`upload_images`), and comes back as
+        its upload."""
         from dataclasses import replace
 
         from reasonix.messages import StreamFinished as Finished
 
+        images = await self.upload_images(images)
         described: list[ImagePart] = []
         for image in images:
             if image.description:
@@ -817,6 +870,8 @@ class Agent:
                 content = budget.admit(content, out.is_error)
                 images, content = self._admit_images(out.images, content, shown_images)
                 shown_images += len(images)
+                if any(image.pending for image in images):
+                    images = await self.upload_images(images)
                 if out.charge is not None:
                     self._account_charge(out.charge)
                 msg = ToolMessage(

@@ -229,7 +229,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         action="append",
         default=[],
-        help="attach an image (JPEG, PNG, GIF or WebP, up to 32 MiB) to the task; repeatable; "
+        help="attach an image (JPEG, PNG, GIF or WebP; inline up to 32 MiB, through DeepSeek's "
+        "Files API up to 64 MiB) to the task; repeatable; "
         "'-' reads the image bytes from standard input",
     )
     plan = run.add_mutually_exclusive_group()

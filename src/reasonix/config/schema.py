@@ -280,9 +280,10 @@ class LimitsConfig:
     )
     max_image_bytes: int = setting(
         8_000_000,
-        "size of one image read_file shows the model (DeepSeek takes at most 32 MiB)",
+        "size of one image read_file shows the model (DeepSeek takes at most 32 MiB inline, "
+        "64 MiB through its Files API)",
         minimum=1,
-        maximum=32 * 1024 * 1024,
+        maximum=64 * 1024 * 1024,
         project="lower",
     )
     max_images_per_step: int = setting(

@@ -29,3 +29,15 @@ class Provider(Protocol):
         ...
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]: ...
+
+
+@runtime_checkable
+class FileUploader(Protocol):
+    """A provider that can upload a file to its Files API (DeepSeek's ``POST /files``), for
+    images over the inline limit; providers without one send images inline only."""
+
+    async def upload_file(
+        self, data: bytes, filename: str, mime: str, purpose: str = "user_data"
+    ) -> str:
+        """Upload ``data``; the new file's id."""
+        ...

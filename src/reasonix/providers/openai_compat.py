@@ -204,6 +204,28 @@ class OpenAICompatProvider:
             async for event in events:
                 yield event
 
+    async def upload_file(
+        self, data: bytes, filename: str, mime: str, purpose: str = "user_data"
+    ) -> str:
+        """Upload a file to the Files API (``POST {base}/files``); its ``file_id``."""
+        from reasonix.providers.files import UPLOAD_TIMEOUT, files_url, upload_file
+
+        url = files_url(self._base_url)
+        return await upload_file(
+            self._get_client(),
+            url,
+            self._request_headers(),
+            data=data,
+            filename=filename,
+            mime=mime,
+            purpose=purpose,
+            policy=self._retry,
+            failure=lambda exc, phase: http_failure(
+                exc, phase, url=url, idle_timeout=UPLOAD_TIMEOUT
+            ),
+            status_error=self._status_error,
+        )
+
     async def balance(self) -> Balance | str:
         """The account balance (``GET /user/balance``), or a short reason it is not available."""
         from reasonix.providers.balance import fetch_balance_async

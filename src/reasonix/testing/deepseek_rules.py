@@ -15,8 +15,11 @@ is only as useful as it is strict: a client that passes here should pass there.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from reasonix.images import ImageInfo
 
 __all__ = [
     "AUTH_FAILED",
@@ -144,9 +147,15 @@ def model_entry(name: str) -> dict[str, Any]:
 # Validation
 
 
-def validate_request(body: Any, *, models: frozenset[str] | None) -> None:
+#: The uploaded image a ``file_id`` names (an :class:`~reasonix.images.ImageInfo`), or None.
+FileLookup = Callable[[str], "ImageInfo | None"]
+
+
+def validate_request(
+    body: Any, *, models: frozenset[str] | None, files: FileLookup | None = None
+) -> None:
     """Raise :class:`Rejection` for a request body DeepSeek would refuse; ``models`` limits the
-    accepted model names (None accepts any)."""
+    accepted model names (None accepts any); ``files`` finds uploaded images by id."""
     if not isinstance(body, dict):
         raise bad_request("Failed to deserialize the JSON body: expected a JSON object")
     model = body.get("model")
@@ -229,7 +238,7 @@ def validate_request(body: Any, *, models: frozenset[str] | None) -> None:
         raise bad_request("response_format.type must be 'text' or 'json_object'", "response_format")
 
     validate_messages(body.get("messages"), reasoning_required=thinking_on and bool(tools))
-    validate_images(body.get("messages"), model=model)
+    validate_images(body.get("messages"), model=model, files=files)
 
 
 _IMAGE_PARTS = ("image_url", "file")
@@ -259,8 +268,10 @@ def part_bytes(part: Mapping[str, Any]) -> bytes | None:
     return decode_data_url(data) if isinstance(data, str) else None
 
 
-def validate_images(messages: Any, *, model: str) -> None:
-    """The vision rules (see the module docstring), in the order a client meets them."""
+def validate_images(messages: Any, *, model: str, files: FileLookup | None = None) -> None:
+    """The vision rules (see the module docstring), in the order a client meets them. A
+    ``file`` part names an image uploaded to the Files API (``files`` finds it): up to 64 MiB,
+    outside the 64 MiB inline total, inside the 200 MiB total of a request with such parts."""
     from reasonix import images
 
     parts = image_parts(messages)
@@ -281,7 +292,9 @@ def validate_images(messages: Any, *, model: str) -> None:
         )
     side = images.MAX_SIDE_MANY if len(parts) >= images.MANY_IMAGES else images.MAX_SIDE
     total = 0
+    filed = 0
     for i, _role, part in parts:
+        info: ImageInfo | None = None
         if part.get("type") == "image_url":
             image = part.get("image_url")
             url = image.get("url") if isinstance(image, dict) else None
@@ -302,29 +315,44 @@ def validate_images(messages: Any, *, model: str) -> None:
             raise bad_request(
                 f"messages[{i}]: file_id and file_data are mutually exclusive", "messages"
             )
-        elif "file_id" in part:
-            raise bad_request(f"messages[{i}]: file not found: {part.get('file_id')!r}", "messages")
-        data = part_bytes(part)
-        if data is None:
+        elif "filename" in part and "file_data" not in part:
             raise bad_request(
-                f"messages[{i}]: the image is neither a base64 data URL nor an http(s) URL",
-                "messages",
+                f"messages[{i}]: filename is accepted only with file_data", "messages"
             )
-        try:
-            info = images.sniff(data, what=f"messages[{i}]: the image")
-        except images.ImageError as exc:
-            raise bad_request(str(exc), "messages") from None
+        elif "file_id" in part:
+            file_id = part.get("file_id")
+            info = files(file_id) if files is not None and isinstance(file_id, str) else None
+            if info is None:
+                raise bad_request(f"messages[{i}]: file not found: {file_id!r}", "messages")
+            filed += info.size
+        if info is None:
+            data = part_bytes(part)
+            if data is None:
+                raise bad_request(
+                    f"messages[{i}]: the image is neither a base64 data URL nor an http(s) URL",
+                    "messages",
+                )
+            try:
+                info = images.sniff(data, what=f"messages[{i}]: the image")
+            except images.ImageError as exc:
+                raise bad_request(str(exc), "messages") from None
+            total += info.size
         if max(info.width, info.height) > side:
             raise bad_request(
                 f"messages[{i}]: the image is {info.width}x{info.height} px; with "
                 f"{len(parts)} images a request takes at most {side} px a side",
                 "messages",
             )
-        total += info.size
     if total > images.MAX_TOTAL_IMAGE_BYTES:
         raise bad_request(
             f"The images of the request total {total:,} bytes, at most "
             f"{images.MAX_TOTAL_IMAGE_BYTES:,} (64 MiB) without file ids",
+            "messages",
+        )
+    if filed and total + filed > images.MAX_TOTAL_WITH_FILES:
+        raise bad_request(
+            f"The images of the request total {total + filed:,} bytes, at most "
+            f"{images.MAX_TOTAL_WITH_FILES:,} (200 MiB) with file ids",
             "messages",
         )
 

@@ -22,6 +22,9 @@ What it models:
 - images (:func:`~reasonix.testing.deepseek_rules.validate_images`): parts only in user and
   tool messages and only for image models (``/models`` says which), the documented limits, and
   image tokens by the rule of :func:`reasonix.images.image_tokens`;
+- the Files API (:mod:`reasonix.testing.fake_files`, :attr:`FakeDeepSeekServer.files`): image
+  uploads with the documented form and limits, the file object, listing, deletion, expiry, and
+  ``file`` parts in chat requests only for a known id;
 - ``POST /v1/tools/search`` with deterministic results (:func:`default_search_results`), the
   query and count limits, injected error statuses (:attr:`FakeDeepSeekServer.search_faults`)
   and a record of which searches are billed (:class:`RecordedSearch`);
@@ -70,6 +73,7 @@ from reasonix.testing.deepseek_rules import (
     thinking_enabled,
     validate_request,
 )
+from reasonix.testing.fake_files import FILE_PATHS, FakeFiles, is_files_path
 from reasonix.testing.prefix_cache import PrefixCache
 from reasonix.testing.script import Fault, Reply
 from reasonix.testing.tokens import (
@@ -314,15 +318,33 @@ class _Handler(BaseHTTPRequestHandler):
         return self.server.fake.keep_alive
 
     def do_GET(self) -> None:
+        path, _, query = self.path.partition("?")
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        fake = self.server.fake
+        if is_files_path(path):
+            self._send_json(*fake._files_call(headers, lambda: fake.files.answer_get(path, query)))
+            return
+        status, payload = fake._get(path, headers)
+        self._send_json(status, payload)
+
+    def do_DELETE(self) -> None:
         path = self.path.split("?", 1)[0]
         headers = {k.lower(): v for k, v in self.headers.items()}
-        status, payload = self.server.fake._get(path, headers)
-        self._send_json(status, payload)
+        fake = self.server.fake
+        if not is_files_path(path):
+            self._send_json(404, Rejection(404, f"Not Found: {path}", code=None).body())
+            return
+        self._send_json(*fake._files_call(headers, lambda: fake.files.answer_delete(path)))
 
     def do_POST(self) -> None:
         path = self.path.split("?", 1)[0]
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
+        if path in FILE_PATHS:
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            fake = self.server.fake
+            self._send_json(*fake._files_call(headers, lambda: fake.files.upload(headers, raw)))
+            return
         if path in _SEARCH_PATHS:
             headers = {k.lower(): v for k, v in self.headers.items()}
             self._send_json(*self.server.fake._search(headers, raw))
@@ -457,6 +479,8 @@ class FakeDeepSeekServer:
         self.searches: list[RecordedSearch] = []
         #: statuses the next search requests fail with (first in, first out)
         self.search_faults: deque[int] = deque()
+        #: the Files API (``POST /files`` …): uploaded files, and every upload in ``.uploads``
+        self.files = FakeFiles()
         self._connections: set[Any] = set()
         #: every request received on the chat-completions paths, in arrival order
         self.requests: list[RecordedRequest] = []
@@ -607,6 +631,14 @@ class FakeDeepSeekServer:
             self.get_requests.append(path)
         return 200, dict(payload)
 
+    def _files_call(
+        self, headers: Mapping[str, str], call: Callable[[], tuple[int, dict[str, Any]]]
+    ) -> tuple[int, dict[str, Any]]:
+        """A Files API request, once its key is accepted (see :mod:`.fake_files`)."""
+        if not self._authorised(headers):
+            return 401, AUTH_FAILED.body()
+        return call()
+
     def _search(self, headers: Mapping[str, str], raw: bytes) -> tuple[int, dict[str, Any]]:
         """``POST /v1/tools/search``: validate, answer deterministic results, record."""
         try:
@@ -690,7 +722,7 @@ class FakeDeepSeekServer:
             raise bad_request(f"Failed to parse the request body as JSON: {exc}") from None
         if isinstance(body, dict):
             record.body = body  # recorded even when validation rejects it below
-        validate_request(body, models=self.models)
+        validate_request(body, models=self.models, files=self.files.image_info)
 
         with self._lock:
             scripted = self._queue.popleft() if self._queue else None
@@ -737,7 +769,7 @@ class FakeDeepSeekServer:
         if tool_calls:
             replayed["tool_calls"] = tool_calls
         c = self.chars_per_token
-        prompt = tokenize(render_prompt(body), c)
+        prompt = tokenize(render_prompt(body, files=self.files.image_info), c)
         output = tokenize([render_message(replayed, with_reasoning=bool(body.get("tools")))], c)
         # The effort is part of the cache identity: changing it breaks prefix reuse.
         key = (str(body.get("model")), body.get("user_id"), effective_effort(body))

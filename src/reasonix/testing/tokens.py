@@ -9,10 +9,13 @@ of ``messages + [m]`` are those of ``messages`` followed by those of ``m``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from reasonix.messages import canonical_json
+
+if TYPE_CHECKING:
+    from reasonix.images import ImageInfo
 
 __all__ = ["count_tokens", "render_message", "render_prompt", "tokenize"]
 
@@ -21,18 +24,24 @@ __all__ = ["count_tokens", "render_message", "render_prompt", "tokenize"]
 IMAGE_TOKEN_CHARS = 4
 
 
-def _image(part: Mapping[str, Any]) -> str:
+def _image(part: Mapping[str, Any], files: Callable[[str], ImageInfo | None] | None = None) -> str:
     """An image as the model "sees" it: as many tokens as :func:`reasonix.images.image_tokens`
     gives (``IMAGE_TOKEN_CHARS`` characters each, with the default ``chars_per_token``), and
     tokens that depend only on the image's bytes and detail, so the same image sent again
-    renders the same. A URL image the fake cannot measure counts the per-image maximum."""
+    renders the same. An uploaded image (``file_id``, found by ``files``) counts by its own
+    size; a URL image the fake cannot measure counts the per-image maximum."""
     from reasonix import images
     from reasonix.testing.deepseek_rules import part_bytes
 
     data = part_bytes(part)
     image = part.get("image_url")
     detail = image.get("detail") if isinstance(image, Mapping) else None
-    if data is not None:
+    file_id = part.get("file_id")
+    uploaded = files(file_id) if files is not None and isinstance(file_id, str) else None
+    if uploaded is not None:
+        tokens = images.image_tokens(uploaded.width, uploaded.height)
+        digest = uploaded.sha256
+    elif data is not None:
         try:
             info = images.sniff(data)
             tokens = images.image_tokens(info.width, info.height, detail)
@@ -48,7 +57,7 @@ def _image(part: Mapping[str, Any]) -> str:
     return body
 
 
-def _text(content: Any) -> str:
+def _text(content: Any, files: Callable[[str], ImageInfo | None] | None = None) -> str:
     if content is None:
         return ""
     if isinstance(content, str):
@@ -59,14 +68,19 @@ def _text(content: Any) -> str:
             if part.get("type") == "text":
                 out.append(str(part.get("text", "")))
             elif part.get("type") in ("image_url", "file"):
-                out.append(_image(part))
+                out.append(_image(part, files))
             else:
                 out.append(canonical_json(part))
         return "".join(out)
     return canonical_json(content)
 
 
-def render_message(message: Mapping[str, Any], *, with_reasoning: bool = True) -> str:
+def render_message(
+    message: Mapping[str, Any],
+    *,
+    with_reasoning: bool = True,
+    files: Callable[[str], ImageInfo | None] | None = None,
+) -> str:
     """One message as the model "sees" it, in a canonical text form.
 
     Assistant messages render ``content`` and ``tool_calls``, and their ``reasoning_content``
@@ -92,20 +106,25 @@ def render_message(message: Mapping[str, Any], *, with_reasoning: bool = True) -
         parts.append("<|end|>")
         return "".join(parts)
     if role == "tool":
-        return f"<|tool|>{message.get('tool_call_id', '')}\n{_text(message.get('content'))}<|end|>"
-    return f"<|{role}|>{_text(message.get('content'))}<|end|>"
+        content = _text(message.get("content"), files)
+        return f"<|tool|>{message.get('tool_call_id', '')}\n{content}<|end|>"
+    return f"<|{role}|>{_text(message.get('content'), files)}<|end|>"
 
 
-def render_prompt(body: Mapping[str, Any]) -> list[str]:
+def render_prompt(
+    body: Mapping[str, Any], *, files: Callable[[str], ImageInfo | None] | None = None
+) -> list[str]:
     """The request as a list of text segments: canonical tools JSON first, then each message
-    (earlier reasoning only when the request carries tools, as DeepSeek does)."""
+    (earlier reasoning only when the request carries tools, as DeepSeek does); ``files`` finds
+    the uploaded images ``file`` parts name."""
     segments: list[str] = []
     tools = body.get("tools")
     if tools:
         segments.append("<|tools|>" + canonical_json(tools))
     with_reasoning = bool(tools)
     segments.extend(
-        render_message(m, with_reasoning=with_reasoning) for m in body.get("messages") or ()
+        render_message(m, with_reasoning=with_reasoning, files=files)
+        for m in body.get("messages") or ()
     )
     return segments
 

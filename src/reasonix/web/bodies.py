@@ -17,7 +17,8 @@ __all__ = ["MAX_BODY", "MAX_MESSAGE_BODY", "HttpError", "message_images", "read_
 
 #: The largest request body read (a message to the agent fits many times over).
 MAX_BODY = 1_000_000
-#: a message's body may carry images (base64, DeepSeek takes 32 MiB an image, 48 MiB a request)
+#: a message's body may carry images (base64; DeepSeek takes 32 MiB an image inline, 48 MiB a
+#: request, and an image up to 64 MiB through its Files API)
 MAX_MESSAGE_BODY = 48 * 1024 * 1024
 
 
