@@ -53,6 +53,7 @@ SAMPLES: dict[str, tuple[str, str]] = {
     "remember": ("use tabs", "Remembered in"),
     "mcp": ("", "No MCP servers"),
     "skills": ("", "No skills"),
+    "agents": ("", "Explore (read-only)"),
     "jobs": ("", "No background jobs"),
     "exit": ("", ""),
 }

@@ -18,6 +18,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from reasonix.app.agent_types import agent_type_lines
+
 if TYPE_CHECKING:
     from reasonix.app.session import AgentSession
     from reasonix.app.turn import Turn
@@ -394,6 +396,12 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command("mcp", "[restart NAME]", "MCP server status, or restart one", _mcp, arg="optional"),
     Command("skills", "", "the skills the model can load", _skills),
+    Command(
+        "agents",
+        "",
+        "the subagent types the task tool offers, their tools and source",
+        _say(lambda ctx: agent_type_lines(ctx.session)),
+    ),
     Command(
         "jobs",
         "[kill|keep ID]",

@@ -104,6 +104,7 @@ from reasonix.tools.builtin.jobs import job_tools
 from reasonix.tools.registry import ToolContext, ToolRegistry
 
 if TYPE_CHECKING:
+    from reasonix.app.agent_types import AgentType
     from reasonix.mcp import McpManager, McpServerConfig
 
 __all__ = ["AgentSession", "ContextUse"]
@@ -566,6 +567,13 @@ class AgentSession:
         """The custom slash commands of this session (the user's, and the project's in a
         trusted folder), by name."""
         return dict(self._extensions.commands)
+
+    def agent_types(self) -> list[AgentType]:
+        """``/agents``: the subagent types ``task`` offers (built-in and configured), with
+        their tools and source, and the profiles of an untrusted folder (not loaded)."""
+        from reasonix.app.agent_types import agent_types
+
+        return agent_types(self)
 
     def skills_listing(self) -> list[str]:
         """``/skills``: one line per skill the model can load."""
