@@ -231,3 +231,71 @@ def test_shift_tab_during_a_turn_reaches_the_watcher() -> None:
     keys.feed(BACK_TAB.encode() + b"ab\x1b[A")
     assert pressed == ["mode"]
     assert keys.typed == "ab"
+
+
+def test_escape_escape_picks_a_turn_to_rewind_to(project: Project) -> None:
+    project.write_toml('[permissions]\nmode = "auto-edit"\n')
+    project.ex.push(
+        Reply.call("write_file", {"path": "first.txt", "content": "one\n"}),
+        Reply.text("Wrote first.txt."),
+        Reply.call("write_file", {"path": "second.txt", "content": "two\n"}),
+        Reply.text("Wrote second.txt."),
+        Reply.text("Starting over."),
+    )
+    child = spawn(project)
+    try:
+        child.expect("›")
+        child.sendline("write the first file")
+        child.expect("Wrote first.txt.")
+        child.expect("›")
+        child.sendline("write the second file")
+        child.expect("Wrote second.txt.")
+        child.expect("›")
+        child.send("\x1b\x1b")
+        child.expect("Rewind to before which turn")
+        child.expect("turn 2: write the second file")
+        child.expect("turn 1: write the first file")
+        child.send("2")  # the second entry: turn 1
+        child.expect("Rewound to before turn 1")
+        child.expect("›")
+        assert not (project.root / "first.txt").exists()
+        assert not (project.root / "second.txt").exists()
+        child.sendline("try again")
+        child.expect("Starting over.")
+        child.expect("›")
+        quit_app(child)
+    finally:
+        child.close(force=True)
+    # The conversation went back too: the new request holds only the new turn.
+    messages = project.ex.requests[-1].messages
+    assert [m["role"] for m in messages] == ["system", "user"]
+    assert messages[-1]["content"].startswith("try again")
+
+
+def test_escape_escape_dismissed_rewinds_nothing(project: Project) -> None:
+    project.ex.push(Reply.text("Hello."))
+    child = spawn(project)
+    try:
+        child.expect("›")
+        child.sendline("hi")
+        child.expect("Hello.")
+        child.expect("›")
+        child.send("\x1b\x1b")
+        child.expect("Rewind to before which turn")
+        child.send("\x1b")
+        child.expect("Nothing was rewound.")
+        child.expect("›")
+        child.sendline("/turns")
+        child.expect(r"1\s+hi")
+        quit_app(child)
+    finally:
+        child.close(force=True)
+
+
+def test_escape_escape_during_a_turn_still_interrupts() -> None:
+    from reasonix.cli.interactive import KeyWatcher
+
+    escapes: list[str] = []
+    keys = KeyWatcher(lambda: escapes.append("esc"), lambda: None)
+    keys.feed(b"\x1b\x1b")  # both in one read: not taken for Alt+Esc
+    assert escapes

@@ -59,7 +59,7 @@ Type a task and press Enter. New line: Esc then Enter, or end the line with a ba
 Tab completes commands and paths; @path attaches a file (or a folder listing) to the message.
 !command runs a shell command (asked about like the model's) and its output joins your next
 message; #note keeps a note in the project's memory file. Neither sends a request.
-Shift+Tab cycles the permission modes (shown in the toolbar).
+Shift+Tab cycles the permission modes (shown in the toolbar); Esc Esc picks a turn to rewind to.
 Esc or Ctrl-C interrupts a running turn (the session is kept); what you type meanwhile is kept
 (Enter queues it as the next message). Ctrl-O shows the last tool result in full. Ctrl-C twice
 at an empty prompt, Ctrl-D or /exit quits."""
@@ -104,6 +104,10 @@ def _warm_up_imports() -> None:
 
 class _OpenFailed(Exception):
     """Ends the first prompt when the session could not be opened (``main`` says why)."""
+
+
+class _PickRewind(Exception):
+    """Ends the prompt on Esc Esc: ``main`` opens the rewind picker (the draft is kept)."""
 
 
 class KeyWatcher:
@@ -165,6 +169,10 @@ class KeyWatcher:
                     self.on_escape()
                     return
                 nxt = data[i + 1 : i + 2]
+                if nxt == b"\x1b":  # Esc Esc in one read: the first one interrupts
+                    self.on_escape()
+                    i += 1
+                    continue
                 if nxt in (b"[", b"O"):
                     # CSI / SS3 sequence: skip to its final byte (a letter or ~).
                     j = i + 2
@@ -420,6 +428,11 @@ class App:
         def _newline(event: KeyPressEvent) -> None:
             event.current_buffer.insert_text("\n")
 
+        @kb.add("escape", "escape")
+        def _rewind(event: KeyPressEvent) -> None:
+            self._draft = event.current_buffer.text
+            event.app.exit(exception=_PickRewind())
+
         @kb.add("enter")
         def _submit(event: KeyPressEvent) -> None:
             buf = event.current_buffer
@@ -545,6 +558,13 @@ class App:
                         break
                     except _OpenFailed:
                         break
+                    except _PickRewind:
+                        if not await self._ready():
+                            break
+                        from reasonix.cli.pickers import rewind_picker
+
+                        await rewind_picker(self)
+                        continue
                 self._quit_armed = False
                 text = text.strip()
                 if not text:

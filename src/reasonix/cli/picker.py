@@ -37,10 +37,12 @@ class Choice:
     cursor: int = 0
     ticked: set[int] = field(default_factory=set)
     picked: list[int] | None = None
+    #: the last entry is "Other" (the user's own words); a plain list of choices has none
+    other: bool = True
 
     @property
     def entries(self) -> list[str]:
-        return [o.label for o in self.question.options] + [OTHER]
+        return [o.label for o in self.question.options] + ([OTHER] if self.other else [])
 
     def lines(self) -> list[tuple[str, str]]:
         """The picker's text as (style, text) fragments."""
@@ -71,7 +73,7 @@ class Choice:
             self.cursor = min(last, self.cursor + 1)
         elif key.isdigit() and 1 <= int(key) <= last + 1:
             self.cursor = int(key) - 1
-            if not self.question.multiSelect or self.cursor == last:
+            if not self.question.multiSelect or (self.other and self.cursor == last):
                 self.picked = [self.cursor]
                 return True
             self.ticked ^= {self.cursor}
@@ -86,17 +88,19 @@ class Choice:
         return False
 
 
-async def choose(question: Question, **app_options: Any) -> list[int] | None:
-    """Show one question inline and return the picked entries (None: dismissed)."""
+async def choose(question: Question, *, other: bool = True, **app_options: Any) -> list[int] | None:
+    """Show one question inline and return the picked entries (None: dismissed); ``other``
+    offers "Other" as the last entry."""
     from prompt_toolkit.application import Application
     from prompt_toolkit.formatted_text import FormattedText
     from prompt_toolkit.key_binding import KeyBindings
     from prompt_toolkit.layout import Layout, Window
     from prompt_toolkit.layout.controls import FormattedTextControl
 
-    state = Choice(question)
+    state = Choice(question, other=other)
     kb = KeyBindings()
-    keys = ["up", "down", "enter", "space"] + [str(n) for n in range(1, len(state.entries) + 1)]
+    keys = ["up", "down", "enter", "space"]
+    keys += [str(n) for n in range(1, min(len(state.entries), 9) + 1)]
 
     def bind(key: str) -> None:
         name = {"enter": "c-m", "space": " "}.get(key, key)
