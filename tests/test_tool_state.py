@@ -3,13 +3,17 @@ typed, a wrong or missing entry read as None (tools tolerate a missing entry).""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
+import reasonix.app
 from reasonix.agent.agent import Agent
 from reasonix.agent.compaction import PLAN_STATE_KEY
 from reasonix.agent.progress import LEDGER_KEY, ProgressLedger
 from reasonix.agent.todo import TODO_KEY, TodoState
+from reasonix.control.controller import Controller, Options
+from reasonix.control.goal import GOAL_KEY
 from reasonix.control.plan import PLAN_KEY
 from reasonix.control.todo_tools import STEP_BASELINE, STEP_CALLBACK
 from reasonix.safety.checkpoints import CHECKPOINTS_KEY, CheckpointManager
@@ -68,3 +72,34 @@ def test_the_agent_hands_its_tools_its_todo_list_and_ledger(tmp_path: Path) -> N
         CHECKPOINTS_KEY,
     ]
     assert len({k.name for k in keys}) == len(keys)  # no two entries share a name
+
+
+def test_host_objects_are_given_at_construction(tmp_path: Path) -> None:
+    """The host's objects reach the executor's tools through the Controller's options: the
+    agent starts with them (and the Controller's goal tracker and step callback) in place."""
+    manager = CheckpointManager(tmp_path)
+    state: dict[str, Any] = {}
+    CHECKPOINTS_KEY.set(state, manager)
+    ctrl = Controller(Options(executor_provider=ScriptedProvider([]), executor_state=state))
+    tools = ctrl.executor.tool_state
+    assert CHECKPOINTS_KEY.get(tools) is manager
+    assert GOAL_KEY.get(tools) is ctrl.goal
+    assert STEP_CALLBACK.get(tools) is not None
+    assert TODO_KEY.get(tools) is ctrl.executor.todo_state
+    assert state == {"checkpoints": manager}  # the host's mapping is copied, not filled in
+    alone = Agent(ScriptedProvider([]), state=state)
+    assert CHECKPOINTS_KEY.get(alone.tool_state) is manager
+
+
+def test_the_application_layer_never_fills_in_an_agents_tool_state() -> None:
+    """app/ hands host objects over when it builds the Controller, never by writing into an
+    agent's ``tool_state`` afterwards (reading it to run a tool is fine)."""
+    app = Path(reasonix.app.__file__).parent
+    writes = re.compile(r"\.(set|pop)\([^)]*tool_state|tool_state\s*\[[^\]]*\]\s*=")
+    found = [
+        f"{path.name}:{number}: {line.strip()}"
+        for path in sorted(app.glob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if writes.search(line)
+    ]
+    assert found == []

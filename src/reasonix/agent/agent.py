@@ -205,7 +205,10 @@ class AgentResult:
 
 
 class Agent:
-    """``Agent(provider, tools, session, options, sink)``."""
+    """``Agent(provider, tools, session, options, sink, state=...)``. ``state`` holds the host
+    objects its tools reach through ``ToolContext.state`` (checkpoints, the question asker,
+    the goal tracker: :class:`~reasonix.tools.state.StateKey` names), given at construction;
+    the agent adds its own todo list and progress ledger."""
 
     def __init__(
         self,
@@ -214,6 +217,8 @@ class Agent:
         session: Session | None = None,
         options: AgentOptions | None = None,
         sink: Sink | None = None,
+        *,
+        state: Mapping[str, Any] | None = None,
     ) -> None:
         self.provider = provider
         self.tools = tools if tools is not None else ToolRegistry()
@@ -229,7 +234,7 @@ class Agent:
         self.requests = 0
         self._substitutions: set[tuple[str, str]] = set()
         #: host objects tools may use through ``ToolContext.state``
-        self.tool_state: dict[str, Any] = {}
+        self.tool_state: dict[str, Any] = dict(state or {})
         TODO_KEY.set(self.tool_state, self.todo_state)
         LEDGER_KEY.set(self.tool_state, self.ledger)
         self.prefix_shapes: list[PrefixShape] = []

@@ -269,6 +269,7 @@ def make_controller(
     writers: WriterSetup | None = None,
     profiles: Mapping[str, AgentProfile] | None = None,
     subagent_provider: Callable[[str], Provider] | None = None,
+    executor_state: Mapping[str, Any] | None = None,
 ) -> Controller:
     """The Controller over both roles, continuing ``sessions`` (empty ones for a new session).
     With ``[subagents] enabled`` the executor has the ``task`` tool; ``on_subagent`` is told of
@@ -343,6 +344,7 @@ def make_controller(
             writers=writers if config.subagents.writers else None,
             profiles=dict(profiles or {}),
             model_for=model_for,
+            executor_state=dict(executor_state or {}),
         )
     )
 

@@ -331,6 +331,11 @@ class AgentSession:
                 self._events.tell(NoticeEvent("controller", "tool_overflow", overflow))
         #: the memory files read as this session opened (``/status`` lists them)
         self.memory_files = assembly.memory_sources(self.workspace)
+        # The host objects the executor's tools use, handed over as the Controller is built.
+        state: dict[str, Any] = {}
+        CHECKPOINTS_KEY.set(state, self._checkpoints)
+        if self._asker is not None:
+            ASKER_KEY.set(state, self._asker)
         self._controller = assembly.make_controller(
             self.config,
             self.workspace,
@@ -346,11 +351,9 @@ class AgentSession:
             writers=WriterSetup(self._data_dir / "worktrees", self.workspace, copy_tools),
             profiles=self._extensions.profiles,
             subagent_provider=self._subagent_provider,
+            executor_state=state,
         )
         self._hooks.attach(stored.session_id, self._controller.executor)
-        CHECKPOINTS_KEY.set(self._controller.executor.tool_state, self._checkpoints)
-        if self._asker is not None:
-            ASKER_KEY.set(self._controller.executor.tool_state, self._asker)
         # The budget is the session's: what earlier runs of it spent counts too.
         earlier = self.store.usage_summary(stored.session_id)
         self._controller.cost.earlier = sum(t.cost for t in earlier.values())

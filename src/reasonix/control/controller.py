@@ -34,8 +34,8 @@ from reasonix.control.orchestrator import (
     TurnResult,
 )
 from reasonix.control.plan import Plan, submit_plan_tool
-from reasonix.control.todo_tools import executor_plan_tools
-from reasonix.events import FanoutSink, NullSink, Sink, UsageSource
+from reasonix.control.todo_tools import STEP_CALLBACK, executor_plan_tools
+from reasonix.events import FanoutSink, NullSink, Sink, StepCompleted, UsageSource
 from reasonix.messages import ImagePart
 from reasonix.providers.base import Provider
 from reasonix.tools.deferred import DEFERRED_TOOLS
@@ -94,6 +94,10 @@ class Options(Generic[PlannerProvider]):
     #: executor tools reached through ``more_tools`` instead of being sent on every request
     #: (:mod:`reasonix.tools.deferred`); empty sends every tool
     deferred_tools: Sequence[str] = DEFERRED_TOOLS
+    #: the host's objects for the executor's tools, by :class:`~reasonix.tools.state.StateKey`
+    #: name (the checkpoint manager, the question asker); the Controller adds the goal
+    #: tracker and the step callback, the agent its todo list and ledger
+    executor_state: Mapping[str, Any] = field(default_factory=dict)
 
 
 class Controller(Generic[PlannerAgent]):
@@ -150,16 +154,19 @@ class Controller(Generic[PlannerAgent]):
             executor_tools = executor_tools.with_tools([update_goal_tool()])
         # Rarely used tools leave the prefix: one fixed discovery tool reaches them.
         executor_tools = executor_tools.defer(options.deferred_tools)
+        #: the host side of an active goal (the ``update_goal`` tool reads it)
+        self.goal = GoalTracker()
+        state = dict(options.executor_state)
+        GOAL_KEY.set(state, self.goal)
+        STEP_CALLBACK.set(state, self._step_signed)
         self.executor = Agent(
             options.executor_provider,
             executor_tools,
             executor_session,
             exec_opts,
             self.sink,
+            state=state,
         )
-        #: the host side of an active goal (the ``update_goal`` tool reads it)
-        self.goal = GoalTracker()
-        GOAL_KEY.set(self.executor.tool_state, self.goal)
         planner: Agent | None = None
         if options.planner_provider is not None:
             base = options.planner_options or AgentOptions(
@@ -182,6 +189,10 @@ class Controller(Generic[PlannerAgent]):
         self.orchestrator = TurnOrchestrator(
             self.executor, planner, options.orchestration, self.sink, self.cost
         )
+
+    def _step_signed(self, step: str, accepted: bool, reason: str) -> None:
+        """What ``complete_step`` reports: the host's verdict on the step's evidence."""
+        self.sink.emit(StepCompleted("executor", step, accepted, reason))
 
     @property
     def workspace(self) -> Path:

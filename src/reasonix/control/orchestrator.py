@@ -23,7 +23,7 @@ from reasonix.control.brief import executor_brief, plan_handoff
 from reasonix.control.cost import CostTracker, RoleCost
 from reasonix.control.gate import GateDecision, GateOptions, Route, decide
 from reasonix.control.plan import PLAN_KEY, Plan
-from reasonix.control.todo_tools import STEP_BASELINE, STEP_CALLBACK
+from reasonix.control.todo_tools import STEP_BASELINE
 from reasonix.control.watch import (
     BUDGET_HINT,
     StallWatch,
@@ -39,7 +39,6 @@ from reasonix.events import (
     PlanProduced,
     ReplanTriggered,
     Sink,
-    StepCompleted,
 )
 from reasonix.messages import (
     AssistantMessage,
@@ -172,16 +171,12 @@ class TurnOrchestrator:
         self._exec_mark = 0  # executor session length when the planner last saw it
         self._exec_epoch = 0  # ... and its epoch (a compaction or rewind rewrites it)
         self._exec_last: Message | None = None  # the last message the planner was briefed on
-        STEP_CALLBACK.set(executor.tool_state, self._step_signed)
 
     def revision_request(self, change: str) -> str:
         """The request for a revised plan: the task the declined plan was for, and what the
         user wants changed (``n <what to change>`` when declining)."""
         task = self.pending_task or ""
         return f"{task}\n\nRevise the plan you made for this. What to change: {change}".strip()
-
-    def _step_signed(self, step: str, accepted: bool, reason: str) -> None:
-        self.sink.emit(StepCompleted("executor", step, accepted, reason))
 
     # -- the turn -------------------------------------------------------------------------------
 
