@@ -34,6 +34,7 @@ SAMPLES: dict[str, tuple[str, str]] = {
     "mode": ("", "Permission mode: ask"),
     "model": ("", "executor: deepseek-flash"),
     "cost": ("", "hit%"),
+    "context": ("", "tool schemas ("),
     "status": ("", "memory files read"),
     "permissions": ("", "Always ask:"),
     "todo": ("", "The todo list is empty."),

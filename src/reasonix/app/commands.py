@@ -10,15 +10,26 @@ errors, ``/help`` and completion are generated from the table; custom commands (
 A new command is a new row. A new frontend names itself (a :data:`Frontend`), shows
 ``answer(...).text`` and runs ``answer(...).turn``; commands marked ``local`` concern what one
 frontend shows (its renderer) and are answered by it.
+
+The records (:class:`Command`, :class:`Context`, :class:`Answer`, the frontends) live in
+:mod:`reasonix.app.command_types`; a handler too long for this module lives beside the part
+it drives and builds its Answer from there.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from reasonix.app.agent_types import agent_type_lines
+from reasonix.app.command_types import (
+    APP_ONLY,
+    Answer,
+    Command,
+    Context,
+    Frontend,
+    Handler,
+)
 
 if TYPE_CHECKING:
     from reasonix.app.session import AgentSession
@@ -38,86 +49,6 @@ __all__ = [
     "listing",
     "session_line",
 ]
-
-#: The frontends: the interactive app, ``reasonix run`` and batch task text, an editor over
-#: ACP, the web dashboard.
-Frontend = Literal["app", "run", "acp", "web"]
-EVERYWHERE: frozenset[Frontend] = frozenset({"app", "run", "acp", "web"})
-#: where a command that swaps the session for another is meaningful: the frontends that show
-#: one session at a time and follow the swap
-APP_ONLY: frozenset[Frontend] = frozenset({"app"})
-
-#: How a command's argument is read: none (ignored), required text, optional text, an
-#: optional whole number.
-ArgKind = Literal["none", "text", "optional", "number"]
-
-Starter = Callable[["AgentSession"], "Turn"]
-
-
-@dataclass(frozen=True, slots=True)
-class Answer:
-    """What a command line comes to. ``text``: what to show (may be empty); ``turn``: a turn
-    to start and run (the frontend's own way); ``then``: what to show once that turn ended;
-    ``error``: the text is an argument or usage error; ``exit``: the frontend should end;
-    ``switched``: the session now shows another stored conversation (a frontend may recap)."""
-
-    text: str = ""
-    turn: Starter | None = None
-    then: Callable[[AgentSession], str] | None = None
-    error: bool = False
-    exit: bool = False
-    switched: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Context:
-    """What a handler gets: the session, the argument (read per the command's ``arg``), the
-    frontend asking, and what that frontend adds (its environment for ``/config``; ``prepare``
-    turns the text of a task into the message, e.g. attaching ``@path`` mentions)."""
-
-    session: AgentSession
-    arg: str
-    frontend: Frontend
-    environ: Mapping[str, str] | None = None
-    prepare: Callable[[str], str] = str
-
-
-Handler = Callable[[Context], Awaitable[Answer]]
-
-
-@dataclass(frozen=True, slots=True)
-class Command:
-    """One slash command. ``args`` is the argument as usage shows it (``"[TURN]"``);
-    ``arg`` how it is read; ``hint`` what a wrong number is (``"TURN is a number from
-    /turns"``); ``where`` the frontends it is meaningful in; ``local`` commands are answered
-    by the frontend itself (``handler`` is None); ``paths``: the argument is a path
-    (completed as one)."""
-
-    name: str
-    args: str
-    help: str
-    handler: Handler | None
-    arg: ArgKind = "none"
-    hint: str = ""
-    where: frozenset[Frontend] = EVERYWHERE
-    aliases: tuple[str, ...] = ()
-    paths: bool = False
-
-    @property
-    def local(self) -> bool:
-        return self.handler is None
-
-    @property
-    def usage(self) -> str:
-        return f"Usage: /{self.name} {self.args}".rstrip()
-
-    def check(self, arg: str) -> str | None:
-        """The argument error for ``arg`` (None when it is fine)."""
-        if self.arg == "text" and not arg:
-            return self.usage
-        if self.arg == "number" and arg and not arg.isdigit():
-            return f"{self.usage} ({self.hint}, not {arg!r})"
-        return None
 
 
 def session_line(info: SessionInfo) -> str:
@@ -192,10 +123,6 @@ async def _cost(ctx: Context) -> Answer:
     return _reply(ctx.session.usage.cost_table() + "\n" + await ctx.session.usage.balance())
 
 
-async def _todo(ctx: Context) -> Answer:
-    return _reply(ctx.session.todo())
-
-
 async def _goal(ctx: Context) -> Answer:
     """``/goal``: the words are parsed by the core (:func:`parse_goal_args`)."""
     from reasonix.app.goal import parse_goal_args
@@ -264,10 +191,6 @@ async def _config(ctx: Context) -> Answer:
     return _reply("\n".join(render_config(ctx.session.config, environ)))
 
 
-async def _status(ctx: Context) -> Answer:
-    return _reply("\n".join(ctx.session.status_lines()))
-
-
 async def _remember(ctx: Context) -> Answer:
     return _reply(f"Remembered in {ctx.session.remember(ctx.arg)}.")
 
@@ -277,10 +200,6 @@ async def _mcp(ctx: Context) -> Answer:
     if words[:1] == ["restart"] and len(words) == 2:
         return _reply(await ctx.session.mcp.restart(words[1]))
     return _reply("\n".join(ctx.session.mcp.status()))
-
-
-async def _skills(ctx: Context) -> Answer:
-    return _reply("\n".join(ctx.session.skills_listing()))
 
 
 async def _jobs(ctx: Context) -> Answer:
@@ -327,14 +246,25 @@ COMMANDS: tuple[Command, ...] = (
         arg="optional",
     ),
     Command("cost", "", "tokens, cache hits and cost per role", _cost),
-    Command("status", "", "session, models, mode, folder and the memory files read", _status),
+    Command(
+        "context",
+        "",
+        "what fills each role's context window: system prompt, tools, messages by kind",
+        _say(lambda ctx: ctx.session.usage.context_lines()),
+    ),
+    Command(
+        "status",
+        "",
+        "session, models, mode, folder and the memory files read",
+        _say(lambda ctx: ctx.session.status_lines()),
+    ),
     Command(
         "permissions",
         "",
         "the mode and the rules in force, and where each came from",
         _say(lambda ctx: ctx.session.permissions.lines()),
     ),
-    Command("todo", "", "the executor's todo list", _todo),
+    Command("todo", "", "the executor's todo list", _say(lambda ctx: ctx.session.todo())),
     Command(
         "goal",
         "<objective> [--budget USD] [--max-turns N] | status|pause|resume|clear",
@@ -395,7 +325,12 @@ COMMANDS: tuple[Command, ...] = (
         "remember", "<note>", "save a note to REASONIX.md for this project", _remember, arg="text"
     ),
     Command("mcp", "[restart NAME]", "MCP server status, or restart one", _mcp, arg="optional"),
-    Command("skills", "", "the skills the model can load", _skills),
+    Command(
+        "skills",
+        "",
+        "the skills the model can load",
+        _say(lambda ctx: ctx.session.skills_listing()),
+    ),
     Command(
         "agents",
         "",

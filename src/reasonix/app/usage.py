@@ -1,5 +1,5 @@
-"""The usage part of a session (``session.usage``): what it cost, how full its context is,
-the provider balance, and its subagents' figures."""
+"""The usage part of a session (``session.usage``): what it cost, how full its context is and
+what fills it (``/context``), the provider balance, and its subagents' figures."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from reasonix.control.cost import RoleCost, format_cost_table
 
 if TYPE_CHECKING:
+    from reasonix.app.context_report import RoleContext
     from reasonix.app.session import AgentSession
 
 __all__ = ["ContextUse", "SessionUsage"]
@@ -53,6 +54,19 @@ class SessionUsage:
                 tokens = chars // 4
             out.append(ContextUse(role, model, tokens, window))
         return out
+
+    def context_report(self) -> list[RoleContext]:
+        """``/context``: per role, what fills its window (system prompt, tool schemas, the
+        conversation by kind), estimated, with the last measured prompt size."""
+        from reasonix.app.context_report import context_report
+
+        return context_report(self._s)
+
+    def context_lines(self) -> list[str]:
+        """``/context`` as text (the subagents' windows too)."""
+        from reasonix.app.context_report import context_lines
+
+        return context_lines(self._s)
 
     def cost(self) -> dict[str, RoleCost]:
         """This run's totals keyed by who spent them: ``executor``, ``planner``,

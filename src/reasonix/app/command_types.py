@@ -1,0 +1,106 @@
+"""The records of the command table (:mod:`reasonix.app.commands`): a command, what its
+handler gets, what a command line comes to, and the frontends. Apart from the table so the
+modules that implement a command's handler can build an :class:`Answer` without importing the
+table that names them."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from reasonix.app.session import AgentSession
+    from reasonix.app.turn import Turn
+
+__all__ = [
+    "APP_ONLY",
+    "EVERYWHERE",
+    "Answer",
+    "ArgKind",
+    "Command",
+    "Context",
+    "Frontend",
+    "Handler",
+    "Starter",
+]
+
+#: The frontends: the interactive app, ``reasonix run`` and batch task text, an editor over
+#: ACP, the web dashboard.
+Frontend = Literal["app", "run", "acp", "web"]
+EVERYWHERE: frozenset[Frontend] = frozenset({"app", "run", "acp", "web"})
+#: where a command that swaps the session for another is meaningful: the frontends that show
+#: one session at a time and follow the swap
+APP_ONLY: frozenset[Frontend] = frozenset({"app"})
+
+#: How a command's argument is read: none (ignored), required text, optional text, an
+#: optional whole number.
+ArgKind = Literal["none", "text", "optional", "number"]
+
+Starter = Callable[["AgentSession"], "Turn"]
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What a command line comes to. ``text``: what to show (may be empty); ``turn``: a turn
+    to start and run (the frontend's own way); ``then``: what to show once that turn ended;
+    ``error``: the text is an argument or usage error; ``exit``: the frontend should end;
+    ``switched``: the session now shows another stored conversation (a frontend may recap)."""
+
+    text: str = ""
+    turn: Starter | None = None
+    then: Callable[[AgentSession], str] | None = None
+    error: bool = False
+    exit: bool = False
+    switched: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What a handler gets: the session, the argument (read per the command's ``arg``), the
+    frontend asking, and what that frontend adds (its environment for ``/config``; ``prepare``
+    turns the text of a task into the message, e.g. attaching ``@path`` mentions)."""
+
+    session: AgentSession
+    arg: str
+    frontend: Frontend
+    environ: Mapping[str, str] | None = None
+    prepare: Callable[[str], str] = str
+
+
+Handler = Callable[[Context], Awaitable[Answer]]
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One slash command. ``args`` is the argument as usage shows it (``"[TURN]"``);
+    ``arg`` how it is read; ``hint`` what a wrong number is (``"TURN is a number from
+    /turns"``); ``where`` the frontends it is meaningful in; ``local`` commands are answered
+    by the frontend itself (``handler`` is None); ``paths``: the argument is a path
+    (completed as one)."""
+
+    name: str
+    args: str
+    help: str
+    handler: Handler | None
+    arg: ArgKind = "none"
+    hint: str = ""
+    where: frozenset[Frontend] = EVERYWHERE
+    aliases: tuple[str, ...] = ()
+    paths: bool = False
+
+    @property
+    def local(self) -> bool:
+        return self.handler is None
+
+    @property
+    def usage(self) -> str:
+        return f"Usage: /{self.name} {self.args}".rstrip()
+
+    def check(self, arg: str) -> str | None:
+        """The argument error for ``arg`` (None when it is fine)."""
+        if self.arg == "text" and not arg:
+            return self.usage
+        if self.arg == "number" and arg and not arg.isdigit():
+            return f"{self.usage} ({self.hint}, not {arg!r})"
+        return None
