@@ -47,6 +47,11 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
         "src/reasonix/providers/retry.py",
         ("tests/test_provider_retry.py", "tests/test_provider.py", "tests/test_retry_table.py"),
     ),
+    "gate": ("src/reasonix/control/gate.py", ("tests/test_gate_table.py",)),
+    # evidence: what the host accepts as proof that a step or a goal is done
+    "ledger": ("src/reasonix/agent/progress.py", ("tests/test_evidence_table.py",)),
+    "steps": ("src/reasonix/control/todo_tools.py", ("tests/test_evidence_table.py",)),
+    "goal": ("src/reasonix/control/goal.py", ("tests/test_evidence_table.py",)),
     "session": (
         "src/reasonix/app/session.py",
         (
