@@ -149,7 +149,7 @@ async def test_cancel_mid_stream_then_next_run_on_same_session(
         session = Session("executor")
         agent = Agent(make_provider(srv), counting_tools(), session, sink=Watch())
         task = asyncio.create_task(agent.run("first question"))
-        await asyncio.wait_for(streamed.wait(), 10)
+        await asyncio.wait_for(streamed.wait(), 60)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -178,7 +178,7 @@ async def test_cancel_mid_tool_then_next_run_on_same_session(
         srv.push(Reply.calls(("hang", {}), ("hang", {})), Reply.text("recovered"))
         agent = Agent(make_provider(srv), ToolRegistry([hang]))
         task = asyncio.create_task(agent.run("hang please"))
-        await asyncio.wait_for(started.wait(), 10)
+        await asyncio.wait_for(started.wait(), 60)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

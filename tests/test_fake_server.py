@@ -908,7 +908,7 @@ def test_stall_trips_a_client_read_timeout() -> None:
     with FakeDeepSeekServer([Reply(content="never mind", fault=fault)]) as srv:
         received = bytearray()
         url = srv.base_url + "/chat/completions"
-        timeout = httpx.Timeout(5, read=0.3)
+        timeout = httpx.Timeout(30, read=2.0)  # the 100 bytes come first, even when loaded
         with httpx.Client(timeout=timeout) as client, pytest.raises(httpx.ReadTimeout):
             collect_raw(client, url, body(stream=True), received)
         assert len(received) == 100

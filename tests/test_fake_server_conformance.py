@@ -316,7 +316,7 @@ def test_mid_stream_cut_at_a_chosen_part(http: httpx.Client, part: Any) -> None:
 
 def _read_until_silent(url: str, payload: dict[str, Any], received: bytearray) -> None:
     with (
-        httpx.Client(timeout=1.0) as short,
+        httpx.Client(timeout=httpx.Timeout(30, read=2.0)) as short,
         short.stream("POST", url, json={**payload, "stream": True}) as response,
     ):
         for piece in response.iter_raw():

@@ -43,7 +43,7 @@ async def test_a_sequence_of_transient_failures_is_retried_then_succeeds(
         _fail(status=429),
         _fail(status=500),
         _fail(status=503),
-        Reply(fault=Fault(stall_seconds=2.0)),  # silent past the idle watchdog
+        Reply(fault=Fault(stall_seconds=60.0)),  # silent past the idle watchdog
         Reply(fault=Fault(insufficient_resource=True)),  # no capacity: finishes with no output
     ]
     async with FakeDeepSeekServer() as srv:
@@ -54,7 +54,8 @@ async def test_a_sequence_of_transient_failures_is_retried_then_succeeds(
             Reply(content="a is 42.", fault=Fault(keepalive_lines=5)),
         )
         sink = CollectingSink()
-        provider = make_provider(srv, max_retries=5, sleep=no_sleep, idle_timeout=0.3)
+        # The watchdog must catch the stall, never a good answer slowed by a loaded machine.
+        provider = make_provider(srv, max_retries=5, sleep=no_sleep, idle_timeout=2.0)
         agent = Agent(provider, ToolRegistry([lookup]), sink=sink)
         result = await agent.run("what is a?")
         srv.assert_exhausted()

@@ -68,7 +68,8 @@ async def _run(
     script = [FIRST, ANSWER] if fault is None else [replace(FIRST, fault=fault), FIRST, ANSWER]
     sink = CollectingSink()
     async with FakeDeepSeekServer(script) as srv:
-        provider = make_provider(srv, max_retries=2, sleep=_no_sleep, idle_timeout=0.5)
+        # The watchdog must catch the stall, never a good answer slowed by a loaded machine.
+        provider = make_provider(srv, max_retries=2, sleep=_no_sleep, idle_timeout=2.0)
         agent = Agent(
             provider, ToolRegistry([lookup]), options=AgentOptions(thinking=True), sink=sink
         )

@@ -89,7 +89,8 @@ async def test_tools_that_hang_past_their_timeout_are_stopped(
     assert "timed out after 1 s" in results[2] and "killed" in results[2]
     assert "never" not in results[2]
     assert all(m.is_error for m in _tool_results(agent))
-    assert took < 10, f"the hung tools held the turn for {took:.1f} s"
+    # Far under the 30 s the command sleeps and the hung threads would hold it.
+    assert took < 25, f"the hung tools held the turn for {took:.1f} s"
     tally.add(count=3)
 
 

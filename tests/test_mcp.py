@@ -458,7 +458,9 @@ async def test_refresh_snapshot_is_bounded_by_the_call_timeout(tmp_path: Path) -
     """A server that announced a change and then never answers tools/list must not hang the
     frontend starting a new session (``/clear``); the old tools stay."""
     async with McpManager(
-        [fake_server("hang", "--hang-relist", call_timeout=0.5)], tmp_path
+        # A bound the echo below meets on a loaded machine, and the hung relist runs into.
+        [fake_server("hang", "--hang-relist", call_timeout=3.0)],
+        tmp_path,
     ) as mgr:
         before = [t.name for t in mgr.tools()]
         for _ in range(500):
