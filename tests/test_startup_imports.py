@@ -110,8 +110,10 @@ NOT_BEFORE_PROMPT = [
     "mcp",
     "pydantic",
 ]
-#: How many of our modules the prompt may need (it needed 91 when everything loaded first).
-MAX_OWN_MODULES_BEFORE_PROMPT = 36
+#: How many of our modules the prompt may need (it needed 91 when everything loaded first;
+#: 37 since the command table's records moved to app/command_types.py to keep app/commands.py
+#: under 500 lines: the same code, one more file).
+MAX_OWN_MODULES_BEFORE_PROMPT = 37
 
 BEFORE_PROMPT = (
     "import reasonix.cli.interactive, reasonix.app.launch, reasonix.safety.confinement\n"

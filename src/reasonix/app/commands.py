@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from reasonix.app.agent_types import agent_type_lines
 from reasonix.app.command_types import (
     APP_ONLY,
     Answer,
@@ -202,6 +201,12 @@ async def _mcp(ctx: Context) -> Answer:
     return _reply("\n".join(ctx.session.mcp.status()))
 
 
+async def _agents(ctx: Context) -> Answer:
+    from reasonix.app.agent_types import agent_type_lines
+
+    return _reply("\n".join(agent_type_lines(ctx.session)))
+
+
 async def _jobs(ctx: Context) -> Answer:
     """``/jobs``, ``/jobs kill ID``, ``/jobs keep ID``."""
     from reasonix.app.jobs import jobs_listing
@@ -335,7 +340,7 @@ COMMANDS: tuple[Command, ...] = (
         "agents",
         "",
         "the subagent types the task tool offers, their tools and source",
-        _say(lambda ctx: agent_type_lines(ctx.session)),
+        _agents,
     ),
     Command(
         "jobs",
