@@ -67,6 +67,8 @@ EVENTS: dict[str, Seen] = {
     "verify-timeout": Seen(Effect("command", VERIFY, "v4", ok=False), is_error=True),
     "verify-narrower": Seen(Effect("command", f"{VERIFY} tests/x.py", "v5"), work=True),
     "other-command": Seen(Effect("command", "ruff check .", "o1"), work=True),
+    # started in the background: work, but its exit code is not known
+    "verify-job": Seen(Effect("job", VERIFY, "job:job-1"), work=True),
 }
 
 
@@ -151,6 +153,8 @@ AFTER = [
     ["write", "verify", "other-command"],
     ["write", "verify", "write-other", "verify-narrower"],
     ["verify-failed", "verify"],
+    ["verify-job"],
+    ["write", "verify-job"],
 ]
 EVIDENCE = ["ran it, 3 passed", " \n "]
 STEP_CASES = list(itertools.product(["", VERIFY], BEFORE))
@@ -274,6 +278,7 @@ GOAL_AFTER = [
     ["write", "other-command", "verify"],
     ["other-command", "write", "verify"],
     ["write", "verify-spaced", "other-command"],
+    ["write", "verify-job"],
 ]
 
 

@@ -4,15 +4,19 @@ output changes."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from reasonix.agent import Agent, AgentOptions, TodoItem
 from reasonix.control.todo_tools import STEP_BASELINE
 from reasonix.events import CollectingSink
 from reasonix.messages import (
     ToolMessage,
 )
+from reasonix.store import SessionStore
 from reasonix.testing import Reply, ScriptedProvider
 from reasonix.tools.registry import Effect, ToolRegistry, ToolResult, tool
 from tests.support.agents import digest, fake_tools
+from tests.support.sessions import Servers, open_session
 
 
 def planned_agent(replies: list[Reply], items: list[TodoItem]) -> tuple[Agent, CollectingSink]:
@@ -134,3 +138,35 @@ async def test_a_command_repeating_with_new_output_is_still_a_loop() -> None:
     )
     await agent.run("what time is it")
     assert tool_outputs(agent)[2].startswith("Not run:")
+
+
+async def test_a_verification_only_started_in_the_background_is_not_a_pass(
+    tmp_path: Path, servers: Servers, store: SessionStore
+) -> None:
+    """Starting the verification command as a background job says nothing of its exit code:
+    the step is signed off only after the command ran (in front) and passed."""
+    ex, pl = servers
+    check = "test -f done.txt"
+    pl.push(
+        Reply.call(
+            "submit_plan",
+            {"objective": "Make done.txt", "steps": [{"title": "Write it", "verify": check}]},
+        )
+    )
+    ex.push(
+        Reply.call("write_file", {"path": "done.txt", "content": "x\n"}),
+        Reply.call("bash", {"command": check, "run_in_background": True}),
+        Reply.call("complete_step", {"step": "1", "evidence": f"{check} started"}),
+        Reply.call("bash", {"command": check}),
+        Reply.call("complete_step", {"step": "1", "evidence": f"{check} passed"}),
+        Reply.text("done"),
+    )
+    session = await open_session(tmp_path, servers, store, {"permissions.mode": "yolo"})
+    try:
+        await session.run_turn("make done.txt", plan=True)
+        outs = tool_outputs(session.controller.executor)
+    finally:
+        await session.aclose()
+    assert outs[1].startswith("Started background job")
+    assert outs[2].startswith("complete_step refused: step 1 names the verification command")
+    assert outs[4].startswith("Step 1 completed")

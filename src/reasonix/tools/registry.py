@@ -54,8 +54,9 @@ TOOL_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 class Effect:
     """Something the host observed a tool do; feeds the progress ledger.
 
-    ``kind``: ``write`` (a file changed), ``command`` (a shell command ran), ``read`` (something
-    was read), ``todo`` (a todo item was completed), ``call`` (any other successful tool call).
+    ``kind``: ``write`` (a file changed), ``command`` (a shell command ran), ``job`` (a command
+    started in the background; its result is not known), ``read`` (something was read),
+    ``todo`` (a todo item was completed), ``call`` (any other successful tool call).
     ``target`` names the thing (a path, a command line); ``digest`` identifies the outcome, so the
     same call with the same outcome is recognised as no new progress. ``ok`` is False for a
     failed command (still recorded, so repeated failures can be detected).

@@ -370,7 +370,9 @@ class ShellTool:
             f'more_tools(name="job", arguments={{"id": "{job.id}"}}) (add "wait": seconds); '
             f'stop it with "action": "kill".'
         )
-        effect = Effect("command", command, f"job:{job.id}", ok=True)
+        # A start is progress, not a run of the command: its exit code is not known yet, so
+        # it must not pass for the verification of a step or a goal (a "command" would).
+        effect = Effect("job", command, f"job:{job.id}")
         return ToolResult(text, effects=(effect,))
 
     def _job_watchdog(self) -> Callable[[int], bool] | None:
