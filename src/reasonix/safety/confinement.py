@@ -584,14 +584,19 @@ class PidsCgroup:
 
     def hit_bound(self) -> bool:
         """Whether a fork was refused because the bound was reached."""
+        return self.refusals() > 0
+
+    def refusals(self) -> int:
+        """How many forks the bound has refused so far (a kept sandbox compares the count
+        before and after each command)."""
         try:
             for line in (self.path / "pids.events").read_text().splitlines():
                 name, _, value = line.partition(" ")
                 if name == "max":
-                    return int(value or 0) > 0
+                    return int(value or 0)
         except (OSError, ValueError):
             pass
-        return False
+        return 0
 
     def close(self) -> None:
         """Kill whatever is still in the cgroup and remove it."""

@@ -18,7 +18,10 @@
   namespace, bounded processes and memory). ``isolation="bwrap"`` is the short form that asks
   for it with the defaults; without ``bwrap`` on ``PATH`` the tool then refuses to run rather
   than run unconfined. The default is no confinement; the application chooses from the user's
-  ``[sandbox]`` settings (:func:`reasonix.safety.confinement.bash_confinement`).
+  ``[sandbox]`` settings (:func:`reasonix.safety.confinement.bash_confinement`). Commands in
+  front share one kept sandbox (:mod:`reasonix.safety.session_sandbox`), which finds each
+  command the sandbox as a fresh one would be; ``kept_sandbox=False`` or
+  ``REASONIX_SANDBOX=per-call`` starts one per command, as background jobs always do.
 - Every command that is not plainly read-only is preceded by a snapshot of the workspace in our
   private store (see :meth:`reasonix.safety.checkpoints.CheckpointManager.before_command`).
 """
@@ -50,9 +53,11 @@ from reasonix.safety.confinement import (
 )
 from reasonix.safety.environment import build_environment
 from reasonix.safety.plants import CreationGuard
+from reasonix.safety.session_sandbox import SandboxUnavailable, SessionSandbox, per_call_forced
 from reasonix.tools.builtin.files import builtin_tool
 from reasonix.tools.builtin.jobs import JobError, JobTable
 from reasonix.tools.builtin.shell_output import CappedOutput, pump
+from reasonix.tools.builtin.shell_process import MARKER_ENV, kill_marked, signal_group, stop_group
 from reasonix.tools.registry import Effect, Tool, ToolContext, ToolResult
 
 SECRET_ENV_PATTERNS: tuple[str, ...] = (
@@ -92,6 +97,9 @@ class ShellOptions:
     pass_env: Sequence[str] = ()
     #: how long to wait after SIGTERM before SIGKILL
     kill_grace: float = 2.0
+    #: confined commands share one kept sandbox (:mod:`reasonix.safety.session_sandbox`);
+    #: False, or ``REASONIX_SANDBOX=per-call``, starts a fresh one per command
+    kept_sandbox: bool = True
 
 
 @dataclass(frozen=True)
@@ -167,10 +175,31 @@ class ShellTool:
         self.confiner = options_confiner(self.options)
         #: where ``run_in_background`` commands go; None: the parameter is refused
         self.jobs = jobs
+        self._kept: SessionSandbox | None = None
+
+    def kept_sandbox(self) -> SessionSandbox | None:
+        """The sandbox front commands share, when they are confined by bubblewrap and kept
+        sandboxes are not switched off; None otherwise."""
+        confiner = self.confiner
+        if not isinstance(confiner, BwrapConfiner) or not self.options.kept_sandbox:
+            return None
+        if per_call_forced():
+            return None
+        if self._kept is None:
+            self._kept = SessionSandbox(confiner, self.workspace, self.roots)
+        return self._kept
+
+    def close(self) -> None:
+        """End the kept sandbox, if one runs."""
+        if self._kept is not None:
+            self._kept.close()
+
+    def _inner(self, command: str) -> list[str]:
+        shell = shutil.which(self.options.shell) or shutil.which("sh") or "/bin/sh"
+        return [shell, "-c", command]
 
     def _argv(self, command: str) -> list[str] | str:
-        shell = shutil.which(self.options.shell) or shutil.which("sh") or "/bin/sh"
-        inner = [shell, "-c", command]
+        inner = self._inner(command)
         try:
             return self.confiner.wrap(inner, workspace=self.workspace, roots=self.roots)
         except ConfinementError as exc:
@@ -208,7 +237,7 @@ class ShellTool:
                 else None
             )
             return self._start_job(self.jobs, argv, command, env, marker, pids, guard)
-        run = await self._execute(argv, limit)
+        run = await self._execute(argv, limit, self._inner(command))
         text = run.output
         shown = text if text else "(no output)"
         if run.undone:
@@ -240,21 +269,24 @@ class ShellTool:
         or a tool result: for the application's own runs of commands it did not write, such as
         a batch task's ``setup`` and ``verify``. Raises :class:`ConfinementError` when the
         command cannot be confined as configured."""
-        shell = shutil.which(self.options.shell) or shutil.which("sh") or "/bin/sh"
-        argv = self.confiner.wrap(
-            [shell, "-c", command], workspace=self.workspace, roots=self.roots
-        )
+        inner = self._inner(command)
+        argv = self.confiner.wrap(inner, workspace=self.workspace, roots=self.roots)
         limit = min(timeout or self.options.timeout, self.options.max_timeout)
-        return await self._execute(argv, limit)
+        return await self._execute(argv, limit, inner)
 
     def _environment(self) -> tuple[dict[str, str], str]:
         """A command's environment and the marker in it that finds its strays."""
         marker = f"{os.getpid()}-{secrets.token_hex(8)}"
         env = command_env(self.options)
-        env[_MARKER_ENV] = marker
+        env[MARKER_ENV] = marker
         return env, marker
 
-    async def _execute(self, argv: list[str], limit: float) -> CommandRun:
+    async def _execute(self, argv: list[str], limit: float, inner: list[str]) -> CommandRun:
+        kept = self.kept_sandbox()
+        if kept is not None:
+            run = await self._execute_kept(kept, inner, limit)
+            if run is not None:
+                return run
         opts = self.options
         pids = self._pids_cgroup()
         if pids is not None:
@@ -296,7 +328,7 @@ class ShellTool:
                 await asyncio.wait_for(proc.wait(), limit)
             except TimeoutError:
                 timed_out = True
-                await _stop_group(proc, opts.kill_grace)
+                await stop_group(proc, opts.kill_grace)
         finally:
             over_limit = False
             if watchdog is not None:
@@ -305,9 +337,9 @@ class ShellTool:
                     over_limit = await watchdog
             # Whatever happened (done, timed out, cancelled), nothing of this command outlives it.
             if proc.returncode is None:
-                await _stop_group(proc, opts.kill_grace)
-            _signal_group(proc.pid, signal.SIGKILL)
-            await asyncio.to_thread(_kill_marked, marker)
+                await stop_group(proc, opts.kill_grace)
+            signal_group(proc.pid, signal.SIGKILL)
+            await asyncio.to_thread(kill_marked, marker)
             if pids is not None:
                 over_limit = over_limit or pids.hit_bound()
                 await asyncio.to_thread(pids.close)
@@ -319,6 +351,41 @@ class ShellTool:
                 reader.cancel()
         code = proc.returncode if proc.returncode is not None else -1
         return CommandRun(output.text().rstrip("\n"), code, timed_out, over_limit, tuple(undone))
+
+    async def _execute_kept(
+        self, kept: SessionSandbox, inner: list[str], limit: float
+    ) -> CommandRun | None:
+        """:meth:`_execute` in the kept sandbox; None when it cannot be had (the caller runs
+        the command in a sandbox of its own)."""
+        assert isinstance(self.confiner, BwrapConfiner)
+        records = self.jobs.guard_records if self.jobs is not None else None
+        guard = CreationGuard.start(self.roots, record_dir=records)
+        output = CappedOutput(self.options.output_limit)
+        env, _marker = self._environment()
+        read_fd, write_fd = os.pipe()
+        reader = asyncio.create_task(pump(read_fd, output))
+        try:
+            run = await kept.run(
+                self.confiner.limited(inner),
+                env,
+                write_fd,
+                limit=limit,
+                grace=self.options.kill_grace,
+            )
+        except SandboxUnavailable:
+            run = None
+        finally:
+            # Every process of the call is gone (or the call never started): nothing can
+            # re-create what this undoes.
+            undone = guard.finish()
+            try:
+                await asyncio.wait_for(asyncio.shield(reader), 2.0)
+            except TimeoutError:
+                reader.cancel()
+        if run is None:
+            return None
+        text = output.text().rstrip("\n")
+        return CommandRun(text, run.code, run.timed_out, run.over_limit, tuple(undone))
 
     def _pids_cgroup(self) -> PidsCgroup | None:
         """The kernel's process bound for a confined command, where cgroups allow it."""
@@ -342,7 +409,7 @@ class ShellTool:
         created among the protected paths is undone when it ends (``guard``)."""
 
         def cleanup() -> list[str]:
-            _kill_marked(marker)
+            kill_marked(marker)
             if pids is not None:
                 pids.close()
             # Every process of the job is gone: nothing can re-create what this undoes.
@@ -409,7 +476,7 @@ class ShellTool:
         async def watch() -> bool:
             while proc.returncode is None:
                 if await asyncio.to_thread(sandbox_process_count, proc.pid) > bound:
-                    _signal_group(proc.pid, signal.SIGKILL)
+                    signal_group(proc.pid, signal.SIGKILL)
                     return True
                 await asyncio.sleep(0.02)
             return False
@@ -428,43 +495,3 @@ class ShellTool:
             subjects=("command",),
             timeout=self.options.max_timeout + 30,
         )
-
-
-_MARKER_ENV = "REASONIX_COMMAND"
-
-
-def _kill_marked(marker: str) -> None:
-    """SIGKILL every process of ours whose environment carries ``marker`` (Linux ``/proc``):
-    what a command started in a new session or process group escapes ``killpg``."""
-    needle = f"{_MARKER_ENV}={marker}".encode()
-    try:
-        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
-    except OSError:
-        return
-    own = os.getpid()
-    for pid in pids:
-        if pid == own:
-            continue
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                environ = f.read()
-        except OSError:  # gone, or not ours
-            continue
-        if needle in environ.split(b"\0"):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-async def _stop_group(proc: asyncio.subprocess.Process, grace: float) -> None:
-    _signal_group(proc.pid, signal.SIGTERM)
-    try:
-        await asyncio.wait_for(proc.wait(), grace)
-    except TimeoutError:
-        pass
-    _signal_group(proc.pid, signal.SIGKILL)
-    await proc.wait()

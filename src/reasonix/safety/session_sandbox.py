@@ -1,0 +1,588 @@
+"""One bubblewrap sandbox kept for many commands, with a small supervisor inside.
+
+Starting a bubblewrap sandbox costs tens of milliseconds; doing it for every ``bash`` call was
+most of a step's host time. A :class:`SessionSandbox` starts one sandbox (the same
+:meth:`~reasonix.safety.confinement.BwrapConfiner.arguments` a per-call sandbox gets) running a
+Python supervisor (:data:`SUPERVISOR`), and hands it each command over a Unix socket together
+with the write end of that command's output pipe. The supervisor starts the command in its own
+session and process group with the environment it was sent, behind the same ``ulimit`` bounds
+(:meth:`~reasonix.safety.confinement.BwrapConfiner.limited`), forwards a stop signal when the
+host asks, and when the command ends:
+
+- kills every other process of the sandbox (``kill(-1)`` from inside the PID namespace reaches
+  all of them, ``setsid`` daemons included) and waits until the namespace holds only the
+  sandbox's init and itself, as the end of a per-call sandbox did;
+- empties ``/tmp``, ``/dev/shm`` and the home folder back to what they held at start (the next
+  command finds no ``~/.gitconfig`` or ``/tmp`` file a previous one left), and reports the
+  sandbox unclean when that fails or System V IPC objects remain.
+
+The host trusts none of this: after every command it counts the processes of the sandbox's PID
+namespace itself, and kills the sandbox (the next command gets a fresh one) when more than the
+init and the supervisor remain, when the supervisor reports the sandbox unclean, stops
+answering, or dies. The supervisor makes itself non-dumpable so no command can ptrace it or
+read its memory and forge its answers.
+
+A sandbox is reused only while a fresh one would be the same: its key is the bubblewrap argument
+list computed anew for every command (the protected paths and secrets that exist, the settings)
+plus the identity (device, inode) of every path named in it, so a protected file replaced on the
+host, a new ``.git``, a new allowed folder or a changed setting starts a new sandbox.
+
+Residual differences from a per-call sandbox: POSIX message queues a command creates persist
+until the sandbox ends (they are bounded by the kernel's small per-namespace limits); the
+kernel bounds (``pids`` cgroup, ``RLIMIT_NPROC``) count the supervisor too, so the cgroup is
+made one larger.
+
+It runs past 500 lines because the supervisor's source (sent into the sandbox as text) and the
+host side that checks it are two ends of one protocol, read and changed together.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from reasonix.safety.confinement import BwrapConfiner, PidsCgroup, sandbox_process_count
+
+#: Set to ``per-call`` to start a fresh sandbox for every command (the old way), for comparison.
+MODE_ENV = "REASONIX_SANDBOX"
+
+#: What ``python -I -S -c`` runs inside the sandbox: it reads the supervisor's source from the
+#: socket (a short command line for ``ps`` to show) and runs it with ``FD RESET_JSON`` as
+#: arguments.
+BOOTSTRAP = (
+    "import socket,struct,sys;s=socket.socket(fileno=int(sys.argv[1]));"
+    "n=struct.unpack('!I',s.recv(4,socket.MSG_WAITALL))[0];"
+    "exec(compile(s.recv(n,socket.MSG_WAITALL),'reasonix-supervisor','exec'))"
+)
+
+#: The supervisor (see the module docstring).
+SUPERVISOR = r"""
+import ctypes, json, os, select, signal, socket, stat, struct, sys, time
+ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: no ptrace, no /proc/PID/mem
+sock = s
+os.set_inheritable(sock.fileno(), False)
+RESET = json.loads(sys.argv[2])
+ME = os.getpid()
+
+
+def tree(top):
+    dev = os.lstat(top).st_dev
+    out = {}
+    def walk(path):
+        for entry in os.scandir(path):
+            st = entry.stat(follow_symlinks=False)
+            if st.st_dev != dev:
+                continue
+            out[entry.path] = st.st_mode
+            if stat.S_ISDIR(st.st_mode):
+                walk(entry.path)
+    out[top] = os.lstat(top).st_mode
+    walk(top)
+    return dev, out
+
+
+INITIAL = {}
+for top in RESET:
+    try:
+        INITIAL[top] = tree(top)
+    except OSError:
+        pass
+
+
+def remove(path, dev):
+    st = os.lstat(path)
+    if st.st_dev != dev:
+        raise OSError("a mount point appeared: " + path)
+    if stat.S_ISDIR(st.st_mode):
+        os.chmod(path, 0o700)
+        for name in os.listdir(path):
+            remove(os.path.join(path, name), dev)
+        os.rmdir(path)
+    else:
+        os.unlink(path)
+
+
+def reset():
+    for top, (dev, known) in INITIAL.items():
+        def walk(path):
+            mode = known[path]
+            if os.lstat(path).st_mode != mode:
+                os.chmod(path, stat.S_IMODE(mode))
+            for entry in os.scandir(path):
+                st = entry.stat(follow_symlinks=False)
+                if st.st_dev != dev:
+                    continue
+                was = known.get(entry.path)
+                if was is None or stat.S_IFMT(st.st_mode) != stat.S_IFMT(was):
+                    remove(entry.path, dev)
+                elif stat.S_ISDIR(st.st_mode):
+                    walk(entry.path)
+        walk(top)
+
+
+def others():
+    return [int(n) for n in os.listdir("/proc") if n.isdigit() and int(n) not in (1, ME)]
+
+
+def end_all():
+    deadline = time.monotonic() + 5
+    while others():
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.001)
+    return True
+
+
+def ipc_empty():
+    for name in ("shm", "sem", "msg"):
+        try:
+            with open("/proc/sysvipc/" + name) as f:
+                if len(f.read().splitlines()) > 1:
+                    return False
+        except OSError:
+            pass
+    return True
+
+
+def recv_exact(n, fds):
+    data = b""
+    while len(data) < n:
+        chunk, got, _, _ = socket.recv_fds(sock, n - len(data), 1)
+        if not chunk:
+            return None
+        fds += got
+        data += chunk
+    return data
+
+
+def receive():
+    fds = []
+    head = recv_exact(4, fds)
+    if head is None:
+        return None, fds
+    body = recv_exact(struct.unpack("!I", head)[0], fds)
+    if body is None:
+        return None, fds
+    return json.loads(body), fds
+
+
+def send(**msg):
+    sock.sendall(json.dumps(msg).encode() + b"\n")
+
+
+def run(msg, fds):
+    out = fds[0]
+    actions = [
+        (os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_DUP2, out, 1),
+        (os.POSIX_SPAWN_DUP2, out, 2),
+        (os.POSIX_SPAWN_CLOSE, out),
+    ]
+    try:
+        argv = msg["argv"]
+        pid = os.posix_spawn(argv[0], argv, msg["env"], file_actions=actions, setsid=True)
+    except OSError as exc:
+        os.write(out, ("reasonix: cannot start the shell: %s\n" % exc).encode())
+        return 127
+    finally:
+        for fd in fds:
+            os.close(fd)
+    pidfd = os.pidfd_open(pid)
+    try:
+        while True:
+            ready, _, _ = select.select([sock, pidfd], [], [])
+            if pidfd in ready:
+                break
+            ctl, extra = receive()
+            for fd in extra:
+                os.close(fd)
+            if ctl is None:
+                os.killpg(pid, signal.SIGKILL)
+                sys.exit(0)
+            try:
+                os.killpg(pid, ctl["signal"])
+            except OSError:
+                pass
+    finally:
+        os.close(pidfd)
+    status = os.waitpid(pid, 0)[1]
+    code = os.waitstatus_to_exitcode(status)
+    return 128 - code if code < 0 else code
+
+
+send(op="ready")
+while True:
+    msg, fds = receive()
+    if msg is None:
+        break
+    code = run(msg, fds) if msg.get("argv") and fds else 126
+    clean = end_all()
+    try:
+        reset()
+    except OSError:
+        clean = False
+    send(op="exit", code=code, clean=clean and ipc_empty())
+"""
+
+
+class SandboxUnavailable(Exception):
+    """The supervised sandbox could not be started (or is busy): run the command per call."""
+
+
+@dataclass(frozen=True)
+class SupervisedRun:
+    """How a command in a kept sandbox ended: its exit code (128 + the signal when one killed
+    it, as bubblewrap reports), whether it ran out of time, went past the process bound, or
+    left the sandbox in a state that made us kill it."""
+
+    code: int
+    timed_out: bool = False
+    over_limit: bool = False
+    discarded: bool = False
+
+
+def per_call_forced(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether ``REASONIX_SANDBOX=per-call`` asks for a fresh sandbox per command."""
+    env = os.environ if environ is None else environ
+    return env.get(MODE_ENV, "").strip().lower() in ("per-call", "percall", "call")
+
+
+def _visible(path: str, args: Sequence[str]) -> bool:
+    """Whether ``path`` is inside something the sandbox arguments bind."""
+    target = Path(path)
+    for i, arg in enumerate(args[:-2]):
+        if arg in ("--ro-bind", "--bind"):
+            dest = Path(args[i + 2])
+            if target == dest or target.is_relative_to(dest):
+                return True
+    return False
+
+
+def _fingerprint(args: Sequence[str]) -> tuple[tuple[str, int, int], ...]:
+    """The identity of every path the arguments name: a mount in a kept sandbox holds on to
+    the file it was made from, so a path replaced since calls for a fresh sandbox."""
+    out = []
+    for arg in dict.fromkeys(a for a in args if a.startswith("/")):
+        try:
+            st = os.lstat(arg)
+        except OSError:
+            out.append((arg, -1, -1))
+        else:
+            out.append((arg, st.st_dev, st.st_ino))
+    return tuple(out)
+
+
+class _Box:
+    """One running sandbox: the bubblewrap process, the host's end of the socket, its key."""
+
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        sock: socket.socket,
+        args: tuple[str, ...],
+        pids: PidsCgroup | None,
+    ) -> None:
+        self.proc = proc
+        self.sock = sock
+        self.args = args
+        self.pids = pids
+        self.fingerprint = _fingerprint(args)
+        self.refusals = pids.refusals() if pids is not None else 0
+        self.buffer = b""
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def terminate(self) -> None:
+        """SIGKILL the sandbox: its init dies, and with it the whole PID namespace."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+
+    def kill(self) -> None:
+        self.terminate()
+        with contextlib.suppress(OSError):
+            self.sock.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=10)
+        if self.proc.stderr is not None:
+            self.proc.stderr.close()
+        if self.pids is not None:
+            self.pids.close()
+
+    async def receive(self, timeout: float | None) -> dict[str, object] | None:
+        """The supervisor's next message; None when it closed the socket. Raises
+        ``TimeoutError`` after ``timeout`` seconds."""
+        loop = asyncio.get_running_loop()
+
+        async def read() -> dict[str, object] | None:
+            while b"\n" not in self.buffer:
+                chunk = await loop.sock_recv(self.sock, 65536)
+                if not chunk:
+                    return None
+                self.buffer += chunk
+            line, _, self.buffer = self.buffer.partition(b"\n")
+            message = json.loads(line)
+            return message if isinstance(message, dict) else None
+
+        return await asyncio.wait_for(read(), timeout)
+
+    async def send(self, message: dict[str, object], fd: int | None = None) -> None:
+        body = json.dumps(message).encode()
+        head = struct.pack("!I", len(body))
+        loop = asyncio.get_running_loop()
+        if fd is not None:
+            socket.send_fds(self.sock, [head], [fd])
+        else:
+            await loop.sock_sendall(self.sock, head)
+        await loop.sock_sendall(self.sock, body)
+
+
+class SessionSandbox:
+    """A kept sandbox for one shell tool's commands (see the module docstring). :meth:`run`
+    raises :class:`SandboxUnavailable` when none can be had (the caller runs the command in a
+    per-call sandbox instead); :meth:`close` ends it."""
+
+    def __init__(self, confiner: BwrapConfiner, workspace: Path, roots: Sequence[Path]) -> None:
+        self.confiner = confiner
+        self.workspace = workspace
+        self.roots = tuple(roots)
+        self._slot: list[_Box] = []  # the running sandbox, if any (a list: see _close_slot)
+        self._lock = threading.Lock()
+        #: why the supervisor could not start (then every command runs per call)
+        self.broken: str | None = None
+        #: sandboxes started so far (for tests and the bench)
+        self.started = 0
+        weakref.finalize(self, _close_slot, self._slot)
+
+    @property
+    def _box(self) -> _Box | None:
+        return self._slot[0] if self._slot else None
+
+    def close(self) -> None:
+        """End the sandbox (the next command would start a new one)."""
+        _close_slot(self._slot)
+
+    def _start(self, args: tuple[str, ...]) -> _Box:
+        python = next(
+            (
+                p
+                for p in (
+                    os.path.realpath(getattr(sys, "_base_executable", sys.executable)),
+                    "/usr/bin/python3",
+                )
+                if os.path.isfile(p) and _visible(p, args)
+            ),
+            None,
+        )
+        if python is None:
+            raise SandboxUnavailable("no Python interpreter is visible inside the sandbox")
+        home = self.confiner.home
+        reset = ["/tmp", "/dev/shm"]
+        if home is not None and home != Path("/"):
+            reset.append(str(home))
+        host, inside = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        argv = [self.confiner.executable, *args, "--"]
+        argv += [python, "-I", "-S", "-c", BOOTSTRAP, str(inside.fileno()), json.dumps(reset)]
+        pids = PidsCgroup.create(self.confiner.max_processes + 1)
+        if pids is not None:
+            argv = pids.wrap(argv)
+        try:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                env={"PATH": "/usr/bin:/bin"},
+                pass_fds=(inside.fileno(),),
+                start_new_session=True,
+            )
+        except OSError as exc:
+            host.close()
+            if pids is not None:
+                pids.close()
+            raise SandboxUnavailable(f"bubblewrap did not start: {exc}") from exc
+        finally:
+            inside.close()
+        source = SUPERVISOR.encode()
+        host.sendall(struct.pack("!I", len(source)) + source)  # before any reader: it fits
+        host.setblocking(False)
+        return _Box(proc, host, args, pids)
+
+    async def _ready(self, box: _Box) -> None:
+        try:
+            message = await box.receive(30)
+        except (TimeoutError, OSError, ValueError):
+            message = None
+        if message is None or message.get("op") != "ready":
+            box.kill()
+            detail = b""
+            if box.proc.stderr is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    detail = box.proc.stderr.read() or b""
+            why = detail.decode(errors="replace").strip().splitlines()
+            raise SandboxUnavailable(
+                "the sandbox supervisor did not start" + (f": {why[-1]}" if why else "")
+            )
+
+    def reusable(
+        self,
+        args: tuple[str, ...],
+        fingerprint: tuple[tuple[str, int, int], ...],
+        now: tuple[str, ...],
+    ) -> bool:
+        """Whether a sandbox made with ``args`` (its paths then ``fingerprint``) is the one a
+        fresh sandbox would be now (``now``: the arguments computed for this command)."""
+        return args == now and fingerprint == _fingerprint(now)
+
+    async def _box_for(self, args: tuple[str, ...]) -> _Box:
+        box = self._box
+        if box is not None and not (box.alive() and self.reusable(box.args, box.fingerprint, args)):
+            self.close()
+            box = None
+        if box is None:
+            box = self._start(args)
+            try:
+                await self._ready(box)
+            except SandboxUnavailable as exc:
+                self.broken = str(exc)
+                raise
+            box.fingerprint = _fingerprint(args)  # after bubblewrap made its mount points
+            self._slot[:] = [box]
+            self.started += 1
+        return box
+
+    async def run(
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        out_fd: int,
+        *,
+        limit: float,
+        grace: float,
+    ) -> SupervisedRun:
+        """Run ``argv`` (a limited shell command line) with its stdout and stderr on
+        ``out_fd`` (closed here); see the module docstring."""
+        if self.broken is not None or not self._lock.acquire(blocking=False):
+            raise SandboxUnavailable(self.broken or "the kept sandbox is busy")
+        try:
+            return await self._run(argv, env, out_fd, limit=limit, grace=grace)
+        finally:
+            self._lock.release()
+
+    async def _run(
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        out_fd: int,
+        *,
+        limit: float,
+        grace: float,
+    ) -> SupervisedRun:
+        args = tuple(self.confiner.arguments(workspace=self.workspace, roots=self.roots))
+        try:
+            box = await self._box_for(args)
+        except BaseException:
+            os.close(out_fd)
+            raise
+        done = False
+        try:
+            try:
+                await box.send({"argv": list(argv), "env": dict(env)}, out_fd)
+            finally:
+                os.close(out_fd)
+            result = await self._wait(box, limit, grace)
+            done = True
+            return result
+        finally:
+            if not done:  # cancelled, or the socket failed: nothing of it may go on running
+                self._discard(box)
+
+    async def _wait(self, box: _Box, limit: float, grace: float) -> SupervisedRun:
+        timed_out = False
+        over_limit = False
+        watchdog = self._watchdog(box)
+        try:
+            try:
+                message = await box.receive(limit)
+            except TimeoutError:
+                timed_out = True
+                message = await self._stop(box, grace)
+        finally:
+            if watchdog is not None:
+                watchdog.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    over_limit = await watchdog
+        if box.pids is not None:
+            refusals = box.pids.refusals()
+            over_limit = over_limit or refusals > box.refusals
+            box.refusals = refusals
+        clean = message is not None and message.get("clean") is True
+        # Trust, but count: only the sandbox's init and the supervisor may be left.
+        if clean and await asyncio.to_thread(sandbox_process_count, box.proc.pid) > 2:
+            clean = False
+        code_value = message.get("code") if message is not None else None
+        if not isinstance(code_value, int):
+            code_value = box.proc.poll()
+        code = code_value if isinstance(code_value, int) else -1
+        if not clean:
+            self._discard(box)
+        return SupervisedRun(code, timed_out, over_limit, not clean)
+
+    async def _stop(self, box: _Box, grace: float) -> dict[str, object] | None:
+        """Out of time: SIGTERM to the command's group, SIGKILL after ``grace``; a supervisor
+        that does not answer then is killed with its sandbox."""
+        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+            try:
+                await box.send({"signal": int(sig)})
+                return await box.receive(wait)
+            except (TimeoutError, OSError):
+                continue
+        self._discard(box)
+        return None
+
+    def _watchdog(self, box: _Box) -> asyncio.Task[bool] | None:
+        """For an agent running as root (whom ``RLIMIT_NPROC`` does not bound): stop the
+        sandbox once its PID namespace holds more than the bound (plus the supervisor)."""
+        bound = self.confiner.max_processes
+        if bound <= 0 or not hasattr(os, "geteuid") or os.geteuid() != 0:
+            return None
+
+        async def watch() -> bool:
+            while box.alive():
+                if await asyncio.to_thread(sandbox_process_count, box.proc.pid) > bound + 1:
+                    box.terminate()  # the socket's end then tells the waiting command
+                    return True
+                await asyncio.sleep(0.02)
+            return False
+
+        return asyncio.create_task(watch())
+
+    def _discard(self, box: _Box) -> None:
+        if box in self._slot:
+            self._slot.clear()
+        box.kill()
+
+
+def _close_slot(slot: list[_Box]) -> None:
+    """End the sandbox in ``slot`` (also when its owner is collected: the finalizer holds the
+    slot, never the owner)."""
+    boxes = list(slot)
+    slot.clear()
+    for box in boxes:
+        box.kill()

@@ -1,0 +1,155 @@
+"""The kept sandbox (:mod:`reasonix.safety.session_sandbox`) against real bubblewrap: one
+sandbox serves many commands, and it is replaced whenever a fresh one would differ (a protected
+file replaced on the host, a repository created by a command) or when the supervisor dies. The
+controls subclass :meth:`SessionSandbox.reusable` to keep the old sandbox regardless, and show
+that each probe then sees the stale sandbox."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from reasonix.safety.confinement import bash_confinement
+from reasonix.safety.session_sandbox import SessionSandbox
+from reasonix.tools.builtin.shell import ShellOptions, ShellTool, command_env
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("bwrap") is None or bash_confinement("bwrap").confiner.name != "bwrap",
+    reason="bubblewrap (bwrap) cannot make a sandbox here; CI installs it",
+)
+
+
+class StaleSandbox(SessionSandbox):
+    """The control: keeps its first sandbox whatever changed."""
+
+    def reusable(self, args: object, fingerprint: object, now: object) -> bool:
+        return True
+
+
+#: Prints the command line of every process the sandbox holds.
+PS = "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done"
+
+
+def _sandbox(root: Path, kind: type[SessionSandbox] = SessionSandbox) -> SessionSandbox:
+    confiner = bash_confinement("bwrap").confiner
+    assert confiner.name == "bwrap"
+    return kind(confiner, root, (root,))  # type: ignore[arg-type]
+
+
+async def _run(box: SessionSandbox, command: str) -> tuple[int, str]:
+    read_fd, write_fd = os.pipe()
+    argv = ["/bin/sh", "-c", command]
+    run = await box.run(argv, command_env(ShellOptions()), write_fd, limit=60, grace=1)
+    with os.fdopen(read_fd, "rb") as f:
+        return run.code, f.read().decode()
+
+
+def test_commands_share_one_sandbox_and_find_it_clean(tmp_path: Path) -> None:
+    async def go() -> list[tuple[int, str]]:
+        box = _sandbox(tmp_path)
+        try:
+            return [
+                await _run(box, "cut -d' ' -f22 /proc/1/stat"),
+                await _run(box, "setsid sleep 300 & touch ~/.gitconfig /tmp/left; echo ok"),
+                await _run(box, "cut -d' ' -f22 /proc/1/stat; " + PS),
+                await _run(box, "ls -A ~ /tmp"),
+            ]
+        finally:
+            assert box.started == 1
+            box.close()
+
+    first, planted, second, listing = asyncio.run(go())
+    assert planted == (0, "ok\n")
+    start, processes = second[1].split("\n", 1)
+    assert first[1].strip() == start  # the same sandbox's init
+    assert "bwrap" in processes and "sleep 300" not in processes  # the setsid sleeper is gone
+    assert ".gitconfig" not in listing[1] and "left" not in listing[1]
+
+
+def test_a_repository_a_command_creates_is_protected_in_the_next_command(tmp_path: Path) -> None:
+    async def go(kind: type[SessionSandbox]) -> tuple[int, str]:
+        root = tmp_path / kind.__name__
+        root.mkdir()
+        box = _sandbox(root, kind)
+        try:
+            code, _ = await _run(box, "git init -q .")
+            assert code == 0
+            return await _run(box, "echo '[core]' >> .git/config && echo written")
+        finally:
+            box.close()
+
+    code, out = asyncio.run(go(SessionSandbox))
+    assert code != 0 and "written" not in out
+    assert "[core]\n" not in (tmp_path / "SessionSandbox" / ".git" / "config").read_text()[-8:]
+    # Control: the sandbox made before the repository existed lets the command write it.
+    code, out = asyncio.run(go(StaleSandbox))
+    assert code == 0 and "written" in out
+
+
+def test_a_protected_file_replaced_on_the_host_stays_read_only(tmp_path: Path) -> None:
+    async def go(kind: type[SessionSandbox]) -> str:
+        root = tmp_path / kind.__name__
+        root.mkdir()
+        (root / "reasonix.toml").write_text("old = 1\n")
+        box = _sandbox(root, kind)
+        try:
+            assert (await _run(box, "cat reasonix.toml"))[1] == "old = 1\n"
+            new = root / "reasonix.toml.tmp"
+            new.write_text("new = 2\n")
+            new.replace(root / "reasonix.toml")  # how editors and our file tools write
+            await _run(box, "echo 'evil = 3' >> reasonix.toml")
+            return (root / "reasonix.toml").read_text()
+        finally:
+            box.close()
+
+    assert asyncio.run(go(SessionSandbox)) == "new = 2\n"
+    # Control: the old sandbox's read-only mount went with the replaced file.
+    assert asyncio.run(go(StaleSandbox)) == "new = 2\nevil = 3\n"
+
+
+def test_a_killed_supervisor_takes_its_sandbox_and_the_next_command_gets_a_new_one(
+    tmp_path: Path,
+) -> None:
+    async def go() -> tuple[int, tuple[int, str], int]:
+        box = _sandbox(tmp_path)
+        try:
+            await _run(box, "true")
+            code, _ = await _run(box, "setsid sleep 300 & kill -9 $PPID; sleep 5")
+            after = await _run(box, PS)
+            return code, after, box.started
+        finally:
+            box.close()
+
+    code, (after_code, processes), started = asyncio.run(go())
+    assert code != 0
+    assert after_code == 0 and "bwrap" in processes and "sleep 300" not in processes
+    assert started == 2
+
+
+def test_the_bash_tool_uses_the_kept_sandbox_unless_told_otherwise(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    confiner = bash_confinement("bwrap").confiner
+
+    def starts(tool: ShellTool) -> set[str]:
+        async def go() -> set[str]:
+            out = set()
+            for _ in range(3):
+                run = await tool.run_command("cut -d' ' -f22 /proc/1/stat")
+                out.add(run.output.strip())
+            return out
+
+        try:
+            return asyncio.run(go())
+        finally:
+            tool.close()
+
+    assert len(starts(ShellTool(tmp_path, options=ShellOptions(confiner=confiner)))) == 1
+    off = ShellOptions(confiner=confiner, kept_sandbox=False)
+    assert len(starts(ShellTool(tmp_path, options=off))) == 3
+    monkeypatch.setenv("REASONIX_SANDBOX", "per-call")
+    assert len(starts(ShellTool(tmp_path, options=ShellOptions(confiner=confiner)))) == 3
