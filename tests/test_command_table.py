@@ -226,7 +226,7 @@ def test_web(project: Project, name: str) -> None:
     _never_sent_as_text(project, name)
 
 
-def _wait(check: Any, timeout: float = 30) -> None:
+def _wait(check: Any, timeout: float = 120) -> None:
     import time
 
     end = time.monotonic() + timeout

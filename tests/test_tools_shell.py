@@ -33,7 +33,7 @@ def process_gone(pid: int) -> bool:
     """Dead or a zombie waiting for a reaper (a container's PID 1 may never reap it)."""
     status = Path(f"/proc/{pid}/status")
     # Wait (not time) for the kernel to finish delivering SIGKILL.
-    for _ in range(500):
+    for _ in range(6000):  # up to a minute on a loaded machine; a dead process ends it at once
         try:
             state = next(ln for ln in status.read_text().splitlines() if ln.startswith("State:"))
         except (FileNotFoundError, ProcessLookupError):

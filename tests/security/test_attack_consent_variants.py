@@ -67,7 +67,7 @@ def _ask(lab: Lab) -> tuple[str, list[str]]:
         question = str(child.before).replace("\r", "")
         child.sendline("y")
         child.expect("›")
-        for _ in range(200):
+        for _ in range(2400):  # a generous bound for the hooks to run on a loaded machine
             if len(list(lab.tmp.glob("*-ran"))) == 2:
                 break
             time.sleep(0.05)

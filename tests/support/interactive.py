@@ -18,7 +18,7 @@ def spawn(project: Project, *args: str) -> pexpect.spawn:
         cwd=str(project.root),
         env=env,
         encoding="utf-8",
-        timeout=20,
+        timeout=60,  # each expect's bound: generous, for a loaded machine
         dimensions=(40, 120),
     )
     return child

@@ -44,7 +44,7 @@ class Terminal:
             cwd=str(project.root),
             env=env,
             encoding="utf-8",
-            timeout=30,
+            timeout=60,  # each expect's bound: generous, for a loaded machine
             dimensions=(rows, cols),
         )
 
