@@ -31,6 +31,7 @@ SAMPLES: dict[str, tuple[str, str]] = {
     "help": ("", "/rewind [TURN]"),
     "plan": ("say hi", "Hi from the plan."),
     "approve": ("", "No plan is waiting"),
+    "init": ("", "Looked at the repository."),
     "mode": ("", "Permission mode: ask"),
     "model": ("", "executor: deepseek-flash"),
     "cost": ("", "hit%"),
@@ -59,6 +60,8 @@ SAMPLES: dict[str, tuple[str, str]] = {
     "exit": ("", ""),
 }
 
+#: Commands that start a model turn (scripted in ``_script``).
+TURNS = {"plan", "init"}
 #: Commands whose answer is an argument error (``reasonix run`` exits 2 for them).
 ERRORS = {"approve"}
 #: Commands that answer differently the second time (``/export`` refuses to overwrite its
@@ -85,6 +88,8 @@ def _script(project: Project, name: str) -> None:
             Reply.call("complete_step", {"step": "1", "evidence": "listed the folder"}),
             Reply.text("Hi from the plan."),
         )
+    if name == "init":
+        project.ex.push(Reply.text("Looked at the repository."))
 
 
 def _never_sent_as_text(project: Project, name: str) -> None:
@@ -141,7 +146,8 @@ def batch_rows(project: Project) -> dict[str, dict[str, Any]]:
     like ``reasonix run``'s)."""
     # Batch copies are folders nobody trusted: the providers come from the user's config.
     project.write_user_config(project_toml(project.ex, project.pl))
-    _script(project, "plan")
+    for name in [n for n in names("run") if n in TURNS]:  # the tasks run one by one, in order
+        _script(project, name)
     tasks = project.root.parent / "tasks.jsonl"
     lines = [
         {"id": name, "repo": str(project.root), "task": f"/{name} {SAMPLES[name][0]}".strip()}
@@ -210,12 +216,12 @@ def test_web(project: Project, name: str) -> None:
         r = c.post(f"/api/sessions/{sid}/commands/{name}", json={"args": arg}, headers=h)
         if name in ERRORS:
             assert r.status_code == 400 and said in r.json()["error"], r.text
-        elif name == "plan":
+        elif name in TURNS:
             assert r.status_code == 200 and "turn" in r.json(), r.text
             _wait(lambda: bool(project.ex.requests))
         else:
             assert r.status_code == 200 and said in r.json()["reply"], r.text
-        if name not in ERRORS | {"plan"}:
+        if name not in ERRORS | TURNS:
             # the same through the message box, and every tab sees the reply
             again = ONCE.get(name, arg)
             r = c.post(
@@ -252,6 +258,7 @@ def test_app(project: Project) -> None:
             arg, said = SAMPLES[name]
             if name in ("exit", "clear", "resume", "plan"):
                 continue  # below, or they would end or swap the session under the loop
+            _script(project, name)
             term.sendline(f"/{name} {arg}".strip())
             term.wait(re.escape(said))
         _script(project, "plan")

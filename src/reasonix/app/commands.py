@@ -207,6 +207,12 @@ async def _agents(ctx: Context) -> Answer:
     return _reply("\n".join(agent_type_lines(ctx.session)))
 
 
+async def _init(ctx: Context) -> Answer:
+    from reasonix.app.init_command import init_command
+
+    return await init_command(ctx)
+
+
 async def _jobs(ctx: Context) -> Answer:
     """``/jobs``, ``/jobs kill ID``, ``/jobs keep ID``."""
     from reasonix.app.jobs import jobs_listing
@@ -236,6 +242,14 @@ COMMANDS: tuple[Command, ...] = (
     Command("help", "", "this help", _help),
     Command("plan", "<task>", "plan first (the planner model), then execute", _plan, arg="text"),
     Command("approve", "", "carry out the plan that is waiting (declined or plan-only)", _approve),
+    Command(
+        "init",
+        "[update]",
+        "have the model study the repository and write AGENTS.md (shown for approval); "
+        "update: propose edits to an existing one",
+        _init,
+        arg="optional",
+    ),
     Command(
         "mode",
         "[MODE]",
