@@ -256,14 +256,16 @@ def test_app(project: Project) -> None:
         term.wait("/help for commands")
         for name in names("app"):
             arg, said = SAMPLES[name]
-            if name in ("exit", "clear", "resume", "plan"):
-                continue  # below, or they would end or swap the session under the loop
-            _script(project, name)
+            if name in ("exit", "clear", "resume", *TURNS):
+                continue  # below: they would end or swap the session, or add turns to it
             term.sendline(f"/{name} {arg}".strip())
             term.wait(re.escape(said))
         _script(project, "plan")
         term.sendline("/plan say hi")
         term.wait("Hi from the plan.")
+        _script(project, "init")
+        term.sendline("/init")
+        term.wait("AGENTS.md was not changed.")  # the model only looked
         term.sendline("/clear")
         term.wait("New session")
         term.sendline("/resume nope")
