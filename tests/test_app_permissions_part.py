@@ -95,7 +95,8 @@ async def test_permissions_names_claude_hooks_and_what_an_untrusted_folder_left_
     claude = tmp_path / ".claude"
     claude.mkdir()
     hook = {"matcher": "Bash", "hooks": [{"type": "command", "command": "./no-rm.sh"}]}
-    (claude / "settings.json").write_text(json.dumps({"hooks": {"PreToolUse": [hook]}}))
+    settings = {"hooks": {"PreToolUse": [hook]}, "permissions": {"deny": ["Bash(rm:*)"]}}
+    (claude / "settings.json").write_text(json.dumps(settings))
     # The providers come from the user's own file: an untrusted project decides nothing else.
     user.write_text(project_toml(*servers, user.read_text()))
     trusted = load_config(tmp_path, environ=ENV, user_config=user, trust=True)
@@ -122,4 +123,10 @@ async def test_permissions_names_claude_hooks_and_what_an_untrusted_folder_left_
     ignored = [e.rule for e in entries if e.kind == "ignored"]
     assert any("permissions.allow" in note and "bash(*)" in note for note in ignored), ignored
     assert any(".claude/settings.json: hooks (PreToolUse)" in note for note in ignored), ignored
-    assert "Left out" in text
+    assert "Not applied" in text
+    # Claude Code's own rules are not ours: said, trusted or not, with the file
+    for entries, text in seen.values():
+        (claude_rule,) = [e for e in entries if "Bash(rm:*)" in e.rule]
+        assert claude_rule.kind == "ignored"
+        assert claude_rule.source == f"project:{claude / 'settings.json'}"
+        assert "deny Bash(rm:*) (Claude Code's rule: not applied" in text

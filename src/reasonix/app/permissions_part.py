@@ -5,14 +5,17 @@ and where each piece came from (``/permissions``).
 takes part in a decision — the mode, every configured allow/ask/deny rule with the file or
 flag it came from (the loader records each list item's origin: ``Config.item_provenance``),
 the rules and exact calls the user allowed for this session, the built-in checks that always
-ask, the ``PreToolUse`` hooks (ours and Claude Code's settings), and the permission settings a
-project file wrote that were left out. :meth:`SessionPermissions.lines` renders them; other
-views (a reviewer's verdicts, a dashboard panel) read the same entries.
+ask, the ``PreToolUse`` hooks (ours and Claude Code's settings), the permission settings a
+project file wrote that were left out, and the ``permissions`` rules of ``.claude/settings.json``
+(Claude Code's, which reasonix does not apply: a user relying on one should see that).
+:meth:`SessionPermissions.lines` renders them; other views (a reviewer's verdicts, a dashboard
+panel) read the same entries.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from reasonix.terminal_text import printable
@@ -74,6 +77,34 @@ def describe_source(label: str) -> str:
     return label
 
 
+def claude_rules(workspace: Path) -> list[PermissionEntry]:
+    """The ``permissions`` rules of the project's ``.claude/settings.json`` and
+    ``settings.local.json``: reasonix does not apply them (its rules are ``[permissions]``), so
+    they are listed as left out, with the file, for a user who relies on one."""
+    import json
+
+    from reasonix.config.loader import read_config_file
+    from reasonix.errors import ConfigError
+
+    out: list[PermissionEntry] = []
+    for name in ("settings.json", "settings.local.json"):
+        path = workspace / ".claude" / name
+        try:
+            raw = None if path.is_symlink() else read_config_file(path)
+            data = json.loads(raw.decode("utf-8", "replace")) if raw else {}
+        except (ConfigError, ValueError):
+            continue
+        rules = data.get("permissions") if isinstance(data, dict) else None
+        if not isinstance(rules, dict):
+            continue
+        for action in ("deny", "ask", "allow"):
+            items = rules.get(action)
+            for rule in items if isinstance(items, list) else ():
+                text = f"{action} {rule} (Claude Code's rule: not applied; add it to [permissions])"
+                out.append(PermissionEntry("ignored", "ignored", text, f"project:{path}"))
+    return out
+
+
 class SessionPermissions:
     """The rules in force and where they came from; ``session.permissions``."""
 
@@ -132,6 +163,7 @@ class SessionPermissions:
         for note in config.ignored:
             if "permissions." in note or "hooks" in note:
                 out.append(PermissionEntry("ignored", "ignored", note, "project"))
+        out += claude_rules(s.workspace)
         return out
 
     def lines(self) -> list[str]:
@@ -154,6 +186,12 @@ class SessionPermissions:
             lines += [f"  {printable(e.rule)}  {e.where}" for e in hooks]
         ignored = [e for e in entries if e.kind == "ignored"]
         if ignored:
-            lines.append("Left out (the folder is not trusted, or a project may not set it):")
-            lines += [f"  {printable(e.rule)}" for e in ignored]
+            lines.append(
+                "Not applied (an untrusted folder, a setting a project may not make, or "
+                "Claude Code's own rules):"
+            )
+            lines += [
+                f"  {printable(e.rule)}" + (f"  {e.where}" if e.source != "project" else "")
+                for e in ignored
+            ]
         return lines
