@@ -387,6 +387,8 @@ REPEATS: list[tuple[list[tuple[str, str, bool]], int, str | None]] = [
     ([("b", "d", False)] + [("a", "d", False)] * 3, 3, "a"),  # only the end counts
     ([("a", "d", False)] * 3 + [("b", "d", True)], 3, None),
     ([("a", "d", False)] * 20, 3, "a"),  # past the record's 16 entries
+    ([("a", "d", False)] * 20, 16, "a"),
+    ([("a", "d", False)] * 20, 17, None),  # the record keeps the last 16 outcomes only
 ]
 
 
@@ -414,3 +416,20 @@ def test_new_progress_is_counted_once_and_changes_the_signature() -> None:
     assert [a != b for a, b in itertools.pairwise(signatures)] == answers
     assert ledger.count == 3
     assert ledger.work_seq == 6 and ledger.write_seq == 2 and ledger.seq == 6
+
+
+def test_a_todo_item_reaching_completed_is_progress_once() -> None:
+    """The stall watch's other input: each item that reaches ``completed`` is progress, once
+    (seeing the list again adds nothing), and it is bookkeeping, never work."""
+    ledger = ProgressLedger()
+    before = ledger.signature()
+    items = [TodoItem("a", "completed", id="1"), TodoItem("b", "in_progress", id="2")]
+    ledger.observe_todo(items)
+    assert (ledger.count, ledger.work_seq) == (1, 0)
+    after_one = ledger.signature()
+    assert after_one != before
+    ledger.observe_todo(items)
+    assert (ledger.count, ledger.signature()) == (1, after_one)
+    ledger.observe_todo([items[0], TodoItem("b", "completed", id="2")])
+    assert ledger.count == 2 and ledger.signature() != after_one
+    assert ledger.work_seq == 0  # no work, however many completions
