@@ -433,3 +433,46 @@ def test_a_todo_item_reaching_completed_is_progress_once() -> None:
     ledger.observe_todo([items[0], TodoItem("b", "completed", id="2")])
     assert ledger.count == 2 and ledger.signature() != after_one
     assert ledger.work_seq == 0  # no work, however many completions
+
+
+def test_the_defaults_look_at_the_whole_record() -> None:
+    """Without a mark, a success anywhere in the record counts; without a count, three
+    identical failures in a row are a repetition."""
+    ledger = ProgressLedger()
+    ledger.observe(Effect("command", VERIFY, "d1"))
+    assert ledger.command_succeeded(VERIFY)
+    for _ in range(2):
+        ledger.record_call("bash:make", "d", False)
+    assert ledger.repeated_failure() is None
+    ledger.record_call("bash:make", "d", False)
+    assert ledger.repeated_failure() == "bash:make"
+
+
+#: the recorded (key, digest, ok) calls, the key asked about, and its latest outcome
+LAST: list[tuple[list[tuple[str, str, bool]], str, tuple[str, str, bool] | None]] = [
+    ([], "a", None),
+    ([("a", "d1", True)], "a", ("a", "d1", True)),
+    ([("a", "d1", True)], "b", None),
+    ([("a", "d1", True), ("a", "d2", False)], "a", ("a", "d2", False)),
+    ([("a", "d1", True), ("b", "d2", False)], "a", ("a", "d1", True)),
+    ([("b", "a", False)], "a", None),  # a digest equal to the key is not the key
+]
+
+
+@pytest.mark.parametrize(("calls", "key", "last"), LAST)
+def test_last_outcome_table(
+    calls: list[tuple[str, str, bool]], key: str, last: tuple[str, str, bool] | None
+) -> None:
+    ledger = ProgressLedger()
+    for call in calls:
+        ledger.record_call(*call)
+    assert ledger.last_outcome(key) == last
+
+
+def test_a_command_run_keeps_the_tail_of_its_output() -> None:
+    """What a failure brief quotes: the last 400 characters of the command's output."""
+    ledger = ProgressLedger()
+    output = "".join(f"line {i}\n" for i in range(200))
+    ledger.observe(Effect("command", "make", "d", ok=False), output=output)
+    (run,) = ledger.commands
+    assert (run.command, run.ok, run.output_tail) == ("make", False, output[-400:])
