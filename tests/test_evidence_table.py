@@ -33,7 +33,13 @@ import pytest
 from reasonix.agent.progress import LEDGER_KEY, ProgressLedger
 from reasonix.agent.todo import TODO_KEY, TodoItem, TodoState
 from reasonix.control.goal import GOAL_KEY, GoalTracker, update_goal
-from reasonix.control.todo_tools import STEP_BASELINE, STEP_CALLBACK, complete_step
+from reasonix.control.todo_tools import (
+    STEP_BASELINE,
+    STEP_CALLBACK,
+    TodoInput,
+    complete_step,
+    todo_write,
+)
 from reasonix.tools.registry import Effect, ToolContext
 
 VERIFY = "pytest -q"
@@ -476,3 +482,77 @@ def test_a_command_run_keeps_the_tail_of_its_output() -> None:
     ledger.observe(Effect("command", "make", "d", ok=False), output=output)
     (run,) = ledger.commands
     assert (run.command, run.ok, run.output_tail) == ("make", False, output[-400:])
+
+
+#: the list before, the items todo_write is given (content, status, level or None for the
+#: default), and either the refusal's start or the list after (content, status, level, origin,
+#: verify), numbered from 1
+WRITES: list[
+    tuple[list[TodoItem], list[tuple[str, str, int | None]], str | list[tuple[Any, ...]]]
+] = [
+    (
+        [],
+        [("a", "in_progress", None), ("b", "pending", None)],
+        [("a", "in_progress", 0, "executor", ""), ("b", "pending", 0, "executor", "")],
+    ),
+    (
+        [TodoItem("a", "completed", origin="planner", id="1", verify="make")],
+        [("a", "completed", None), ("b", "in_progress", 1)],
+        [("a", "completed", 0, "planner", "make"), ("b", "in_progress", 1, "executor", "")],
+    ),
+    (
+        [TodoItem("a", "in_progress", origin="planner", id="1")],
+        [("a", "completed", None)],
+        "Item 1 ('a') is marked completed: use complete_step",
+    ),
+    (
+        [],
+        [("x", "pending", None), ("y", "completed", None)],
+        "Item 2 ('y') is marked completed: use complete_step",
+    ),
+    (
+        [],
+        [("deep", "pending", 5), ("shallow", "pending", -3)],
+        [("deep", "pending", 1, "executor", ""), ("shallow", "pending", 0, "executor", "")],
+    ),
+    (
+        [
+            TodoItem("a", "pending", origin="planner", id="1", verify="make a"),
+            TodoItem("b", "pending", origin="user", id="2"),
+            TodoItem("c", "in_progress", origin="planner", id="3"),
+        ],
+        [("c", "in_progress", None), ("a", "pending", None)],
+        [("c", "in_progress", 0, "planner", ""), ("a", "pending", 0, "planner", "make a")],
+    ),
+]
+
+
+@pytest.mark.parametrize(("old", "given", "want"), WRITES)
+async def test_todo_write_table(
+    old: list[TodoItem],
+    given: list[tuple[str, str, int | None]],
+    want: str | list[tuple[Any, ...]],
+) -> None:
+    """todo_write plans: it keeps what the list knew of an item (origin, verification), clamps
+    levels, renumbers, and restarts the step's evidence; a completion goes through
+    complete_step, so marking an item completed that was not is refused and changes nothing."""
+    ctx, todo, ledger, _ = context(old)
+    observe(ledger, ["write"])
+    baseline = start_step(ctx, ledger)
+    observe(ledger, ["read"])
+    items = [
+        TodoInput(content, status, level) if level is not None else TodoInput(content, status)  # type: ignore[arg-type]
+        for content, status, level in given
+    ]
+    result = await todo_write(items, ctx)
+    if isinstance(want, str):
+        assert result.is_error and result.content.startswith(want), result.content
+        assert todo.items == tuple(old)
+        assert STEP_BASELINE.get(ctx.state) == baseline
+        return
+    assert not result.is_error, result.content
+    assert [(i.content, i.status, i.level, i.origin, i.verify) for i in todo.items] == want
+    assert [i.id for i in todo.items] == [str(n) for n in range(1, len(want) + 1)]
+    assert result.content == "Todo list updated:\n" + todo.render()
+    assert STEP_BASELINE.get(ctx.state) == ledger.mark() > baseline
+    assert [e.kind for e in result.effects] == ["todo_write"]
