@@ -24,7 +24,10 @@ What a snapshot costs
     lists only files that are new. A file written within ``_RACY_NS`` of the last look is read
     again whatever its stat says (a write in the same clock tick can leave the stat as it was).
     The cache is held for the store's last snapshot only; after another process's snapshot,
-    or in a new process, git's own index compares instead. A session takes the folder's first
+    or in a new process, git's own index compares instead. A folder's very first snapshot
+    starts from the folder's own git index where that is exact (:meth:`_Store.seed`): the
+    index's blobs are copied over packed as they are and its stat data says which files
+    changed, so only those are hashed. A session takes the folder's first
     snapshot in the background as it opens (:meth:`CheckpointManager.prepare_in_background`)
     and hashes what each step changed right after it (:meth:`CheckpointManager.after_step`),
     while the model answers; a step's own snapshot then only checks, and waits for a
@@ -353,6 +356,8 @@ class _Store:
         self._stats: dict[str, tuple[int, int, int, int, int]] = {}
         self._stats_commit: str | None = None
         self._stats_time = 0
+        #: the store's first snapshot started from the workspace repository's index
+        self.seeded = False
 
     # -- set-up -----------------------------------------------------------------------------------
 
@@ -488,6 +493,82 @@ class _Store:
             (nested.append if name.endswith("/") else others.add)(name)
         return others, nested
 
+    def seed(self) -> bool:
+        """Start our (absent) index from the workspace repository's own index, so the first
+        snapshot hashes only what changed since the user's last ``git add``: the blobs it names
+        are copied into our store as they are packed (``pack-objects | index-pack``, no file
+        read), and git's stat comparison against the copied index (its file time kept, which
+        git's check for a change in the same second as the index needs) finds the changed
+        files. Only where the stored bytes are the files' bytes: no attributes, no line-ending
+        conversion, no sparse, assume-unchanged or conflicted entries (submodules and what our
+        exclusions cover are dropped). False, with nothing left behind, otherwise."""
+        git = self.workspace / ".git"
+        index = git / "index"
+        if git.is_symlink() or not git.is_dir() or not index.is_file() or not _seedable(git):
+            return False
+        try:
+            shutil.copy2(index, self.index)
+            names: dict[str, str] = {}
+            drop: list[str] = []
+            for entry in self.run("ls-files", "-z", "-s", "-v").split(b"\0"):
+                if not entry:
+                    continue
+                head, _, raw = entry.partition(b"\t")
+                tag, mode, sha, stage = head.decode().split()
+                name = raw.decode("utf-8", "surrogateescape")
+                if tag != "H" or stage != "0" or name.rpartition("/")[2] == ".gitattributes":
+                    raise _GitError(f"not a plain entry: {name}")
+                if mode == "160000":
+                    drop.append(name)
+                else:
+                    names[name] = sha
+            out = self.run("ls-files", "-z", "-c", "-i", f"--exclude-from={self.exclude}")
+            drop += [n.decode("utf-8", "surrogateescape") for n in out.split(b"\0") if n]
+            for name in drop:
+                names.pop(name, None)
+            if drop:
+                self.run("update-index", "-z", "--force-remove", "--stdin", stdin=_nul(drop))
+            self._import(git, sorted(set(names.values())))
+        except (OSError, _GitError, subprocess.SubprocessError, ValueError):
+            self.index.unlink(missing_ok=True)
+            return False
+        return True
+
+    def _import(self, git: Path, shas: Sequence[str]) -> None:
+        """Copy the objects ``shas`` from the repository ``git`` (only read) into our store."""
+        if not shas:
+            return
+        env = {k: v for k, v in self.env().items() if not k.startswith("GIT_")}
+        env.update({"GIT_DIR": str(git), "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C"})
+        env["GIT_CONFIG_GLOBAL"] = os.devnull
+        packer = subprocess.Popen(
+            ["git", *_GIT_FLAGS, "pack-objects", "--stdout", "-q"],
+            cwd=self.workspace,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        assert packer.stdin is not None and packer.stdout is not None
+        feeder = threading.Thread(target=_feed, args=(packer.stdin, shas), daemon=True)
+        feeder.start()
+        try:
+            indexer = subprocess.run(
+                ["git", *_GIT_FLAGS, "index-pack", "--stdin"],
+                cwd=self.workspace,
+                env=self.env(),
+                stdin=packer.stdout,
+                capture_output=True,
+                timeout=300,
+                check=False,
+            )
+        finally:
+            feeder.join(timeout=30)
+            packer.stdout.close()
+            packed = packer.wait(timeout=300)
+        if packed != 0 or indexer.returncode != 0:
+            raise _GitError("the repository's objects could not be copied")
+
     def last(self) -> _Snapshot | None:
         commit = self._read_last()
         return self.load(commit) if commit else None
@@ -502,9 +583,13 @@ class _Store:
         lock."""
         previous_commit = self._read_last()
         previous = self.load(previous_commit) if previous_commit else None
+        seeded = False
         if previous is None:
-            # Our index may describe a snapshot that is gone; start from nothing.
+            # Our index may describe a snapshot that is gone; start from nothing, or from the
+            # workspace repository's own index.
             self.index.unlink(missing_ok=True)
+            seeded = self.seed()
+        self.seeded = self.seeded or seeded
         cached = previous is not None and self._stats_commit == previous_commit
         started = time.time_ns()
         if cached:
@@ -558,9 +643,10 @@ class _Store:
                 key = (st.st_size, mtime, ctime, mode, st.st_ino)
                 # Racy: written so close to the last look that a later write in the same
                 # clock tick could leave the same stat; read it again (as git does).
-                if cached and (
-                    old_stats.get(name) != key or ctime >= racy_after or mtime >= racy_after
-                ):
+                if (
+                    cached
+                    and (old_stats.get(name) != key or ctime >= racy_after or mtime >= racy_after)
+                ) or (seeded and st.st_size > limit):
                     candidates[name] = st
                     continue
                 stats[name] = key
@@ -737,6 +823,53 @@ def _feed(pipe: Any, shas: Sequence[str]) -> None:
         pipe.close()
     except OSError:
         pass
+
+
+def _seedable(git: Path) -> bool:
+    """Whether the index of the repository ``git`` names the files' own bytes: no attributes
+    file git would read (they can select filters and conversions) and no line-ending
+    conversion or other work tree in the user's configuration."""
+    workspace = git.parent
+    home = Path(os.environ.get("HOME") or os.path.expanduser("~"))
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+    for path in (
+        workspace / ".gitattributes",
+        git / "info" / "attributes",
+        xdg / "git" / "attributes",
+        Path("/etc/gitattributes"),
+    ):
+        if os.path.lexists(path):
+            return False
+    from reasonix.safety.environment import git_environment
+
+    env = git_environment()
+    env.pop("GIT_CONFIG_NOSYSTEM", None)
+    env.update({"GIT_DIR": str(git), "HOME": str(home), "XDG_CONFIG_HOME": str(xdg)})
+    try:
+        out = subprocess.run(
+            ["git", "-c", "core.fsmonitor=false", "config", "-l", "-z"],
+            cwd=workspace,
+            env=env,
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    if out.returncode != 0:
+        return False
+    for item in out.stdout.split(b"\0"):
+        key, _, value = item.decode("utf-8", "replace").partition("\n")
+        key = key.lower()
+        if key == "core.autocrlf" and value.lower() not in ("false", "no", "off", "0"):
+            return False
+        if key in ("core.attributesfile", "core.worktree", "core.eol"):
+            return False
+        if key == "core.bare" and value.lower() in ("true", "yes", "on", "1"):
+            return False
+        if key.startswith("extensions."):
+            return False
+    return True
 
 
 def _nul(names: Iterable[str]) -> bytes:
