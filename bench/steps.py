@@ -1,6 +1,7 @@
 """Host time per step through the real CLI: ``reasonix run`` against a fake server that answers
 at once, with ``STEPS`` mutating ``bash`` steps (each writes a file), with and without the
-sandbox (bubblewrap) and snapshots. Per step = (a run with ``STEPS`` steps - a run with none)
+sandbox (bubblewrap: the kept sandbox, and a fresh one per call with ``REASONIX_SANDBOX=per-call``)
+and snapshots. Per step = (a run with ``STEPS`` steps - a run with none)
 / ``STEPS``, medians of paired runs, so start-up and the final answer cancel out."""
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ STEPS = 20
 KEY_ENV = "REASONIX_BENCH_KEY"
 CASES = (
     ("sandbox + snapshots", "auto", True),
+    ("sandbox per call + snapshots", "per-call", True),
     ("sandbox, no snapshots", "auto", False),
     ("no sandbox, snapshots", "off", True),
     ("no sandbox, no snapshots", "off", False),
@@ -67,6 +69,7 @@ def run_steps(quick: bool) -> dict[str, Any]:
     try:
         with FakeDeepSeekServer() as server:
             for name, sandbox, snapshots in CASES:
+                mode = "auto" if sandbox == "per-call" else sandbox
                 root = tmp / name.replace(" ", "-").replace(",", "").replace("+", "and")
                 root.mkdir()
                 for i in range(50):
@@ -75,7 +78,7 @@ def run_steps(quick: bool) -> dict[str, Any]:
                 cfg.mkdir()
                 (cfg / "config.toml").write_text(
                     fake_project_toml(server.base_url, server.base_url, key_env=KEY_ENV)
-                    + f'\n[permissions]\nmode = "yolo"\n[sandbox]\nbash = "{sandbox}"\n'
+                    + f'\n[permissions]\nmode = "yolo"\n[sandbox]\nbash = "{mode}"\n'
                     + "allow_unconfined = true\n"
                     + f"[checkpoints]\nenabled = {'true' if snapshots else 'false'}\n"
                 )
@@ -91,6 +94,8 @@ def run_steps(quick: bool) -> dict[str, Any]:
                         "REASONIX_DATA_DIR": str(tmp / f"data-{root.name}"),
                     }
                 )
+                if sandbox == "per-call":
+                    env["REASONIX_SANDBOX"] = "per-call"
                 _run(root, env, 1, server)  # warm the file cache
                 per_step = []
                 for _ in range(pairs):
