@@ -504,6 +504,8 @@ class SessionSandbox:
         try:
             try:
                 await box.send({"argv": list(argv), "env": dict(env)}, out_fd)
+            except OSError as exc:  # the supervisor went since the last command
+                raise SandboxUnavailable(f"the kept sandbox is gone: {exc}") from exc
             finally:
                 os.close(out_fd)
             result = await self._wait(box, limit, grace)
@@ -523,6 +525,8 @@ class SessionSandbox:
             except TimeoutError:
                 timed_out = True
                 message = await self._stop(box, grace)
+            except (OSError, ValueError):  # a broken socket or message: the sandbox goes
+                message = None
         finally:
             if watchdog is not None:
                 watchdog.cancel()
@@ -551,7 +555,7 @@ class SessionSandbox:
             try:
                 await box.send({"signal": int(sig)})
                 return await box.receive(wait)
-            except (TimeoutError, OSError):
+            except (TimeoutError, OSError, ValueError):
                 continue
         self._discard(box)
         return None
