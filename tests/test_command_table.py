@@ -62,6 +62,8 @@ SAMPLES: dict[str, tuple[str, str]] = {
 
 #: Commands that start a model turn (scripted in ``_script``).
 TURNS = {"plan", "init"}
+#: What a turn-starting command says once its turn ended (``Answer.then``).
+AFTER = {"init": "AGENTS.md was not changed."}
 #: Commands whose answer is an argument error (``reasonix run`` exits 2 for them).
 ERRORS = {"approve"}
 #: Commands that answer differently the second time (``/export`` refuses to overwrite its
@@ -219,6 +221,9 @@ def test_web(project: Project, name: str) -> None:
         elif name in TURNS:
             assert r.status_code == 200 and "turn" in r.json(), r.text
             _wait(lambda: bool(project.ex.requests))
+            if name in AFTER:  # what the command says once its turn ended reaches every tab
+                replies = _replies_until(c, sid, AFTER[name])
+                assert replies and AFTER[name] in replies[-1], replies
         else:
             assert r.status_code == 200 and said in r.json()["reply"], r.text
         if name not in ERRORS | TURNS:
@@ -230,6 +235,26 @@ def test_web(project: Project, name: str) -> None:
             assert r.status_code == 200 and said in r.json()["reply"], r.text
         c.close()
     _never_sent_as_text(project, name)
+
+
+def _replies_until(c: httpx.Client, sid: str, text: str) -> list[str]:
+    """The dashboard's command replies in a session's event stream, up to one saying ``text``
+    (or what came within a minute: the stream's keep-alives keep it open)."""
+    import time
+
+    replies: list[str] = []
+    end = time.monotonic() + 60
+    with c.stream("GET", f"/api/sessions/{sid}/events") as stream:
+        for line in stream.iter_lines():
+            if time.monotonic() > end:
+                break
+            if line.startswith("data: "):
+                data = json.loads(line[6:])
+                if data.get("kind") == "command_reply":
+                    replies.append(str(data["text"]))
+                    if text in replies[-1]:
+                        break
+    return replies
 
 
 def _wait(check: Any, timeout: float = 120) -> None:

@@ -382,13 +382,18 @@ class Dashboard:
         if answer.text and log_ is not None:
             log_.append({"kind": "command_reply", "role": "user", "text": answer.text})
         if answer.turn is not None:
-            out["turn"] = self._start(session, text, answer.turn).number
+            out["turn"] = self._start(session, text, answer.turn, answer.then).number
         return out
 
     def _start(
-        self, session: AgentSession, text: str, start: Callable[[AgentSession], Turn]
+        self,
+        session: AgentSession,
+        text: str,
+        start: Callable[[AgentSession], Turn],
+        then: Callable[[AgentSession], str] | None = None,
     ) -> Turn:
-        """Start a turn (``start``) for the message ``text`` and drive it to its end."""
+        """Start a turn (``start``) for the message ``text`` and drive it to its end; a
+        command's ``then`` is said to every tab once it ended."""
         try:
             turn = start(session)
         except SessionError as exc:
@@ -397,13 +402,19 @@ class Dashboard:
         log_ = self._logs.get(session.session_id)
         if log_ is not None:
             log_.append({"kind": "user_message", "role": "user", "text": text})
-        task = asyncio.get_running_loop().create_task(self._drive(session, turn))
+        task = asyncio.get_running_loop().create_task(self._drive(session, turn, then))
         self._drivers.add(task)
         task.add_done_callback(self._drivers.discard)
         return turn
 
-    async def _drive(self, session: AgentSession, turn: Turn) -> None:
-        """Run the turn to its end (its events reach the page through the session's sink)."""
+    async def _drive(
+        self,
+        session: AgentSession,
+        turn: Turn,
+        then: Callable[[AgentSession], str] | None = None,
+    ) -> None:
+        """Run the turn to its end (its events reach the page through the session's sink),
+        then say a command's ``then``."""
         async for _ in turn:
             pass
         log_ = self._logs.get(session.session_id)
@@ -433,6 +444,8 @@ class Dashboard:
                     "requests": outcome.requests,
                 }
             )
+            if then is not None:
+                log_.append({"kind": "command_reply", "role": "user", "text": then(session)})
 
     async def _message(self, request: Request) -> dict[str, Any]:
         sid = request.path_params["sid"]
