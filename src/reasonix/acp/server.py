@@ -33,7 +33,8 @@ from reasonix.acp.questions import FormAsker
 from reasonix.acp.updates import UpdateMapper, stop_reason_for
 from reasonix.app import commands
 from reasonix.app.approvals import ApprovalChoice, ApprovalRequested, PlanApprovalRequested
-from reasonix.errors import ReasonixError
+from reasonix.app.host import SessionHost
+from reasonix.errors import ReasonixError, StartupError
 from reasonix.messages import AssistantMessage, ToolMessage, UserMessage
 from reasonix.tools.ask import describe_questions
 
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
     from reasonix.app.commands import Answer
     from reasonix.app.launch import Launch
     from reasonix.app.session import AgentSession
-    from reasonix.config import Config
     from reasonix.mcp import McpServerConfig
     from reasonix.messages import ImagePart
     from reasonix.tools.registry import Tool
@@ -107,7 +107,7 @@ def _error(message: str, code: int = -32602) -> RequestError:
 
 @dataclass
 class _Open:
-    """One open ACP session."""
+    """The editor's side of one open session (the session itself is the host's)."""
 
     session: AgentSession
     mapper: UpdateMapper
@@ -124,8 +124,9 @@ class ReasonixAcpAgent:
 
     def __init__(self, started: Launch) -> None:
         self._started = started
-        self._store = started.store
         self._environ = started.environ
+        #: the open sessions, by id (opening, resuming and closing them)
+        self.host = SessionHost(started)
         self._conn: Client | None = None
         self._open: dict[str, _Open] = {}
         #: the client shows forms (``elicitation/create``): the model's questions go there
@@ -144,13 +145,12 @@ class ReasonixAcpAgent:
 
     async def aclose(self) -> None:
         """Interrupt running turns and close every session (MCP servers, store locks)."""
+        self.host.interrupt_all()
         for opened in list(self._open.values()):
-            opened.session.interrupt()
             if opened.turn_task is not None:
                 with contextlib.suppress(BaseException):
                     await asyncio.wait_for(opened.turn_task, 10)
-            with contextlib.suppress(Exception):
-                await opened.session.aclose()
+        await self.host.aclose()
         self._open.clear()
 
     # -- ACP methods ------------------------------------------------------------------------------
@@ -267,13 +267,7 @@ class ReasonixAcpAgent:
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
     ) -> schema.ListSessionsResponse:
-        from reasonix.app.session import AgentSession
-
-        infos = (
-            AgentSession.list_sessions(self._store, cwd, limit=100)
-            if cwd
-            else self._store.list_sessions(None, limit=100)
-        )
+        infos = self.host.list(cwd or None, limit=100)
         sessions = [
             schema.SessionInfo(
                 session_id=info.id,
@@ -509,29 +503,24 @@ class ReasonixAcpAgent:
     async def _open_session(
         self, cwd: str, mcp_servers: Sequence[Any], *, resume_id: str | None
     ) -> _Open:
-        from reasonix.app.session import AgentSession
-
         workspace = Path(cwd)
         if not workspace.is_absolute() or not await asyncio.to_thread(workspace.is_dir):
             raise _error(f"cwd must be an absolute path to a folder, got {cwd!r}")
-        config = self._config(workspace)
         ids: list[str] = []
         asker = FormAsker(self.conn, lambda: ids[0]) if self._forms else None
         try:
-            session = await AgentSession.open(
-                config,
+            session = await self.host.open(
                 workspace,
-                store=self._store,
-                remote_approvals=True,
                 resume_id=resume_id,
-                environ=self._environ,
                 extra_mcp_servers=_client_mcp_servers(mcp_servers),
                 asker=asker,
             )
+        except StartupError as exc:  # the folder's configuration or credentials
+            raise _error(f"reasonix: {exc}", -32000) from None
         except ReasonixError as exc:
             raise _error(f"reasonix: {exc}") from None
         ids.append(session.session_id)
-        info = config.model_info(config.executor.model)
+        info = session.config.model_info(session.config.executor.model)
         mapper = UpdateMapper(
             workspace=session.workspace,
             context_window=info.context_window,
@@ -543,21 +532,6 @@ class ReasonixAcpAgent:
         for notice in session.notices:
             log.info("%s", notice)
         return opened
-
-    def _config(self, workspace: Path) -> Config:
-        from reasonix.config import check_credentials
-
-        try:
-            config = self._started.load(workspace)
-        except ReasonixError as exc:
-            raise _error(f"reasonix: configuration error: {exc}") from None
-        # A workspace may name a key variable the start-up config did not: the start-up takes
-        # it out of the process environment too, so no child process can inherit it.
-        self._started.hold(config)
-        problems = check_credentials(config, self._environ)
-        if problems:
-            raise _error("reasonix: " + " ".join(problems), -32000)
-        return config
 
     @staticmethod
     def _modes(session: AgentSession) -> schema.SessionModeState:

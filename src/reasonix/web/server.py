@@ -19,9 +19,11 @@ A stored session is opened for writing (and claimed in the store, so no other pr
 to it) only when the page sends it something; a session another process holds is shown
 read-only, its stored events followed as that process records them.
 
-It runs past 500 lines because every route is a short method on the one object that holds the
-sessions open for writing here; reading request bodies is apart (:mod:`reasonix.web.bodies`),
-and the next seam is a session host in ``app/`` shared with the editor frontend.
+The sessions open for writing are held by the session host the editor frontend uses too
+(:class:`~reasonix.app.host.SessionHost`: opening, resuming by id, closing); this module keeps
+each session's event log beside it. It runs past 500 lines because every route is a short
+method on the one object that serves them; reading request bodies is apart
+(:mod:`reasonix.web.bodies`).
 """
 
 from __future__ import annotations
@@ -41,8 +43,9 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from reasonix.app import commands
+from reasonix.app.host import SessionHost
 from reasonix.app.session import AgentSession
-from reasonix.errors import ReasonixError, SessionError
+from reasonix.errors import ReasonixError, SessionError, StartupError
 from reasonix.web.bodies import MAX_MESSAGE_BODY, HttpError, message_images, read_json
 from reasonix.web.hub import EventLog
 from reasonix.web.security import Guard, GuardMiddleware
@@ -50,7 +53,6 @@ from reasonix.web.security import Guard, GuardMiddleware
 if TYPE_CHECKING:
     from reasonix.app.launch import Launch
     from reasonix.app.turn import Turn
-    from reasonix.config import Config
     from reasonix.messages import ImagePart
     from reasonix.store import SessionInfo
 
@@ -85,11 +87,9 @@ class Dashboard:
         self.guard = guard
         self.workspace = workspace.resolve()
         self.every_folder = every_folder
-        self._started = started
-        self._environ = started.environ
+        #: the sessions open for writing here
+        self.host = SessionHost(started)
         self._logs: dict[str, EventLog] = {}
-        self._open: dict[str, AgentSession] = {}
-        self._opening = asyncio.Lock()
         self._drivers: set[asyncio.Task[None]] = set()
 
     # -- the app ----------------------------------------------------------------------------------
@@ -177,10 +177,10 @@ class Dashboard:
         return info
 
     def _state(self, sid: str) -> str:
-        session = self._open.get(sid)
+        session = self.host.get(sid)
         if session is not None:
             return "running" if session.running else "open"
-        return "in use elsewhere" if self.store.in_use(sid) else "stored"
+        return "in use elsewhere" if self.host.in_use_elsewhere(sid) else "stored"
 
     def _summary(self, info: SessionInfo) -> dict[str, Any]:
         usage = self.store.usage_summary(info.id)
@@ -212,14 +212,14 @@ class Dashboard:
         # The store's rule (the one ``-c`` uses): a session in which no turn ran is not listed,
         # not even one opened here (``POST /api/sessions`` without text, a launch that sent
         # nothing); a turn is marked as it starts, so a running session is always listed.
-        infos = self.store.list_sessions(folder, limit=LIST_LIMIT)
+        infos = self.host.list(folder, limit=LIST_LIMIT)
         return {"sessions": [self._summary(i) for i in infos]}
 
     async def _session(self, request: Request) -> dict[str, Any]:
         sid = request.path_params["sid"]
         info = self._visible(sid)
         out = self._summary(info)
-        session = self._open.get(sid)
+        session = self.host.get(sid)
         if session is not None:
             out.update(
                 writable=True,
@@ -256,7 +256,7 @@ class Dashboard:
         """While another process writes ``sid``, pass on the events it stores."""
 
         def poll() -> None:
-            if sid in self._open:
+            if sid in self.host:
                 return
             log_ = self._logs[sid]
             stored = self.store.load_events(sid)
@@ -298,64 +298,33 @@ class Dashboard:
 
     # -- opening for writing ----------------------------------------------------------------------
 
-    def _config(self, folder: Path) -> Config:
-        try:
-            return self._started.config_for(folder)
-        except ReasonixError as exc:  # a config or credentials problem, said as such
-            raise HttpError(400, str(exc)) from None
-
     async def _open_new(self) -> AgentSession:
-        config = self._config(self.workspace)
         log_ = EventLog()
         log_.bind(asyncio.get_running_loop())
         try:
-            session = await AgentSession.open(
-                config,
-                self.workspace,
-                store=self.store,
-                remote_approvals=True,
-                sink=log_,
-                environ=self._environ,
-            )
-        except ReasonixError as exc:
+            session = await self.host.open(self.workspace, sink=log_)
+        except ReasonixError as exc:  # a config or credentials problem, said as such
             raise HttpError(400, str(exc)) from None
         self._logs[session.session_id] = log_
-        self._open[session.session_id] = session
         return session
 
     async def _writable(self, sid: str) -> AgentSession:
         info = self._visible(sid)
-        async with self._opening:
-            session = self._open.get(sid)
-            if session is not None:
-                return session
-            if self.store.in_use(sid):
-                raise HttpError(
-                    409,
-                    "another reasonix process has this session open; it is read-only here "
-                    "until that process ends",
-                )
-            log_ = self._log(sid)
-            self._follow_elsewhere(sid)()  # catch up with what was stored before we claim it
-            config = self._config(Path(info.workspace))
-            try:
-                session = await AgentSession.open(
-                    config,
-                    info.workspace,
-                    store=self.store,
-                    remote_approvals=True,
-                    sink=log_,
-                    resume_id=sid,
-                    environ=self._environ,
-                )
-            except ReasonixError as exc:
-                raise HttpError(409, str(exc)) from None
-            self._open[sid] = session
+        session = self.host.get(sid)
+        if session is not None:
             return session
+        log_ = self._log(sid)
+        self._follow_elsewhere(sid)()  # catch up with what was stored before we claim it
+        try:
+            return await self.host.open(info.workspace, resume_id=sid, sink=log_)
+        except StartupError as exc:
+            raise HttpError(400, str(exc)) from None
+        except ReasonixError as exc:  # held by another process, or it cannot be resumed
+            raise HttpError(409, str(exc)) from None
 
     def _opened(self, sid: str) -> AgentSession:
         self._visible(sid)
-        session = self._open.get(sid)
+        session = self.host.get(sid)
         if session is None:
             raise HttpError(409, "this session is not open here; send it a message first")
         return session
@@ -516,12 +485,8 @@ class Dashboard:
 
     async def aclose(self) -> None:
         """Interrupt running turns and close every session this server opened."""
-        for session in list(self._open.values()):
-            session.interrupt()
+        self.host.interrupt_all()
         for task in list(self._drivers):
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(task, 30)
-        for session in list(self._open.values()):
-            with contextlib.suppress(Exception):
-                await session.aclose()
-        self._open.clear()
+        await self.host.aclose()
