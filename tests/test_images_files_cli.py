@@ -15,8 +15,8 @@ import pytest
 from reasonix import images
 from reasonix.testing import FakeDeepSeekServer, Reply
 from reasonix.testing.fake_server import RecordedRequest
+from tests.support.image_cli import image_urls, run, setup
 from tests.support.images import large_gif, png
-from tests.test_images_cli import image_urls, run, setup
 
 pytestmark = pytest.mark.slow
 

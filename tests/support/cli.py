@@ -67,7 +67,7 @@ def run_cli(
     cwd: Path,
     env: Mapping[str, str],
     stdin: str | None = None,
-    timeout: float = 120,
+    timeout: float = 300,  # a hang's bound, not a claim about speed: a loaded machine
 ) -> subprocess.CompletedProcess[str]:
     """``python -m reasonix *args`` in ``cwd``, its output captured as text; never raises for
     a non-zero exit (tests assert on ``returncode``)."""

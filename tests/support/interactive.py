@@ -24,7 +24,7 @@ def spawn(project: Project, *args: str) -> pexpect.spawn:
     return child
 
 
-def wait_for(predicate: object, timeout: float = 60.0) -> None:
+def wait_for(predicate: object, timeout: float = 120.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if callable(predicate) and predicate():

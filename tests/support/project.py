@@ -42,7 +42,7 @@ class Project:
         *args: str,
         stdin: str | None = None,
         env: Mapping[str, str] | None = None,
-        timeout: float = 60,
+        timeout: float = 300,  # a hang's bound, not a claim about speed: a loaded machine
     ) -> subprocess.CompletedProcess[str]:
         return run_cli(args, cwd=self.root, env=env or self.env(), stdin=stdin, timeout=timeout)
 

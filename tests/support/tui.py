@@ -71,7 +71,7 @@ class Terminal:
     def rows(self) -> list[str]:
         return [row.rstrip() for row in self.screen.display]
 
-    def wait(self, what: str | Callable[[str], bool], timeout: float = 60) -> str:
+    def wait(self, what: str | Callable[[str], bool], timeout: float = 120) -> str:
         """Wait until the screen shows ``what`` (a regex, or a predicate over the screen text);
         returns the screen text then."""
         check: Callable[[str], bool]
@@ -90,7 +90,7 @@ class Terminal:
                 return screen
         raise AssertionError(f"the screen never showed {what!r}; it shows:\n{self.text()}")
 
-    def ready(self, timeout: float = 60) -> str:
+    def ready(self, timeout: float = 120) -> str:
         """Wait for the banner and then the prompt: keys sent before the prompt is drawn reach
         the terminal in cooked mode (echoed, the Tab lost), which a loaded machine makes
         likely."""

@@ -42,7 +42,7 @@ class Served:
 
 @contextmanager
 def serve(
-    project: Project, *args: str, env: dict[str, str] | None = None, timeout: float = 60
+    project: Project, *args: str, env: dict[str, str] | None = None, timeout: float = 180
 ) -> Iterator[Served]:
     """Start ``reasonix serve --port 0 ARGS`` in the project and yield it once it printed its
     URL; stopped (SIGINT, as a user's Ctrl+C) on exit."""
