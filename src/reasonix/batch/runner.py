@@ -29,7 +29,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from reasonix.batch.commands import TaskCommands
 from reasonix.batch.tasks import BatchTask
-from reasonix.batch.workspace import diff, prepare_copy
+from reasonix.batch.workspace import baseline_for, diff, prepare_copy
 from reasonix.errors import ConfigError, ReasonixError
 
 if TYPE_CHECKING:
@@ -60,6 +60,11 @@ class RunSettings:
     timeout: float = 1800.0
     user_config: str | None = None
     environ: Mapping[str, str] | None = None
+
+
+def baselines_dir(settings: RunSettings) -> Path:
+    """Where the batch keeps the shared clones its tasks' copies start from."""
+    return Path(settings.out) / ".baselines"
 
 
 def _tail(text: str) -> str:
@@ -135,7 +140,10 @@ async def _run(
     from reasonix.safety.confinement import confinement_for
     from reasonix.store import SessionStore
 
-    copy = await asyncio.to_thread(prepare_copy, task.repo, task.is_url, folder / "repo")
+    baseline = None
+    if not task.is_url:
+        baseline = await asyncio.to_thread(baseline_for, task.repo, baselines_dir(settings))
+    copy = await asyncio.to_thread(prepare_copy, task.repo, task.is_url, folder / "repo", baseline)
     overrides = {**settings.overrides, **task.overrides}
     if budget_left is not None:
         configured = overrides.get("budget.max_session_usd")

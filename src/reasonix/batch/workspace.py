@@ -1,7 +1,11 @@
 """An isolated copy of a task's repository, and the diff the task made in it.
 
 The source is never modified: a local folder is copied whole (its uncommitted work included,
-symlinks kept as links), a git URL is cloned. Before the agent runs, the copy gets a baseline:
+symlinks kept as links), a git URL is cloned. A local repository's history is not copied per
+task: the batch makes one shallow bare clone of its ``HEAD`` (:func:`baseline_for`, shared by
+every task from that repository and made while Ray starts), each task's copy is a clone of that
+(one small pack copied, no hard links into anything shared) with the source's work tree copied
+over it. Before the agent runs, the copy gets a baseline:
 the copy's own git history when it is a repository (the diff is then relative to its ``HEAD``,
 so a clean checkout gives exactly the task's change, as SWE-bench expects), or a fresh private
 repository with one commit of everything for a plain folder. Our git commands run with the
@@ -11,14 +15,18 @@ the task made below the copy's root (whose own configuration could name a progra
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import os
 import shutil
 import subprocess
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from reasonix.errors import ReasonixError
 from reasonix.safety.environment import git_environment
 
-__all__ = ["WorkspaceError", "diff", "prepare_copy"]
+__all__ = ["WorkspaceError", "baseline_for", "diff", "prepare_baselines", "prepare_copy"]
 
 #: Folders a copy leaves out: they are rebuilt by the task's own setup if it needs them.
 SKIPPED = (".venv", "node_modules", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache")
@@ -40,13 +48,100 @@ def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProce
     return proc
 
 
-def prepare_copy(repo: str, is_url: bool, target: Path) -> Path:
-    """Make ``target`` a private copy of ``repo`` with a diff baseline; returns ``target``."""
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    import fcntl
+
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def baseline_for(repo: str, cache: Path) -> Path | None:
+    """The shared shallow bare clone of the local repository ``repo`` at its current ``HEAD``
+    in ``cache``, made on first use (under a lock: tasks in several processes ask at once);
+    None where ``repo`` is not a repository with a commit, or the clone fails (the task then
+    copies the whole folder, ``.git`` included)."""
+    source = Path(os.path.realpath(repo))
+    dot_git = source / ".git"
+    if dot_git.is_symlink() or not dot_git.is_dir():
+        return None
+    head = _git(source, "rev-parse", "--verify", "-q", "HEAD^{commit}", check=False)
+    sha = head.stdout.strip()
+    if head.returncode != 0 or not sha:
+        return None
+    key = hashlib.sha256(str(source).encode()).hexdigest()[:16] + "-" + sha[:16]
+    target = cache / f"{key}.git"
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        with _locked(cache / f"{key}.lock"):
+            if not (target / "HEAD").exists():
+                part = cache / f"{key}.part"
+                shutil.rmtree(part, ignore_errors=True)
+                url = "file://" + str(source)
+                _git(
+                    cache, "clone", "--quiet", "--bare", "--depth", "1", "--no-tags", url, str(part)
+                )
+                os.replace(part, target)
+    except (WorkspaceError, OSError):
+        return None
+    return target
+
+
+def prepare_baselines(repos: Iterable[str], cache: Path) -> None:
+    """Make the shared clones of the local repositories ``repos`` ahead of their tasks."""
+    for repo in dict.fromkeys(repos):
+        baseline_for(repo, cache)
+
+
+def _work_tree(src: str) -> Callable[[str, list[str]], set[str]]:
+    """The ``ignore`` of a copy over a clone: the source's own ``.git`` and the skipped folders
+    (a nested repository's ``.git`` is copied, as a whole-folder copy does)."""
+    root = os.path.realpath(src)
+    skip = shutil.ignore_patterns(*SKIPPED)
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        out = set(skip(folder, names))
+        if os.path.realpath(folder) == root:
+            out.add(".git")
+        return out
+
+    return ignore
+
+
+def _from_baseline(repo: str, baseline: Path, target: Path) -> bool:
+    try:
+        _git(
+            target.parent,
+            "clone",
+            "--quiet",
+            "--no-checkout",
+            "--no-hardlinks",
+            str(baseline),
+            str(target),
+        )
+        _git(target, "remote", "remove", "origin")
+        shutil.copytree(repo, target, symlinks=True, ignore=_work_tree(repo), dirs_exist_ok=True)
+        _git(target, "reset", "--quiet")  # the index at HEAD, the work tree as copied
+    except (WorkspaceError, OSError, shutil.Error):
+        shutil.rmtree(target, ignore_errors=True)
+        return False
+    return True
+
+
+def prepare_copy(repo: str, is_url: bool, target: Path, baseline: Path | None = None) -> Path:
+    """Make ``target`` a private copy of ``repo`` with a diff baseline; returns ``target``.
+    With ``baseline`` (:func:`baseline_for`) a local repository's history is not copied."""
     if target.exists():
         shutil.rmtree(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     if is_url:
         _git(target.parent, "clone", "--quiet", repo, str(target))
+    elif baseline is not None and _from_baseline(repo, baseline, target):
+        pass
     else:
         try:
             shutil.copytree(repo, target, symlinks=True, ignore=shutil.ignore_patterns(*SKIPPED))
