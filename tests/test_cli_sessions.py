@@ -109,7 +109,7 @@ def test_killed_mid_turn_then_continue(project: Project) -> None:
         cwd=str(project.root),
         env=project.env(PROMPT_TOOLKIT_NO_CPR="1", TERM="xterm-256color"),
         encoding="utf-8",
-        timeout=20,
+        timeout=60,  # each expect's bound: generous, for a loaded machine
         dimensions=(40, 120),
     )
     try:

@@ -50,7 +50,8 @@ async def _run(
 
 def _shell_registry(tmp_path: Path) -> ToolRegistry:
     return ToolRegistry(
-        default_tools(tmp_path, shell_options=ShellOptions(timeout=5, kill_grace=0.5))
+        # A default timeout a loaded machine's 5 MB pipe meets; the hang test sets its own.
+        default_tools(tmp_path, shell_options=ShellOptions(timeout=60, kill_grace=0.5))
     )
 
 
