@@ -87,3 +87,21 @@ def test_escape_sequences_from_the_model_or_tools_are_shown_not_obeyed() -> None
     assert "\x1b[2J" not in out  # no screen clear
     assert "\x1b[8m" not in out  # no concealed text
     assert "\\x1b]0;pwned" in ANSI.sub("", out)
+
+
+def test_a_call_is_shown_by_the_subject_its_tool_declares() -> None:
+    """The terminal shows ``name(subject)`` from the event (what the tool declares the call
+    acts on), escaped like everything else; with no subject, its first two arguments."""
+    from reasonix.cli.render import summarize_call
+    from reasonix.events import ToolCallEvent
+    from reasonix.messages import ToolCall
+
+    call = ToolCall("c1", "patch_text", '{"target": "notes.md", "old_string": "a"}')
+    assert summarize_call(ToolCallEvent("executor", call, "edit", "notes.md")) == (
+        "patch_text(notes.md)"
+    )
+    hostile = ToolCallEvent("executor", call, "edit", "x\x1b[2Jy")
+    assert "\x1b" not in summarize_call(hostile)
+    assert summarize_call(ToolCallEvent("executor", call)) == (
+        "patch_text(target='notes.md', old_string='a')"
+    )

@@ -45,25 +45,21 @@ from reasonix.events import (
 from reasonix.terminal_text import printable, terminal_safe
 from reasonix.tools.limits import ArgumentsRejected, parse_arguments
 
-#: argument shown in a tool call's one-line summary, by preference
-_KEY_ARGS = ("path", "command", "pattern", "query", "url", "step", "objective")
 _DIFF_LINES = 40
 _ERROR_LINES = 6
 
 
-def summarize_call(name: str, arguments: str, width: int = 80) -> str:
-    """``name(key argument)`` on one line."""
-    try:
-        args = parse_arguments(name, arguments)
-    except ArgumentsRejected:
-        args = {}
-    shown = ""
-    if isinstance(args, dict):
-        for key in _KEY_ARGS:
-            if isinstance(args.get(key), str):
-                shown = args[key]
-                break
-        else:
+def summarize_call(event: ToolCallEvent, width: int = 80) -> str:
+    """``name(subject)`` on one line: what the tool declares the call acts on (the event's
+    ``subject``), else its first two arguments."""
+    name = event.call.name
+    shown = event.subject
+    if not shown:
+        try:
+            args = parse_arguments(name, event.call.arguments)
+        except ArgumentsRejected:
+            args = {}
+        if isinstance(args, dict):
             shown = ", ".join(f"{k}={v!r}" for k, v in list(args.items())[:2])
     shown = printable(" ".join(shown.split()))
     if len(shown) > width:
@@ -362,7 +358,7 @@ class TerminalRenderer:
         assert isinstance(event, ToolCallEvent)
         self._role_header(event.role)
         text = Text("● ", style="yellow")
-        summary = summarize_call(event.call.name, event.call.arguments)
+        summary = summarize_call(event)
         self._calls[event.call.id] = summary
         text.append(summary, style="bold")
         self.line(text)

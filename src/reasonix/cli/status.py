@@ -106,9 +106,7 @@ class LiveStatus:
         elif isinstance(event, ToolCallEvent):
             from reasonix.cli.render import summarize_call
 
-            self._tools[event.call.id] = summarize_call(
-                event.call.name, event.call.arguments, width=40
-            )
+            self._tools[event.call.id] = summarize_call(event, width=40)
             self.tool = self._tools[event.call.id]
         elif isinstance(event, ToolResultEvent):
             self._tools.pop(event.call_id, None)
