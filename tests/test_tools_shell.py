@@ -133,8 +133,14 @@ def test_bwrap_command_line_limits_writes_and_network(tmp_path: Path) -> None:
     assert "--die-with-parent" in argv and argv[-3:] == ["bash", "-c", "true"]
 
 
-@pytest.mark.skipif(HAS_BWRAP, reason="bwrap is installed; the refusal path does not apply")
-async def test_bwrap_requested_but_missing_refuses_to_run(tmp_path: Path) -> None:
+async def test_bwrap_requested_but_missing_refuses_to_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A PATH without bubblewrap stands for a machine that lacks it, so the refusal path runs
+    # here too whether or not this machine has bwrap installed.
+    empty = tmp_path / "no-bwrap-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
     result = await run(tmp_path, "touch ran", ShellOptions(isolation="bwrap"))
     assert result.is_error and "bubblewrap" in result.content
     assert not (tmp_path / "ran").exists()
