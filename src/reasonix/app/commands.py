@@ -162,6 +162,13 @@ async def _turns(ctx: Context) -> Answer:
     return _reply("\n".join(f"{m.turn:>3}  {m.text[:70]}" for m in marks))
 
 
+async def _diff(ctx: Context) -> Answer:
+    import asyncio
+
+    # git reads the snapshots (and waits for one a step is taking): off the event loop
+    return _reply(await asyncio.to_thread(ctx.session.history.diff))
+
+
 async def _compact(ctx: Context) -> Answer:
     return _reply(await ctx.session.compact())
 
@@ -332,7 +339,7 @@ COMMANDS: tuple[Command, ...] = (
         "diff",
         "",
         "what this session changed in the files, as a unified diff",
-        _say(lambda ctx: ctx.session.history.diff()),
+        _diff,
     ),
     Command("compact", "", "summarise the executor's history to free context", _compact),
     Command("clear", "", "start a new session (the old one stays stored)", _clear, where=APP_ONLY),
