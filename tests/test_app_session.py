@@ -132,8 +132,8 @@ async def test_allow_for_the_session_is_not_asked_again(
 ) -> None:
     ex, _ = servers
     ex.push(
-        Reply.call("bash", {"command": "echo one"}),
-        Reply.call("bash", {"command": "echo one"}),
+        Reply.call("bash", {"command": "touch one"}),
+        Reply.call("bash", {"command": "touch one"}),
         Reply.text("done"),
     )
     session = await open_session(tmp_path, servers, store, remote_approvals=True)

@@ -178,7 +178,8 @@ def test_pre_tool_use_json_decisions(project: Project) -> None:
         import json, sys
         data = json.load(sys.stdin)
         command = data["tool_input"].get("command", "")
-        decision = {"echo ok": "allow", "echo no": "deny", "echo ask": "ask"}.get(command)
+        decisions = {"touch ok && echo ok": "allow", "touch no": "deny", "touch ask": "ask"}
+        decision = decisions.get(command)
         if decision:
             print(json.dumps({"hookSpecificOutput": {
                 "hookEventName": "PreToolUse",
@@ -189,9 +190,9 @@ def test_pre_tool_use_json_decisions(project: Project) -> None:
     )
     _user_hooks(project, _hook("PreToolUse", decide, "bash"))
     project.ex.push(
-        Reply.call("bash", {"command": "echo ok"}),
-        Reply.call("bash", {"command": "echo no"}),
-        Reply.call("bash", {"command": "echo ask"}),
+        Reply.call("bash", {"command": "touch ok && echo ok"}),
+        Reply.call("bash", {"command": "touch no"}),
+        Reply.call("bash", {"command": "touch ask"}),
     )
     # Headless in ask mode: "allow" from the user's hook runs without a question; "deny"
     # refuses with the hook's reason; "ask" and no decision both need an approver there is not.
@@ -204,7 +205,7 @@ def test_pre_tool_use_json_decisions(project: Project) -> None:
     (result,) = json_lines(proc.stdout)
     assert result["stop_reason"] == "refused"
     assert "needs approval" in result["permission_denials"][-1]["reason"]
-    project.ex.push(Reply.call("bash", {"command": "echo other"}), Reply.text("done"))
+    project.ex.push(Reply.call("bash", {"command": "touch other"}), Reply.text("done"))
     proc = project.run("run", "and another")
     assert proc.returncode == 3, proc.stderr
     assert "needs approval" in _tool_results(project, 4)[-1]
@@ -234,7 +235,7 @@ def test_a_projects_hook_may_tighten_but_not_allow(project: Project) -> None:
             }
         )
     )
-    project.ex.push(Reply.call("bash", {"command": "echo hi"}), Reply.text("done"))
+    project.ex.push(Reply.call("bash", {"command": "touch hi"}), Reply.text("done"))
     proc = project.run("run", "say hi")
     assert proc.returncode == 3, proc.stderr
     assert "needs approval" in _tool_results(project, 1)[-1]
@@ -416,7 +417,7 @@ async def test_pre_compact_and_notification(tmp_path: Path) -> None:
             config, ws, store=store, approver=AllowAll(), environ=environ
         )
         try:
-            ex.push(Reply.call("bash", {"command": "echo hi"}), Reply.text("said hi"))
+            ex.push(Reply.call("bash", {"command": "touch hi"}), Reply.text("said hi"))
             await session.run_turn("say hi")
             await session.compact()
         finally:

@@ -46,7 +46,8 @@ async def test_auto_edit_mode_allows_edits_but_asks_for_commands(ws: Path) -> No
     run = Harness(ws, PermissionEngine(mode=Mode.AUTO_EDIT))
     assert not (await run("edit_file", path="src/app.py", old_string="1", new_string="2")).is_error
     assert not (await run("write_file", path="new.txt", content="n\n")).is_error
-    assert denied(await run("bash", command="echo hi"))
+    assert denied(await run("bash", command="touch hi"))
+    assert not (await run("bash", command="echo hi")).is_error  # proved read-only
     assert denied(await run("delete_file", path="new.txt"))  # destructive: still asks
     assert (ws / "new.txt").exists()
 
@@ -131,17 +132,17 @@ async def test_approver_once_session_and_deny(ws: Path) -> None:
     records: list[PermissionRecord] = []
     engine = PermissionEngine(mode="ask", approver=approver, on_decision=records.append)
     run = Harness(ws, engine)
-    assert not (await run("bash", command="echo one")).is_error
-    assert not (await run("bash", command="echo two")).is_error
-    assert not (await run("bash", command="echo two")).is_error  # remembered for the session
+    assert not (await run("bash", command="touch one")).is_error
+    assert not (await run("bash", command="touch two")).is_error
+    assert not (await run("bash", command="touch two")).is_error  # remembered for the session
     refused = await run("write_file", path="x.txt", content="x")
     assert denied(refused) and "not on main, please" in refused.content
-    assert [r.subject for r in approver.requests] == ["echo one", "echo two", "x.txt"]
-    assert approver.requests[1].session_rules == ("bash(echo two)",)
+    assert [r.subject for r in approver.requests] == ["touch one", "touch two", "x.txt"]
+    assert approver.requests[1].session_rules == ("bash(touch two)",)
     assert approver.requests[0].mode is Mode.ASK
     assert [r.via for r in records] == ["approver", "approver", "session", "approver"]
     assert [r.allowed for r in records] == [True, True, True, False]
-    assert engine.session_allow[0].text == "bash(echo two)"
+    assert engine.session_allow[0].text == "bash(touch two)"
 
 
 async def test_mode_can_change_at_runtime(ws: Path) -> None:

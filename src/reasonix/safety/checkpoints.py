@@ -285,36 +285,14 @@ class _GitError(Exception):
 # Read-only commands
 
 
-_READ_ONLY_WORDS = frozenset(
-    {"ls", "cat", "head", "tail", "wc", "pwd", "echo", "stat", "file", "which", "du", "df",
-     "tree", "grep", "egrep", "fgrep", "date", "whoami", "uname", "true", "false", "type", "id",
-     "hostname", "printenv", "basename", "dirname", "realpath", "readlink", "nl", "md5sum",
-     "sha1sum", "sha256sum", "cmp", "diff", "test", "["}
-)  # fmt: skip
-_READ_ONLY_GIT = frozenset({"status", "log", "show", "diff", "rev-parse", "ls-files", "blame"})
-_UNSAFE_WORD = re.compile(r"^(?:--output|--ext-diff|--textconv|--pre\b|-c\b|--exec|-o\b)")
+def command_is_read_only(command: str, workspace: Path | None = None) -> bool:
+    """Whether a shell command is proved to change nothing, so no snapshot is needed before it
+    (:func:`reasonix.safety.shell.snapshot_skippable`: programs that only read, with options
+    that only read, no redirection into a file, no hidden parts; where it reads does not
+    matter). Anything else, or anything unclear, is taken to change files."""
+    from reasonix.safety.shell import snapshot_skippable
 
-
-def command_is_read_only(command: str) -> bool:
-    """Whether a shell command plainly changes nothing, so no snapshot is needed before it.
-    Conservative: only a few reading commands, no redirection, no hidden parts; anything else
-    (or anything unclear) is taken to change files."""
-    from reasonix.safety.shell_scan import scan_command
-
-    scan = scan_command(command)
-    if scan.opaque or scan.redirects or not scan.parts:
-        return False
-    for part in scan.parts:
-        words = part.split()
-        if not words or any(_UNSAFE_WORD.match(w) or "=" in w[:1] for w in words):
-            return False
-        name = words[0].rsplit("/", 1)[-1]
-        if name == "git":
-            if len(words) < 2 or words[1] not in _READ_ONLY_GIT:
-                return False
-        elif name not in _READ_ONLY_WORDS:
-            return False
-    return True
+    return snapshot_skippable(command, workspace)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1289,7 +1267,7 @@ class CheckpointManager:
     def before_command(self, ctx: Any, command: str) -> Step | None:
         """Called by ``bash`` before it runs ``command``: snapshot unless it plainly only
         reads."""
-        if command_is_read_only(command):
+        if command_is_read_only(command, self.workspace):
             return None
         return self.before_step(ctx.turn, ctx.call_id, "bash", command)
 

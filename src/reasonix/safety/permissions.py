@@ -21,6 +21,10 @@ call it decides, in this order:
    ``yolo``      allow          allow                               allow
    ============  =============  ==================================  ==========
 
+   A bash command proved to only read inside the workspace (:mod:`reasonix.safety.shell`:
+   ``ls -la``, ``git status``, ``cat README.md | head -50``) counts as read-only in ``ask``
+   and ``auto-edit`` mode (``via="read-only"``); deny rules, ask rules and hooks still apply.
+
 The decision is a value: :func:`decide` (pure: tool, subject, mode, :class:`Rules`, the hook's
 verdict) gives a :class:`Verdict` (``allow``, ``ask`` or ``deny``, the rule that decided, the
 reason, the rules proposed for the session). Asking is a separate step with one path, shared by
@@ -79,6 +83,7 @@ from reasonix.safety.patterns import (
     escape_path_pattern,
     normalize_command,
 )
+from reasonix.safety.shell import read_only_obstacle
 from reasonix.safety.shell_lexer import parse as parse_shell
 from reasonix.safety.shell_rules import (
     allow_obstacle,
@@ -179,6 +184,9 @@ class Subject:
     #: for a path: why writing it could make code run later outside the sandbox
     #: (:func:`reasonix.safety.protected.protection`), or None
     protected: str | None = None
+    #: for a command: proved to only read inside the workspace
+    #: (:func:`reasonix.safety.shell.read_only_obstacle`)
+    read_only: bool = False
 
     def describe(self) -> str:
         """The subject for a person to read; control and bidi characters are shown escaped so
@@ -230,6 +238,7 @@ def _command_subject(command: str, workspace: Path) -> Subject:
         forms=frozenset(script_forms(script)),
         obstacle=allow_obstacle(script, workspace),
         plain=plain,
+        read_only=read_only_obstacle(script, workspace) is None,
     )
 
 
@@ -647,6 +656,8 @@ def _decide_by_rules(tool: Tool, subject: Subject, mode: Mode, rules: Rules) -> 
         return Verdict("allow", "session", session.text)
     if tool.read_only:
         return Verdict("allow", "mode")
+    if subject.read_only and mode in (Mode.ASK, Mode.AUTO_EDIT):
+        return Verdict("allow", "read-only", reason="the command only reads")
     if mode is Mode.AUTO_EDIT and tool.category == "edit" and not tool.destructive:
         return Verdict("allow", "mode")
     return None

@@ -1097,10 +1097,12 @@ _CHECKS = {
 class _Paths:
     """Resolves the path-like words of a line from the folder each command runs in."""
 
-    def __init__(self, workspace: Path, roots: Sequence[Path]) -> None:
+    def __init__(self, workspace: Path, roots: Sequence[Path], confined: bool = True) -> None:
         self.workspace = workspace
         self.roots = tuple(roots) or (workspace,)
         self.cwd = workspace
+        #: False when where a command reads does not matter (a snapshot's question)
+        self.confined = confined
 
     def inside(self, real: Path) -> bool:
         return any(real == r or real.is_relative_to(r) for r in self.roots)
@@ -1111,7 +1113,7 @@ class _Paths:
 
     def outside(self, value: str) -> str | None:
         """Why reading ``value`` would go outside the workspace, or None."""
-        if value in _HARMLESS_DEVICES:
+        if not self.confined or value in _HARMLESS_DEVICES:
             return None
         real = self.resolve(value)
         if str(real) in _HARMLESS_DEVICES:
@@ -1145,13 +1147,18 @@ def _path_candidates(word: str, cwd: Path) -> list[str]:
     ]
 
 
-def allow_obstacle(script: Script, workspace: Path, roots: Sequence[Path] = ()) -> str | None:
-    """Why no allow rule may cover ``script``, or None (see the module docstring)."""
+def allow_obstacle(
+    script: Script, workspace: Path, roots: Sequence[Path] = (), *, confined: bool = True
+) -> str | None:
+    """Why no allow rule may cover ``script``, or None (see the module docstring).
+    ``confined=False`` leaves out where it reads (outside the workspace, a protected file
+    named): what a snapshot needs to know is only whether it changes anything."""
     if script.problems:
         return f"the command cannot be analysed ({script.problems[0]})"
     if script.substitutions:
         return "the command hides parts in $(...), backticks or process substitution"
-    paths = _Paths(Path(os.path.realpath(workspace)), [Path(os.path.realpath(r)) for r in roots])
+    real_roots = [Path(os.path.realpath(r)) for r in roots]
+    paths = _Paths(Path(os.path.realpath(workspace)), real_roots, confined)
     for cmd in script.commands:
         problem = _command_obstacle(cmd, paths)
         if problem:
@@ -1197,7 +1204,7 @@ def _command_obstacle(cmd: Command, paths: _Paths) -> str | None:
         if len(argv) != 2 or argv[1] == "-":
             return f"{name} without a folder goes outside the workspace"
         real = paths.resolve(argv[1])
-        if not paths.inside(real):
+        if paths.confined and not paths.inside(real):
             return f"cd {argv[1]!r} leaves the workspace"
         paths.cwd = real
         return None
@@ -1214,7 +1221,7 @@ def _command_obstacle(cmd: Command, paths: _Paths) -> str | None:
             problem = paths.outside(candidate)
             if problem:
                 return f"the command reads outside the workspace ({problem})"
-        if name in _READERS:
+        if name in _READERS or not paths.confined:
             continue
         for candidate in (*candidates, word.value):
             protected = own_config_target(paths.resolve(candidate), paths.workspace)
