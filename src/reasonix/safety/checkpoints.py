@@ -287,10 +287,10 @@ class _GitError(Exception):
 
 def command_is_read_only(command: str, workspace: Path | None = None) -> bool:
     """Whether a shell command is proved to change nothing, so no snapshot is needed before it
-    (:func:`reasonix.safety.shell.snapshot_skippable`: programs that only read, with options
+    (:func:`reasonix.safety.shell.readers.snapshot_skippable`: programs that only read, with options
     that only read, no redirection into a file, no hidden parts; where it reads does not
     matter). Anything else, or anything unclear, is taken to change files."""
-    from reasonix.safety.shell import snapshot_skippable
+    from reasonix.safety.shell.readers import snapshot_skippable
 
     return snapshot_skippable(command, workspace)
 

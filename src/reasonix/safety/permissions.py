@@ -83,7 +83,7 @@ from reasonix.safety.patterns import (
     escape_path_pattern,
     normalize_command,
 )
-from reasonix.safety.shell import read_only_obstacle
+from reasonix.safety.shell.readers import read_only_obstacle
 from reasonix.safety.shell_lexer import parse as parse_shell
 from reasonix.safety.shell_rules import (
     allow_obstacle,
@@ -185,7 +185,7 @@ class Subject:
     #: (:func:`reasonix.safety.protected.protection`), or None
     protected: str | None = None
     #: for a command: proved to only read inside the workspace
-    #: (:func:`reasonix.safety.shell.read_only_obstacle`)
+    #: (:func:`reasonix.safety.shell.readers.read_only_obstacle`)
     read_only: bool = False
 
     def describe(self) -> str:

@@ -10,7 +10,9 @@ option that writes or runs (``sort -o``, ``tree -o``, ``file -C``, ``find -exec`
 ``rg --pre``, ``git --output``, ``git -c``, ``git -p``), an operand that changes something
 (``hostname foo``, ``date 0101``, ``git branch new``), an option the row does not know, a glob
 that could expand to an option (a file named ``-delete``), a git repository whose own
-configuration names a program (:mod:`reasonix.safety.git_repository`). The checks the allow
+configuration names a program (:mod:`reasonix.safety.git_repository`), a git command that
+computes diffs (``git diff``, ``git show``, ``git log -p``: the diff and textconv drivers the
+files' attributes select run). The checks the allow
 side already makes (:func:`reasonix.safety.shell_rules.allow_obstacle`) come first; the rows here
 add what a program must not be given to count as reading only.
 
@@ -186,6 +188,30 @@ def _git_plain(args: Sequence[str]) -> str | None:
     return None
 
 
+#: options that make ``git log`` compute diffs: the diff and textconv drivers that the files'
+#: attributes (the repository's ``.gitattributes``) select from the configuration then run
+_DIFF_LONGS = (
+    "--patch", "--stat", "--numstat", "--shortstat", "--dirstat", "--cumulative", "--summary",
+    "--patch-with-stat", "--patch-with-raw", "--function-context", "--word-diff",
+    "--color-words", "--color-moved", "--textconv", "--unified", "--check", "--cc", "--raw",
+    "--compact-summary", "--full-diff", "--diff-merges", "--remerge-diff", "--dd", "--binary",
+)  # fmt: skip
+
+
+def _git_log(args: Sequence[str]) -> str | None:
+    """``git log`` without the options that show diffs (``git show`` and ``git diff`` always
+    do, so they are not in the table)."""
+    for a in args:
+        if a == "--":
+            break
+        key = a.split("=", 1)[0]
+        if a.startswith("--") and _prefix_of(key, _DIFF_LONGS):
+            return f"git log {key} computes diffs (which run configured drivers)"
+        if a.startswith("-") and not a.startswith("--") and set(a[1:]) & set("puWLcmU"):
+            return f"git log {a} computes diffs (which run configured drivers)"
+    return _git_plain(args)
+
+
 def _listing(
     shorts: str, flags: frozenset[str], valued: frozenset[str]
 ) -> Callable[..., str | None]:
@@ -281,18 +307,17 @@ def _git_remote(args: Sequence[str]) -> str | None:
 
 
 _GIT_PLAIN = (
-    "status", "log", "show", "diff", "rev-parse", "ls-files", "ls-tree", "blame", "annotate",
-    "cat-file", "rev-list", "describe", "shortlog", "merge-base", "name-rev", "show-ref",
-    "for-each-ref", "count-objects", "grep", "whatchanged", "show-branch", "cherry",
-    "range-diff", "diff-tree", "diff-files", "diff-index", "check-ignore", "check-attr",
-    "version",
+    "status", "rev-parse", "ls-files", "ls-tree", "cat-file", "rev-list", "describe",
+    "shortlog", "merge-base", "name-rev", "show-ref", "for-each-ref", "count-objects", "grep",
+    "show-branch", "cherry", "check-ignore", "check-attr", "version",
 )  # fmt: skip
 #: git subcommands that only read, each with what it must not be given.
 GIT_READS: dict[str, Callable[[Sequence[str]], str | None]] = {
     **dict.fromkeys(_GIT_PLAIN, _git_plain),
+    "log": _git_log,
     "branch": _listing("arvli", _LIST_FLAGS, _LIST_VALUED),
     "tag": _listing("lni0123456789", _LIST_FLAGS, _LIST_VALUED),
-    "stash": _first_is("list", "show"),
+    "stash": _first_is("list"),
     "worktree": _first_is("list"),
     "reflog": _first_is("show", bare=True, options=True),
     "remote": _git_remote,
@@ -305,7 +330,22 @@ def _prefix_of(key: str, dangerous: Sequence[str]) -> bool:
     return len(key) > 2 and any(d.startswith(key) or key == d for d in dangerous)
 
 
-def _git_obstacle(args: Sequence[str]) -> str | None:
+#: git subcommands that only read but compute diffs: the diff and textconv drivers the files'
+#: attributes select may run, so they are not proved read-only; a snapshot may skip them
+_GIT_DIFFS = (
+    "show", "diff", "blame", "annotate", "diff-tree", "diff-files", "diff-index", "range-diff",
+    "whatchanged",
+)  # fmt: skip
+
+
+#: what a snapshot may skip besides :data:`GIT_READS`: diffs, which change no file
+_SNAPSHOT_GIT: dict[str, Callable[[Sequence[str]], str | None]] = {
+    **dict.fromkeys((*_GIT_DIFFS, "log"), _git_plain),
+    "stash": _first_is("list", "show"),
+}
+
+
+def _git_obstacle(args: Sequence[str], confined: bool = True) -> str | None:
     i = 0
     while i < len(args) and args[i].startswith("-"):
         if args[i] == "-C" and i + 1 < len(args):
@@ -317,6 +357,8 @@ def _git_obstacle(args: Sequence[str]) -> str | None:
     if i >= len(args):
         return "git without a subcommand"
     check = GIT_READS.get(args[i])
+    if not confined:
+        check = _SNAPSHOT_GIT.get(args[i], check)
     if check is None:
         return f"git {args[i]} is not known to only read"
     return check(args[i + 1 :])
@@ -347,11 +389,12 @@ def _short_obstacle(name: str, row: Reader, word: str) -> tuple[str | None, bool
     return None, False
 
 
-def reader_obstacle(name: str, args: Sequence[str]) -> str | None:
+def reader_obstacle(name: str, args: Sequence[str], confined: bool = True) -> str | None:
     """Why ``name args…`` is not a program that only reads, or None (its row in
-    :data:`READERS`, or git's in :data:`GIT_READS`)."""
+    :data:`READERS`, or git's in :data:`GIT_READS`). ``confined=False``: a snapshot's
+    question, where git commands that compute diffs count too."""
     if name == "git":
-        return _git_obstacle(args)
+        return _git_obstacle(args, confined)
     row = READERS.get(name)
     if row is None:
         return f"{name} is not known to only read"
@@ -389,7 +432,9 @@ _SYSTEM_BIN = ("/usr/bin/", "/bin/")
 _GLOB_START = "*?["
 
 
-def _command_obstacle(words: Sequence[str], globs: Sequence[bool], workspace: Path) -> str | None:
+def _command_obstacle(
+    words: Sequence[str], globs: Sequence[bool], workspace: Path, confined: bool
+) -> str | None:
     first = words[0]
     if "/" in first and not first.startswith(_SYSTEM_BIN):
         return f"{first} is a program of its own"
@@ -400,7 +445,7 @@ def _command_obstacle(words: Sequence[str], globs: Sequence[bool], workspace: Pa
         tokens = [t for t in form if t is not None]
         if len(tokens) != len(form) or not tokens:
             return "the command runs something known only at run time"
-        problem = reader_obstacle(tokens[0].rsplit("/", 1)[-1], tokens[1:])
+        problem = reader_obstacle(tokens[0].rsplit("/", 1)[-1], tokens[1:], confined)
         if problem:
             return problem
     return None
@@ -433,7 +478,7 @@ def read_only_obstacle(
         globs = [w.glob for w in cmd.words]
         if moves and any(w.glob and w.value[:1] in _GLOB_START for w in cmd.words):
             return "a pattern after cd cannot be checked"
-        problem = _command_obstacle([w.value for w in cmd.words], globs, base)
+        problem = _command_obstacle([w.value for w in cmd.words], globs, base, confined)
         if problem:
             return problem
     return None
