@@ -656,7 +656,8 @@ def _decide_by_rules(tool: Tool, subject: Subject, mode: Mode, rules: Rules) -> 
         return Verdict("allow", "session", session.text)
     if tool.read_only:
         return Verdict("allow", "mode")
-    if subject.read_only and mode in (Mode.ASK, Mode.AUTO_EDIT):
+    # Our own shell only: another tool that takes a command (an MCP server's) runs it its way.
+    if subject.read_only and tool.category == "bash" and mode in (Mode.ASK, Mode.AUTO_EDIT):
         return Verdict("allow", "read-only", reason="the command only reads")
     if mode is Mode.AUTO_EDIT and tool.category == "edit" and not tool.destructive:
         return Verdict("allow", "mode")
