@@ -17,6 +17,7 @@ from reasonix.agent import Agent
 from reasonix.events import CollectingSink, ToolCallEvent
 from reasonix.extensions.agents import AgentProfile, profile_tool_names
 from reasonix.extensions.hooks import claude_tool_name
+from reasonix.mcp.convert import identity_from_annotations
 from reasonix.messages import ToolCall
 from reasonix.safety.permissions import call_subject
 from reasonix.testing import Reply, ScriptedProvider
@@ -217,3 +218,22 @@ def test_the_dashboard_keeps_no_table_of_tool_names() -> None:
     script = (Path(web.__file__).parent / "static" / "app.js").read_text()
     named = [n for n in IDENTITIES if n != "ask" and re.search(rf"['\"]{n}['\"]", script)]
     assert named == []
+
+
+@pytest.mark.parametrize(
+    ("annotations", "trusted", "expected"),
+    [
+        # (read_only, destructive, kind, writes)
+        ({}, False, (False, True, "other", True)),  # the spec's defaults: it may destroy
+        ({"readOnlyHint": True}, True, (True, False, "read", False)),
+        # an untrusted server's read-only claim is shown, never obeyed
+        ({"readOnlyHint": True}, False, (False, True, "read", True)),
+        ({"readOnlyHint": True, "openWorldHint": True}, True, (True, False, "fetch", False)),
+        ({"destructiveHint": False}, False, (False, False, "other", False)),
+    ],
+)
+def test_mcp_tools_get_their_identity_from_their_annotations(
+    annotations: dict[str, bool], trusted: bool, expected: tuple[bool, bool, str, bool]
+) -> None:
+    found = identity_from_annotations(annotations, trusted=trusted)
+    assert (found.read_only, found.destructive, found.kind, found.writes) == expected

@@ -13,9 +13,10 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from reasonix.tools.registry import ToolResult
+from reasonix.tools.registry import ToolKind, ToolResult
 
 _BAD_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 MAX_TOOL_NAME = 64
@@ -73,6 +74,33 @@ def assign_names(pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]
 
 # ---------------------------------------------------------------------------------------------
 # Schemas
+
+
+@dataclass(frozen=True, slots=True)
+class McpIdentity:
+    """What an MCP tool is, from its server's annotations (the fields of
+    :class:`~reasonix.tools.registry.Tool` that say it)."""
+
+    read_only: bool
+    destructive: bool
+    kind: ToolKind
+    writes: bool
+
+
+def identity_from_annotations(annotations: Mapping[str, Any], *, trusted: bool) -> McpIdentity:
+    """An MCP tool's identity from its ``annotations``. They are the server's claims: a
+    read-only hint skips approval (and passes plan mode) only for a server the user said to
+    trust (``trusted``); what an editor shows (``kind``) follows the hints either way. The MCP
+    spec's defaults apply: ``destructiveHint`` true, ``openWorldHint`` true, and a destructive
+    hint only means something for a tool that is not read-only."""
+    hinted_read_only = annotations.get("readOnlyHint") is True
+    read_only = trusted and hinted_read_only
+    # Unless trusted, a tool may change what it likes: it counts as writing.
+    destructive = not read_only and annotations.get("destructiveHint", True) is not False
+    kind: ToolKind = "other"
+    if hinted_read_only:
+        kind = "fetch" if annotations.get("openWorldHint") is True else "read"
+    return McpIdentity(read_only, destructive, kind, writes=destructive)
 
 
 def normalize_schema(schema: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -30,7 +30,12 @@ from typing import Any, BinaryIO
 
 from reasonix.events import ErrorEvent, NoticeEvent, NullSink, Sink
 from reasonix.mcp.config import McpServerConfig
-from reasonix.mcp.convert import assign_names, normalize_schema, result_to_tool_result
+from reasonix.mcp.convert import (
+    assign_names,
+    identity_from_annotations,
+    normalize_schema,
+    result_to_tool_result,
+)
 from reasonix.mcp.transport import McpStartError, ProcessInfo, open_http, open_stdio
 from reasonix.store.private import private_dir, private_file
 from reasonix.terminal_text import printable, strip_escape_sequences
@@ -555,12 +560,10 @@ class McpManager:
     def _make_tool(self, cfg: McpServerConfig, t: Mapping[str, Any], name: str) -> Tool:
         server, remote = cfg.name, str(t["name"])
         annotations = t.get("annotations") or {}
-        # Annotations are the server's claims: a read-only hint skips approval (and passes plan
-        # mode) only for a server the user said to trust.
-        read_only = cfg.trust_annotations and annotations.get("readOnlyHint") is True
-        # The MCP spec's default for destructiveHint is true; it only means something for a
-        # tool that is not read-only.
-        destructive = not read_only and annotations.get("destructiveHint", True) is not False
+        identity = identity_from_annotations(
+            annotations if isinstance(annotations, Mapping) else {},
+            trusted=cfg.trust_annotations,
+        )
         description = str(t.get("description") or "").strip()
         if not description:
             description = f"Tool {remote!r} of the MCP server {server!r}."
@@ -573,15 +576,13 @@ class McpManager:
             description=description,
             parameters=normalize_schema(t.get("inputSchema")),
             func=call_mcp_tool,
-            read_only=read_only,
-            destructive=destructive,
+            read_only=identity.read_only,
+            destructive=identity.destructive,
             # A little beyond our own call timeout, so ours fires first with the clearer message.
             timeout=cfg.call_timeout + 5,
             category="mcp",
-            # What an editor shows it as: the server's own hints (display only; approval goes by
-            # read_only above).
-            kind="read" if annotations.get("readOnlyHint") is True else "other",
-            writes=not read_only and annotations.get("destructiveHint", True) is not False,
+            kind=identity.kind,
+            writes=identity.writes,
         )
 
     async def call_tool(
