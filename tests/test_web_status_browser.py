@@ -45,6 +45,9 @@ def test_bash_approval_shows_the_command_and_status_is_plain_words(
         shown = approval.inner_text()
         assert "$ python3 -m pytest -q" in shown
         assert '"command"' not in shown
+        # the call's card names what it acts on: the subject the tool declares, sent with the event
+        card = page.locator('.call[data-tool="bash"] .subject').first
+        assert card.inner_text() == "python3 -m pytest -q"
         page.screenshot(path=str(SHOTS / "session-bash-approval-desktop.png"))
         page.click("[data-approval-id] button:text-is('Approve for session')")
         page.wait_for_selector(".note:has-text('Turn 1 ended')", timeout=WAIT)
