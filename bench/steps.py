@@ -2,7 +2,9 @@
 at once, with ``STEPS`` mutating ``bash`` steps (each writes a file), with and without the
 sandbox (bubblewrap: the kept sandbox, and a fresh one per call with ``REASONIX_SANDBOX=per-call``)
 and snapshots. Per step = (a run with ``STEPS`` steps - a run with none)
-/ ``STEPS``, medians of paired runs, so start-up and the final answer cancel out."""
+/ ``STEPS``, medians of paired runs, so start-up and the final answer cancel out. Then one
+``bash`` call alone, in process (``ShellTool.run_command``, rounds interleaved): in the kept
+sandbox, in a fresh sandbox per call, and unconfined."""
 
 from __future__ import annotations
 
@@ -60,6 +62,44 @@ def _run(root: Path, env: dict[str, str], steps: int, server: FakeDeepSeekServer
     if proc.returncode != 0:
         raise RuntimeError(f"reasonix run failed: {proc.stderr[-500:]}")
     return took
+
+
+def _bash_calls(rounds: int) -> dict[str, float]:
+    """Median milliseconds of one mutating ``bash`` call, kept sandbox / per call / none."""
+    import asyncio
+
+    from reasonix.safety.confinement import bash_confinement
+    from reasonix.tools.builtin.shell import ShellOptions, ShellTool
+
+    confiner = bash_confinement("bwrap").confiner
+    if confiner.name != "bwrap":
+        return {}
+    with tempfile.TemporaryDirectory(prefix="reasonix-bench-bash-") as tmp:
+        ws = Path(tmp)
+        tools = {
+            "kept sandbox": ShellTool(ws, options=ShellOptions(confiner=confiner)),
+            "sandbox per call": ShellTool(
+                ws, options=ShellOptions(confiner=confiner, kept_sandbox=False)
+            ),
+            "unconfined": ShellTool(ws, options=ShellOptions()),
+        }
+        times: dict[str, list[float]] = {name: [] for name in tools}
+
+        async def go() -> None:
+            for tool in tools.values():
+                await tool.run_command("true")
+            for i in range(rounds):
+                for name, tool in tools.items():
+                    t0 = time.perf_counter()
+                    await tool.run_command(f"echo {i} > out.txt")
+                    times[name].append((time.perf_counter() - t0) * 1000)
+
+        try:
+            asyncio.run(go())
+        finally:
+            for tool in tools.values():
+                tool.close()
+    return {name: round(statistics.median(v), 1) for name, v in times.items()}
 
 
 def run_steps(quick: bool) -> dict[str, Any]:
@@ -123,4 +163,14 @@ def run_steps(quick: bool) -> dict[str, Any]:
         ],
         ["", "per step", "over no sandbox, no snapshots", "ratio"],
     )
+    rounds = 10 if quick else 40
+    calls = _bash_calls(rounds)
+    if calls:
+        out["bash_call_ms"] = calls
+        bare = calls["unconfined"]
+        print_table(
+            f"One mutating bash call in process (median of {rounds} interleaved rounds)",
+            [[name, f"{ms} ms", f"+{ms - bare:.1f} ms"] for name, ms in calls.items()],
+            ["", "per call", "over unconfined"],
+        )
     return out
