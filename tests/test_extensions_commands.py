@@ -103,9 +103,11 @@ async def _expand(ws: Path, user: Path, name: str, args: str, engine: Permission
 async def test_bang_commands_go_through_the_permission_engine(tmp_path: Path) -> None:
     ws, user = tmp_path / "ws", tmp_path / "cfg"
     ws.mkdir()
-    line = "Status:\n!`echo status-$1`\nDone."
-    _write(user / "commands/mine.md", f"---\nallowed-tools: Bash(echo:*)\n---\n{line}")
-    _write(ws / ".reasonix/commands/theirs.md", f"---\nallowed-tools: Bash(echo:*)\n---\n{line}")
+    # ``touch`` writes, so no proof of read-only lets it run unasked: only a grant can.
+    line = "Status:\n!`touch made-$1 && echo status-$1`\nDone."
+    grant = "allowed-tools: Bash(touch:*), Bash(echo:*)"
+    _write(user / "commands/mine.md", f"---\n{grant}\n---\n{line}")
+    _write(ws / ".reasonix/commands/theirs.md", f"---\n{grant}\n---\n{line}")
     _write(user / "commands/plain.md", line)
     headless_ask = PermissionEngine(mode="ask")
     # The user's own file grants its allowed-tools: it runs without a question.
@@ -113,7 +115,8 @@ async def test_bang_commands_go_through_the_permission_engine(tmp_path: Path) ->
     assert "Status:\nstatus-ok" in mine and "did not run" not in mine
     # A project file's allowed-tools grant nothing: in ask mode with no one to ask, refused.
     theirs = await _expand(ws, user, "theirs", "ok", headless_ask)
-    assert "[`echo status-ok` did not run:" in theirs and "needs approval" in theirs
+    assert "[`touch made-ok && echo status-ok` did not run:" in theirs
+    assert "needs approval" in theirs
     plain = await _expand(ws, user, "plain", "ok", headless_ask)
     assert "did not run" in plain
     # A deny rule still wins over a grant.
