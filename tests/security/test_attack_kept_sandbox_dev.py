@@ -1,0 +1,95 @@
+"""Attacks on the kept sandbox (safety/session_sandbox.py) through the real CLI: one step plants
+something in the sandbox, the next step must find the sandbox as a fresh one would be.
+
+Break (xfail, strict): bubblewrap's ``/dev`` is a writable tmpfs that the supervisor does not
+reset between commands, so a step can replace ``/dev/fd`` with a folder of its own files and the
+next step's process substitution (``<(...)``, which bash reads through ``/dev/fd/63``) reads and
+runs the plant. Holds: ``/tmp`` and the home folder are emptied; a ``setsid`` daemon of
+the first step is gone. Control: with ``REASONIX_SANDBOX=per-call`` every step has a fresh
+``/dev`` and the probe sees the honest output; the plant step itself reports that it worked.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from tests.security.support import Attack, Lab, lab, record
+
+__all__ = ["lab"]
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed; CI installs it"
+    ),
+]
+
+KIND = "kept sandbox: state left for the next command"
+
+PLANT_DEV_FD = """rm -f /dev/fd && mkdir /dev/fd && printf 'echo EVIL-PLANT\\n' > /dev/fd/63
+ls /dev/fd/63 && echo planted-fd
+"""
+LOOK_DEV_FD = "cat <(echo honest-hello); source <(echo echo honest-safe)"
+
+PLANT_FILES = """setsid sleep 3141.5 &
+echo x > ~/.planted-home
+echo y > /tmp/planted-tmp
+mkfifo /tmp/planted-fifo
+echo planted-files
+"""
+LOOK_FILES = "ls -A ~ /tmp; for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done"
+
+
+def _two_steps(lab: Lab, plant: str, look: str, **env: str) -> list[str]:
+    (lab.root / "plant.sh").write_text(plant)
+    (lab.root / "look.sh").write_text(look)
+    outcome = lab.attack(
+        [
+            Attack("plant", "bash", {"command": "sh plant.sh"}),
+            Attack("look", "bash", {"command": "bash look.sh"}),
+        ],
+        "--mode",
+        "yolo",
+        env=lab.env(**env) if env else None,
+    )
+    assert outcome.proc.returncode == 0, outcome.proc.stdout[-2000:]
+    return outcome.results
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="/dev is a writable tmpfs the supervisor never resets: a replaced /dev/fd makes the "
+    "next command's <(...) read and run the plant",
+)
+def test_break_replaced_dev_fd_reaches_the_next_command(
+    lab: Lab, request: pytest.FixtureRequest
+) -> None:
+    plant, look = _two_steps(lab, PLANT_DEV_FD, LOOK_DEV_FD)
+    assert "planted-fd" in plant, plant  # the plant itself worked
+    worked = "EVIL-PLANT" in look
+    record(request, KIND, 1, int(worked))
+    assert not worked, look
+    assert "honest-hello" in look and "honest-safe" in look, look
+
+
+def test_holds_home_tmp_and_daemons_are_gone(lab: Lab, request: pytest.FixtureRequest) -> None:
+    plant, look = _two_steps(lab, PLANT_FILES, LOOK_FILES)
+    assert "planted-files" in plant, plant
+    worked = any(m in look for m in ("planted-home", "planted-tmp", "planted-fifo", "3141.5"))
+    record(request, KIND, 1, int(worked))
+    assert not worked, look
+
+
+def test_control_per_call_dev_fd_is_fresh(lab: Lab) -> None:
+    plant, look = _two_steps(lab, PLANT_DEV_FD, LOOK_DEV_FD, REASONIX_SANDBOX="per-call")
+    assert "planted-fd" in plant, plant
+    assert "EVIL-PLANT" not in look and "honest-hello" in look, look
+
+
+def test_control_without_the_sandbox_the_probe_sees_a_plant(lab: Lab) -> None:
+    """Unconfined, the home folder is the real one: the plant is seen (the probe works)."""
+    lab.write_user_config('[sandbox]\nbash = "off"\nallow_unconfined = true\n')
+    _, look = _two_steps(lab, PLANT_FILES.replace("setsid sleep 3141.5 &\n", ""), LOOK_FILES)
+    assert "planted-home" in look, look
