@@ -370,7 +370,7 @@ class ReasonixAcpAgent:
     ) -> schema.PromptResponse:
         session = opened.session
         sid = session.session_id
-        answer = None if images else await self._command(opened, text)
+        answer = await self._command(opened, text, images)
         if answer is not None and answer.turn is None:
             return schema.PromptResponse(stop_reason="end_turn")
         try:
@@ -420,14 +420,16 @@ class ReasonixAcpAgent:
             },
         )
 
-    async def _command(self, opened: _Open, line: str) -> Answer | None:
+    async def _command(
+        self, opened: _Open, line: str, images: tuple[ImagePart, ...] = ()
+    ) -> Answer | None:
         """A slash command, answered from the one table (:mod:`reasonix.app.commands`): its
         reply is said; None when ``line`` is a task, not a command."""
         session = opened.session
         if not commands.is_command(session, line, "acp"):
             return None
         mode = session.mode
-        answer = await commands.answer(session, line, "acp")
+        answer = await commands.answer(session, line, "acp", images=images)
         if session.mode != mode:
             update = schema.CurrentModeUpdate(
                 session_update="current_mode_update", current_mode_id=session.mode

@@ -10,8 +10,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
+    from reasonix.app.mentions import Prepared
     from reasonix.app.session import AgentSession
     from reasonix.app.turn import Turn
+    from reasonix.messages import ImagePart
 
 __all__ = [
     "APP_ONLY",
@@ -59,13 +61,15 @@ class Answer:
 class Context:
     """What a handler gets: the session, the argument (read per the command's ``arg``), the
     frontend asking, and what that frontend adds (its environment for ``/config``; ``prepare``
-    turns the text of a task into the message, e.g. attaching ``@path`` mentions)."""
+    turns a task's text into the message and its images, e.g. attaching ``@path`` mentions,
+    raising ValueError for an image that may not be sent); ``images`` came with the line."""
 
     session: AgentSession
     arg: str
     frontend: Frontend
     environ: Mapping[str, str] | None = None
-    prepare: Callable[[str], str] = str
+    prepare: Callable[[str], Prepared] | None = None
+    images: tuple[ImagePart, ...] = ()
 
 
 Handler = Callable[[Context], Awaitable[Answer]]
@@ -77,7 +81,8 @@ class Command:
     ``arg`` how it is read; ``hint`` what a wrong number is (``"TURN is a number from
     /turns"``); ``where`` the frontends it is meaningful in; ``local`` commands are answered
     by the frontend itself (``handler`` is None); ``paths``: the argument is a path
-    (completed as one)."""
+    (completed as one); ``images``: its turn carries the images its line came with (any other
+    command refuses them)."""
 
     name: str
     args: str
@@ -88,6 +93,7 @@ class Command:
     where: frozenset[Frontend] = EVERYWHERE
     aliases: tuple[str, ...] = ()
     paths: bool = False
+    images: bool = False
 
     @property
     def local(self) -> bool:

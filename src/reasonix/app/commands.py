@@ -31,8 +31,10 @@ from reasonix.app.command_types import (
 )
 
 if TYPE_CHECKING:
+    from reasonix.app.mentions import Prepared
     from reasonix.app.session import AgentSession
     from reasonix.app.turn import Turn
+    from reasonix.messages import ImagePart
     from reasonix.store import SessionInfo
 
 __all__ = [
@@ -83,10 +85,11 @@ async def _help(ctx: Context) -> Answer:
 
 
 async def _plan(ctx: Context) -> Answer:
-    task = ctx.prepare(ctx.arg)
+    task, found = ctx.prepare(ctx.arg) if ctx.prepare else (ctx.arg, ())
+    images = (*ctx.images, *found)
 
     def start(session: AgentSession) -> Turn:
-        return session.start_turn(task, plan=True)
+        return session.start_turn(task, plan=True, images=images)
 
     return Answer(turn=start)
 
@@ -247,7 +250,14 @@ async def _jobs(ctx: Context) -> Answer:
 #: Every built-in slash command, in /help order.
 COMMANDS: tuple[Command, ...] = (
     Command("help", "", "this help", _help),
-    Command("plan", "<task>", "plan first (the planner model), then execute", _plan, arg="text"),
+    Command(
+        "plan",
+        "<task>",
+        "plan first (the planner model), then execute",
+        _plan,
+        arg="text",
+        images=True,
+    ),
     Command("approve", "", "carry out the plan that is waiting (declined or plan-only)", _approve),
     Command(
         "init",
@@ -423,12 +433,14 @@ async def answer(
     frontend: Frontend,
     *,
     environ: Mapping[str, str] | None = None,
-    prepare: Callable[[str], str] = str,
+    prepare: Callable[[str], Prepared] | None = None,
+    images: tuple[ImagePart, ...] = (),
 ) -> Answer:
     """Answer the command ``line`` (``/name args``) for ``frontend``. An unknown command, a
     bad argument or a failure is an Answer with ``error`` set (its text says what to type);
     a local command comes back as an Answer with no text and no turn (the frontend answers
-    it: :func:`command_for` says which)."""
+    it: :func:`command_for` says which). ``images`` came with the line: a command that runs
+    a task (``/plan``, a custom command) carries them in its turn; any other refuses them."""
     from reasonix.errors import ReasonixError
 
     stripped = line.strip()
@@ -440,16 +452,19 @@ async def answer(
             custom_arg = arg
 
             def start(session: AgentSession) -> Turn:
-                return session.start_command(name, custom_arg)
+                return session.start_command(name, custom_arg, images=images)
 
             return Answer(turn=start)
         return Answer(f"Unknown command /{name}; /help lists them.", error=True)
     problem = command.check(arg)
     if problem is not None:
         return Answer(problem, error=True)
+    if images and not command.images:
+        refused = f"/{command.name} takes no images (/plan and custom commands do); none sent"
+        return Answer(refused, error=True)
     if command.handler is None:
         return Answer()
-    context = Context(session, arg, frontend, environ, prepare)
+    context = Context(session, arg, frontend, environ, prepare, images)
     try:
         return await command.handler(context)
     except (ReasonixError, ValueError, OSError) as exc:

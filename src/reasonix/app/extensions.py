@@ -11,13 +11,15 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reasonix.app.hooks import HookedPolicy
 from reasonix.extensions.agents import AgentProfile, agent_folders, load_agent_profiles
 from reasonix.extensions.commands import (
     CustomCommand,
     command_folders,
-    expand_command,
+    expand_command_parts,
+    image_reader,
     include_reader,
     load_commands,
 )
@@ -25,6 +27,9 @@ from reasonix.extensions.skills import Skill, load_skills, skill_folders, skill_
 from reasonix.safety.permissions import PermissionEngine
 from reasonix.safety.sandbox import Sandbox
 from reasonix.tools.registry import PermissionPolicy, Tool, ToolContext, ToolRegistry
+
+if TYPE_CHECKING:
+    from reasonix.messages import ImagePart
 
 #: Commands of the terminal app; a custom command cannot take these names.
 BUILTIN_COMMANDS = (
@@ -80,10 +85,26 @@ class Extensions:
         sandbox: Sandbox,
         ctx: ToolContext,
     ) -> str:
-        """The prompt of ``/name arguments``. ``!`` lines run as ``bash`` calls through
-        ``registry`` (the permission engine decides, the user's own command files may grant
-        their ``allowed-tools``); ``@file`` reads through ``sandbox``. Raises KeyError for an
-        unknown command."""
+        """The prompt of ``/name arguments`` (its text: :meth:`expand_parts` has the images)."""
+        text, _ = await self.expand_parts(
+            name, arguments, registry=registry, permissions=permissions, sandbox=sandbox, ctx=ctx
+        )
+        return text
+
+    async def expand_parts(
+        self,
+        name: str,
+        arguments: str,
+        *,
+        registry: ToolRegistry,
+        permissions: PermissionEngine,
+        sandbox: Sandbox,
+        ctx: ToolContext,
+    ) -> tuple[str, tuple[ImagePart, ...]]:
+        """The prompt of ``/name arguments`` and the images it carries. ``!`` lines run as
+        ``bash`` calls through ``registry`` (the permission engine decides, the user's own
+        command files may grant their ``allowed-tools``); ``@file`` reads through ``sandbox``
+        (an image file rides as an image part). Raises KeyError for an unknown command."""
         command = self.commands[name]
 
         async def run_shell(cmd: str, grants: tuple[str, ...]) -> str:
@@ -109,6 +130,10 @@ class Extensions:
                 return f"[`{cmd}` did not run: {result.content}]"
             return result.content
 
-        return await expand_command(
-            command, arguments, run_shell=run_shell, include=include_reader(sandbox)
+        return await expand_command_parts(
+            command,
+            arguments,
+            run_shell=run_shell,
+            include=include_reader(sandbox),
+            image=image_reader(sandbox),
         )

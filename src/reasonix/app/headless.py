@@ -129,9 +129,9 @@ async def run_text(
     from reasonix.app import commands
     from reasonix.errors import SessionError
 
-    if images or not commands.is_command(session, text, "run"):
+    if not commands.is_command(session, text, "run"):
         return await session.run_turn(text, plan=plan, plan_only=plan_only, images=images)
-    answer = await commands.answer(session, text, "run")
+    answer = await commands.answer(session, text, "run", images=images)
     if answer.error:
         raise SessionError(answer.text)
     if answer.turn is None:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from reasonix.messages import ImagePart
 
-__all__ = ["Attached", "attach_mentions"]
+__all__ = ["Attached", "Prepared", "attach_mentions"]
 
 #: a mention starts a word: ``@`` then a path, trailing punctuation not included
 _MENTION = re.compile(r"(?<![\w@])@([^\s@]+)")
@@ -35,6 +35,8 @@ _PASTED = re.compile(
     r"""((?:[^\s'"@\\]|\\ )+\.(?:png|jpe?g|gif|webp))(?![\w.])""",
     re.IGNORECASE,
 )
+#: a task's text as the message, and the images it carries (what a command's ``prepare`` gives)
+Prepared = tuple[str, tuple["ImagePart", ...]]
 MAX_FILE_CHARS = 60_000
 MAX_LISTING = 200
 

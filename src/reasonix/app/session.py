@@ -582,11 +582,14 @@ class AgentSession:
         """``/skills``: one line per skill the model can load."""
         return skills_listing(self._extensions.skills)
 
-    def start_command(self, name: str, arguments: str = "") -> Turn:
+    def start_command(
+        self, name: str, arguments: str = "", *, images: tuple[ImagePart, ...] = ()
+    ) -> Turn:
         """Run the custom command ``/name arguments`` as a user turn: its ``!`` lines run
         first, inside the turn (through the permission engine, so approvals and interrupts
-        work as for any tool call). Raises SessionError for an unknown command or while
-        another turn runs."""
+        work as for any tool call). The turn carries ``images`` and the image files its
+        ``@path`` mentions name. Raises SessionError for an unknown command or while another
+        turn runs."""
         self._check_idle("run a command")
         if name not in self._extensions.commands:
             raise SessionError(f"no custom command /{name}; /help lists them")
@@ -599,8 +602,9 @@ class AgentSession:
         )
 
         async def run() -> TurnResult:
-            prompt = await self.expand_command(name, arguments)
-            return await self._hooked_turn(prompt, ctrl.run_turn)
+            prompt, found = await self.expand_command_parts(name, arguments)
+            carried = (*images, *found)
+            return await self._hooked_turn(prompt, lambda text: ctrl.run_turn(text, images=carried))
 
         return self._start(run)
 
@@ -611,6 +615,12 @@ class AgentSession:
     async def expand_command(self, name: str, arguments: str = "") -> str:
         """The prompt ``/name arguments`` sends (see :mod:`reasonix.extensions.commands`).
         Raises KeyError for an unknown command."""
+        return (await self.expand_command_parts(name, arguments))[0]
+
+    async def expand_command_parts(
+        self, name: str, arguments: str = ""
+    ) -> tuple[str, tuple[ImagePart, ...]]:
+        """:meth:`expand_command`, and the images its ``@path`` mentions carry."""
         executor = self._controller.executor
         ctx = ToolContext(
             workspace=self.workspace,
@@ -619,7 +629,7 @@ class AgentSession:
             call_id=f"command-{name}",
             state=executor.tool_state,
         )
-        return await self._extensions.expand(
+        return await self._extensions.expand_parts(
             name,
             arguments,
             registry=executor.tools,

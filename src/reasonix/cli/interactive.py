@@ -670,11 +670,17 @@ class App:
             lines = ["The model asked (type your answer):", *describe_questions(questions)]
             self.console.print(terminal_safe("\n".join(lines)), markup=False)
 
-    def _attach_text(self, text: str) -> str:
-        """A command's task with its ``@path`` text attached (images ride only in plain
-        turns)."""
-        attached = self._attach(text)
-        return attached.text if attached is not None else text
+    def _attach_parts(self, text: str) -> tuple[str, tuple[ImagePart, ...]]:
+        """A command's task with its ``@path`` mentions attached (text at its tail, images as
+        image parts of its turn); ValueError (said by the command's answer) for an image that
+        may not be sent."""
+        from reasonix.app.mentions import attach_mentions
+
+        attached = attach_mentions(text, Path.cwd())
+        if attached.refused:
+            raise ValueError(attached.refused)
+        self._said_attached(attached)
+        return attached.text, attached.images
 
     def _attach(self, text: str) -> Attached | None:
         """``@path`` mentions and pasted image paths: attach the files (text at the tail of the
@@ -685,13 +691,16 @@ class App:
         if attached.refused:
             self.renderer.line(attached.refused, "red")
             return None
+        self._said_attached(attached)
+        return attached
+
+    def _said_attached(self, attached: Attached) -> None:
         images = {image.name for image in attached.images}
         for path in attached.paths:
             kind = " (image)" if Path(path).name in images else ""
             self.renderer.line(f"attached @{path}{kind}", "dim")
         for note in attached.notes:
             self.renderer.line(note, "yellow")
-        return attached
 
     def _banner(self) -> None:
         rt = self.runtime
@@ -844,7 +853,7 @@ class App:
         local = {"exit": self._exit, "expand": self._expand, "reasoning": self._reasoning}
         compactions = self.renderer.compactions
         answer = await commands.answer(
-            rt, line, "app", environ=self.environ, prepare=self._attach_text
+            rt, line, "app", environ=self.environ, prepare=self._attach_parts
         )
         command = commands.command_for(name, "app")
         if command is not None and command.local and not answer.error:

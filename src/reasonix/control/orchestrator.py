@@ -168,6 +168,9 @@ class TurnOrchestrator:
         self.pending_plan: Plan | None = None
         #: the request the pending plan was made for (its re-plans need the real task)
         self.pending_task = ""
+        #: the images of that request (described for the planner; the executor gets them
+        #: when the plan runs)
+        self.pending_images: tuple[ImagePart, ...] = ()
         self._exec_mark = 0  # executor session length when the planner last saw it
         self._exec_epoch = 0  # ... and its epoch (a compaction or rewind rewrites it)
         self._exec_last: Message | None = None  # the last message the planner was briefed on
@@ -192,6 +195,8 @@ class TurnOrchestrator:
         mark = self.cost.snapshot()
         # A revision's plan stays the plan for the task the declined one was made for.
         task = self.pending_task if revision and self.pending_task else text
+        if revision and not images:
+            images = self.pending_images  # a revised plan is for the same pictures
         if self.executor.open_calls():
             # The text answers the executor's open question (``ask``): it goes to the executor
             # as that call's result, not to the planner as a new task.
@@ -246,6 +251,7 @@ class TurnOrchestrator:
 
         if decision.route is Route.PLAN_ONLY:
             self.pending_plan, self.pending_task = new_plan, task
+            self.pending_images = images
             return result(new_plan.to_markdown(), "plan_only", new_plan)
 
         if decision.route is Route.PLAN_FOR_APPROVAL or new_plan.requires_approval:
@@ -253,6 +259,7 @@ class TurnOrchestrator:
             self.sink.emit(PlanApproval("controller", approved, why))
             if not approved:
                 self.pending_plan, self.pending_task = new_plan, task
+                self.pending_images = images
                 msg = (
                     f"The plan was not approved ({why}); nothing was executed. It is kept: "
                     "/approve runs it, or say what to change for a revised plan."
@@ -260,7 +267,7 @@ class TurnOrchestrator:
                 msg += "\n\n" + new_plan.to_markdown()
                 return result(msg, "plan_declined", new_plan)
 
-        self.pending_plan, self.pending_task = None, ""
+        self.pending_plan, self.pending_task, self.pending_images = None, "", ()
         self._seed(new_plan)
         STEP_BASELINE.set(self.executor.tool_state, self.executor.ledger.mark())
         handoff = f"{text}\n\n{self._handoff(new_plan)}"
@@ -279,12 +286,13 @@ class TurnOrchestrator:
         # The executor never saw the request the plan was made for: hand it over with the plan,
         # and give re-plans the real task rather than the approval message.
         task = self.pending_task or text
-        self.pending_plan, self.pending_task = None, ""
+        images = self.pending_images
+        self.pending_plan, self.pending_task, self.pending_images = None, "", ()
         self._seed(pending)
         STEP_BASELINE.set(self.executor.tool_state, self.executor.ledger.mark())
         request = text if task == text else f"{text}\n\nThe task:\n{task}"
         handoff = f"{request}\n\n{self._handoff(pending)}"
-        run = await self._execute(handoff, task=task, plan=pending)
+        run = await self._execute(handoff, task=task, plan=pending, images=images)
         return TurnResult(
             run.text,
             decision.route,

@@ -19,9 +19,10 @@ Expanding ``/name ARGS`` (:func:`expand_command`):
   replaced by its output. ``allowed-tools`` entries such as ``Bash(git status:*)`` let those
   commands run without asking, but only in the user's own command files: a project file may
   not grant itself permissions.
-- ``@path`` includes a file of the workspace: its text is appended under the prompt. Paths
-  outside the workspace, and files the sandbox protects (``.env``, keys), are not included and
-  the prompt says so.
+- ``@path`` includes a file of the workspace: its text is appended under the prompt; an image
+  (JPEG, PNG, GIF, WebP, told from the bytes) rides with the turn as an image part instead
+  (:func:`expand_command_parts`). Paths outside the workspace, and files the sandbox protects
+  (``.env``, keys), are not included and the prompt says so.
 - ``model`` cannot switch the model inside a session (the prompt cache would be lost); it is
   reported, not obeyed.
 """
@@ -33,10 +34,14 @@ import shlex
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reasonix.errors import SandboxError
 from reasonix.extensions.frontmatter import parse
 from reasonix.safety.sandbox import Sandbox
+
+if TYPE_CHECKING:
+    from reasonix.messages import ImagePart
 
 MAX_INCLUDE_BYTES = 100_000
 MAX_COMMAND_FILE_BYTES = 200_000
@@ -178,11 +183,26 @@ async def expand_command(
     run_shell: ShellRunner | None,
     include: Callable[[str], str],
 ) -> str:
-    """The prompt ``/command arguments`` sends to the model.
+    """The prompt ``/command arguments`` sends to the model (its text; images are read as
+    files: see :func:`expand_command_parts`)."""
+    text, _ = await expand_command_parts(command, arguments, run_shell=run_shell, include=include)
+    return text
+
+
+async def expand_command_parts(
+    command: CustomCommand,
+    arguments: str,
+    *,
+    run_shell: ShellRunner | None,
+    include: Callable[[str], str],
+    image: Callable[[str], ImagePart | None] | None = None,
+) -> tuple[str, tuple[ImagePart, ...]]:
+    """The prompt ``/command arguments`` sends to the model, and the images it carries.
 
     ``run_shell(cmd, grants)`` returns a ``!`` command's output (or why it did not run);
     ``include(path)`` returns a file's text or raises ``OSError``/``ValueError`` saying why it
-    cannot be included."""
+    cannot be included; ``image(path)`` returns the file as an image part when it is one
+    (None when it is not; ``ValueError`` when it may not be sent)."""
     text = substitute_arguments(command.body, arguments)
 
     async def bang(match: re.Match[str]) -> str:
@@ -200,11 +220,17 @@ async def expand_command(
     text = "".join(pieces)
 
     included: list[str] = []
+    images: list[ImagePart] = []
     for match in _AT.finditer(text):
         path = match.group(1).rstrip(".")
         if any(block.startswith(f"@{path}:") for block in included):
             continue
         try:
+            part = image(path) if image is not None else None
+            if part is not None:
+                images.append(part)
+                included.append(f"@{path}: attached as an image")
+                continue
             content = include(path)
         except (OSError, ValueError) as exc:
             included.append(f"@{path}: not included ({exc})")
@@ -217,7 +243,7 @@ async def expand_command(
             f"\n\n(The command asks for model {command.model!r}; models stay fixed within a "
             "session, so this runs on the session's model.)"
         )
-    return text
+    return text, tuple(images)
 
 
 def include_reader(sandbox: Sandbox) -> Callable[[str], str]:
@@ -237,5 +263,29 @@ def include_reader(sandbox: Sandbox) -> Callable[[str], str]:
         if b"\x00" in data[:8192]:
             raise ValueError("a binary file")
         return data.decode("utf-8", "replace")
+
+    return read
+
+
+def image_reader(sandbox: Sandbox) -> Callable[[str], ImagePart | None]:
+    """An ``image`` for :func:`expand_command_parts`: a workspace file whose bytes are an
+    image, read through the sandbox like ``include``; ``ValueError`` for one DeepSeek would
+    refuse (the prompt then says why it is not included)."""
+    from reasonix.images import ImageError, load_image, looks_like_image
+
+    def read(path: str) -> ImagePart | None:
+        try:
+            real = sandbox.resolve(path)
+        except SandboxError as exc:
+            raise ValueError(str(exc)) from None
+        if not real.is_file():
+            return None
+        with real.open("rb") as f:
+            if not looks_like_image(f.read(16)):
+                return None
+        try:
+            return load_image(real.read_bytes(), name=real.name, what=f"@{path}")
+        except ImageError as exc:
+            raise ValueError(str(exc)) from None
 
     return read

@@ -337,13 +337,13 @@ class Dashboard:
         """A message: a slash command is answered from the one table (its reply goes to every
         tab; a command that runs a turn starts it), anything else is a turn (with its images,
         dropped or picked in the page)."""
-        if images or not commands.is_command(session, text, "web"):
+        if not commands.is_command(session, text, "web"):
 
             def start(s: AgentSession) -> Turn:
                 return s.start_turn(text, images=images)
 
             return {"turn": self._start(session, text, start).number}
-        answer = await commands.answer(session, text, "web")
+        answer = await commands.answer(session, text, "web", images=images)
         if answer.error:
             raise HttpError(400, answer.text)
         out: dict[str, Any] = {"reply": answer.text}
