@@ -4,7 +4,9 @@ something in the sandbox, the next step must find the sandbox as a fresh one wou
 Break (xfail, strict): bubblewrap's ``/dev`` is a writable tmpfs that the supervisor does not
 reset between commands, so a step can replace ``/dev/fd`` with a folder of its own files and the
 next step's process substitution (``<(...)``, which bash reads through ``/dev/fd/63``) reads and
-runs the plant. Holds: ``/tmp`` and the home folder are emptied; a ``setsid`` daemon of
+runs the plant. A POSIX message queue (``mq_open``) outlives
+the command too: it lives in the IPC namespace, and the supervisor checks only System V IPC.
+Holds: ``/tmp`` and the home folder are emptied; a ``setsid`` daemon of
 the first step is gone. Control: with ``REASONIX_SANDBOX=per-call`` every step has a fresh
 ``/dev`` and the probe sees the honest output; the plant step itself reports that it worked.
 """
@@ -39,6 +41,18 @@ echo y > /tmp/planted-tmp
 mkfifo /tmp/planted-fifo
 echo planted-files
 """
+#: a POSIX message queue lives in the IPC namespace without any process holding it
+MQ = """import ctypes, os, sys
+rt = ctypes.CDLL("librt.so.1", use_errno=True)
+flags = os.O_RDWR | (os.O_CREAT if sys.argv[1] == "plant" else 0)
+fd = rt.mq_open(b"/reasonix-attack-q", flags, 0o600, None)
+if sys.argv[1] == "plant":
+    print("planted-mq", fd >= 0 and rt.mq_send(fd, b"EVIL-MQ", 7, 0) == 0)
+else:
+    buf = ctypes.create_string_buffer(9000)
+    n = rt.mq_receive(fd, buf, 9000, None) if fd >= 0 else -1
+    print("received", n > 0 and buf.raw[:n])
+"""
 LOOK_FILES = "ls -A ~ /tmp; for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done"
 
 
@@ -72,6 +86,32 @@ def test_break_replaced_dev_fd_reaches_the_next_command(
     record(request, KIND, 1, int(worked))
     assert not worked, look
     assert "honest-hello" in look and "honest-safe" in look, look
+
+
+def _mq_steps(lab: Lab, **env: str) -> list[str]:
+    (lab.root / "mq.py").write_text(MQ)
+    return _two_steps(lab, "python3 mq.py plant\n", "python3 mq.py look", **env)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a POSIX message queue outlives its command in the kept sandbox's IPC namespace "
+    "(the supervisor checks only System V IPC)",
+)
+def test_break_message_queue_reaches_the_next_command(
+    lab: Lab, request: pytest.FixtureRequest
+) -> None:
+    plant, look = _mq_steps(lab)
+    assert "planted-mq True" in plant, plant
+    worked = "EVIL-MQ" in look
+    record(request, KIND, 1, int(worked))
+    assert not worked, look
+
+
+def test_control_per_call_message_queue_is_gone(lab: Lab) -> None:
+    plant, look = _mq_steps(lab, REASONIX_SANDBOX="per-call")
+    assert "planted-mq True" in plant, plant
+    assert "received False" in look, look
 
 
 def test_holds_home_tmp_and_daemons_are_gone(lab: Lab, request: pytest.FixtureRequest) -> None:
