@@ -82,6 +82,8 @@ class TaskCommands:
             confiner=confiner,
             pass_env=self.include,
             env=dict(self.extra_env or {}),
+            # One command per tool: a kept sandbox would only add its supervisor's start.
+            kept_sandbox=False,
         )
         shell = ShellTool(self.copy, options=options)
         try:
