@@ -11,6 +11,8 @@ Breaks (xfail, strict) are written up in the attack report for the lead:
   ``config``, no ``.git``) is a repository git finds, whose ``config`` may set
   ``core.worktree`` and ``core.fsmonitor``; the repository check looks only for ``.git``, so
   ``git -C evil status`` is proved read-only and runs the program;
+- ``git status`` runs ``git status`` in every submodule, whose configuration
+  (``.git/modules/NAME/config``) the repository check does not read: its fsmonitor runs;
 - ``date -f FILE`` reads FILE (each line that is not a date is echoed in an error), but ``date``
   is among the programs whose words are never paths, so a file outside the workspace is read
   without asking.
@@ -116,6 +118,20 @@ def _bare_layout_fsmonitor(root: Path) -> None:
         )
 
 
+def _submodule_fsmonitor(root: Path) -> None:
+    """A submodule whose own configuration (``.git/modules/lib/config``) names an fsmonitor:
+    ``git status`` in the outer repository runs ``git status`` inside the submodule."""
+    lib = root.parent / "lib"
+    lib.mkdir()
+    _git(lib, "init", "-q")
+    _git(lib, "commit", "-q", "--allow-empty", "-m", "x")
+    _git(root, "init", "-q")
+    _git(root, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "lib")
+    _git(root, "commit", "-qm", "sub")
+    with (root / ".git" / "modules" / "lib" / "config").open("a") as fh:
+        fh.write(f"[core]\n\tfsmonitor = touch {root}/PWNED; false #\n")
+
+
 def _dot_git_fsmonitor(root: Path) -> None:
     """The same program in a nested repository's ``.git/config``: the check finds this one."""
     _git(root, "init", "-q")
@@ -158,6 +174,7 @@ HOLDS: dict[str, Case] = {
 BREAKS: dict[str, Case] = {
     "bare-layout-fsmonitor": ("git -C evil status", _bare_layout_fsmonitor, _pwned, ()),
     "cd-bare-layout-fsmonitor": ("cd evil && git status", _bare_layout_fsmonitor, _pwned, ()),
+    "submodule-fsmonitor": ("git status", _submodule_fsmonitor, _pwned, ()),
     "date-f-outside": ("date -f ../outside/secret.txt", None, _secret_seen, ("--sandbox", "off")),
 }
 
@@ -195,6 +212,14 @@ def test_holds_proof_refuses_a_line_with_an_effect(
             marks=pytest.mark.xfail(
                 strict=True,
                 reason="cd into a bare-layout git folder, then git status runs its fsmonitor",
+            ),
+        ),
+        pytest.param(
+            "submodule-fsmonitor",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="git status recurses into submodules, whose own config "
+                "(.git/modules/NAME/config) is not checked: its core.fsmonitor runs",
             ),
         ),
         pytest.param(
