@@ -26,6 +26,8 @@ class UsageSource(enum.StrEnum):
     COMPACTION = "compaction"
     #: a child session (a delegated task): its own prefix-cache chain, its own cost row
     SUBAGENT = "subagent"
+    #: auto mode's reviewer of approvals: its own session, its own cost row
+    REVIEWER = "reviewer"
     OTHER = "other"
 
 
@@ -210,6 +212,22 @@ class NoticeEvent(Event):
     kind: ClassVar[str] = "notice"
     code: str
     message: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewVerdict(Event):
+    """Auto mode's reviewer answered a question about a call: ``decision`` (``allow``, ``ask``,
+    ``deny``), its one-line ``reason``, the call (``tool``, ``subject``, ``call_hash``: the
+    identity the verdict is bound to) and ``via`` (``reviewer``, ``earlier`` for the same call's
+    verdict reused, ``malformed``, ``budget``, ``error``)."""
+
+    kind: ClassVar[str] = "review_verdict"
+    tool: str
+    subject: str
+    call_hash: str
+    decision: str
+    reason: str
+    via: str = "reviewer"
 
 
 E = TypeVar("E", bound=Event)

@@ -31,6 +31,7 @@ from reasonix.control import Controller, Options, OrchestratorOptions
 from reasonix.control.delegation import ChildRun, DelegationLimits, ModelChoice, WriterSetup
 from reasonix.control.gate import GateOptions
 from reasonix.control.orchestrator import PLANNER_SYSTEM_PROMPT, PlanApprover
+from reasonix.control.review import REVIEWER_SYSTEM_PROMPT, ReviewSettings
 from reasonix.errors import ConfigError, UnknownModelError
 from reasonix.events import NoticeEvent, Sink
 from reasonix.messages import ReasoningEffort
@@ -101,14 +102,22 @@ def make_providers(
     environ: Mapping[str, str] | None = None,
     factory: ProviderFactory | None = None,
 ) -> dict[str, Provider]:
-    """One provider per active role: ``executor`` always, ``planner`` unless disabled."""
+    """One provider per active role: ``executor`` always, ``planner`` unless disabled,
+    ``reviewer`` (auto mode's) always, the executor's own when it runs on the same model."""
     roles: list[tuple[str, RoleConfig]] = [("executor", config.executor)]
     if config.planner.enabled:
         roles.append(("planner", config.planner))
-    return {
+    review = config.review_role
+    same = (review.provider, review.model) == (config.executor.provider, config.executor.model)
+    if not same:
+        roles.append(("reviewer", review))
+    made = {
         name: factory(name, role) if factory is not None else make_provider(config, role, environ)
         for name, role in roles
     }
+    if same:
+        made["reviewer"] = made["executor"]
+    return made
 
 
 def make_confinement(
@@ -310,6 +319,11 @@ def make_controller(
     planner_options = None
     if "planner" in providers:
         planner_options = role_options(config.planner, PLANNER_SYSTEM_PROMPT, PLANNER_MAX_STEPS)
+    review = config.review_role
+    reviewer_options = role_options(review, REVIEWER_SYSTEM_PROMPT, 1)
+    # The reviewer's prompt is fixed: the project's memory is not its business.
+    reviewer_options.system_prompt = REVIEWER_SYSTEM_PROMPT
+    reviewer_options.hooks = None
 
     def model_for(model: str) -> ModelChoice:
         if subagent_provider is None:
@@ -345,6 +359,10 @@ def make_controller(
             profiles=dict(profiles or {}),
             model_for=model_for,
             executor_state=dict(executor_state or {}),
+            reviewer_provider=providers.get("reviewer"),
+            reviewer_options=reviewer_options,
+            review=ReviewSettings(budget_usd=review.budget_usd, tools=review.tools),
+            reviewer_session=sessions.get("reviewer"),
         )
     )
 

@@ -14,7 +14,7 @@ unsaved.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -272,6 +272,17 @@ class _SafeStoreSink:
             self.report(str(exc))
 
 
+def reviewer_history(
+    store: SessionStore, session_id: str, report: Callable[[str], None]
+) -> list[Message]:
+    """The reviewer's stored conversation, to continue it (its cache chain goes on)."""
+    try:
+        return list(store.load_messages(session_id, "reviewer"))
+    except SessionStoreError as exc:
+        report(str(exc))
+        return []
+
+
 class SessionRecord:
     """Persistence of one open session: the event sink that records into the store, the turn
     marks, and the listeners that mirror each role's conversation. ``report`` receives a
@@ -299,10 +310,12 @@ class SessionRecord:
         for message in repair_messages(loaded):
             session.add(message)
 
-    def follow_child(self, name: str, session: Session) -> None:
-        """Mirror a subagent's new session into the store under ``name`` (``task-1``, …), so
-        ``reasonix sessions show`` lists it with the parent's conversations."""
-        _SessionMirror(self.store, self.session_id, name, [], self.report).attach(session)
+    def follow_child(self, name: str, session: Session, stored: Sequence[Message] = ()) -> None:
+        """Mirror a subagent's new session (or the reviewer's) into the store under ``name``
+        (``task-1``, …, ``reviewer``), so ``reasonix sessions show`` lists it with the parent's
+        conversations; ``stored`` is what the store holds under that name already."""
+        mirror = _SessionMirror(self.store, self.session_id, name, list(stored), self.report)
+        mirror.attach(session)
 
     def _follow_rewrites(self, role: Role, session: Session) -> None:
         """Keep the turn marks pointing at the same turns when a compaction (or a planner

@@ -68,7 +68,7 @@ from reasonix.app.hooks import (
 from reasonix.app.jobs import session_jobs
 from reasonix.app.mcp_part import SessionMcp
 from reasonix.app.permissions_part import SessionPermissions
-from reasonix.app.persistence import ROLES, SessionRecord, StoredSession
+from reasonix.app.persistence import ROLES, SessionRecord, StoredSession, reviewer_history
 from reasonix.app.shell import SessionShell
 from reasonix.app.turn import SessionEvents, Turn, TurnOutcome
 from reasonix.app.usage import ContextUse, SessionUsage
@@ -81,7 +81,7 @@ from reasonix.errors import ConfigError, ReasonixError, SessionError
 from reasonix.events import NoticeEvent, NullSink, Sink
 from reasonix.extensions.commands import CustomCommand
 from reasonix.extensions.skills import skills_listing
-from reasonix.messages import ImagePart
+from reasonix.messages import ImagePart, UserMessage
 from reasonix.providers.base import Provider
 from reasonix.safety.checkpoints import CHECKPOINTS_KEY, CheckpointManager
 from reasonix.safety.confinement import BashConfinement, NoConfiner
@@ -301,6 +301,10 @@ class AgentSession:
         sessions: dict[str, Session] = {
             role: Session(f"{stored.session_id}:{role}", stored.messages[role]) for role in ROLES
         }
+        reviewed = reviewer_history(self.store, stored.session_id, self._report_store_error)
+        # A review cut off before its answer is dropped (the mirror rewrites the store).
+        kept = reviewed[:-1] if reviewed and isinstance(reviewed[-1], UserMessage) else reviewed
+        sessions["reviewer"] = Session(f"{stored.session_id}:reviewer", kept)
         hooks = self._hooks if self._hooks else None
         executor_tools = [*job_tools(self.jobs), ask_tool()]
         policy = HookedPolicy(self._permissions, hooks) if hooks else self._permissions
@@ -354,6 +358,10 @@ class AgentSession:
             executor_state=state,
         )
         self._hooks.attach(stored.session_id, self._controller.executor)
+        reviewer = self._controller.reviewer
+        self._permissions.reviewer = reviewer
+        if reviewer is not None:
+            self._record.follow_child("reviewer", reviewer.agent.session, reviewed)
         # The budget is the session's: what earlier runs of it spent counts too.
         earlier = self.store.usage_summary(stored.session_id)
         self._controller.cost.earlier = sum(t.cost for t in earlier.values())

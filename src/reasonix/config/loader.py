@@ -591,9 +591,11 @@ def _check_references(merged: _Merged, infos: Mapping[str, ModelInfo]) -> None:
     roles = ["executor"]
     if merged.values.get("planner.enabled", PlannerConfig().enabled):
         roles.append("planner")
+    if merged.values.get("review.provider") or merged.values.get("review.model"):
+        roles.append("review")
     names = sorted(merged.providers)
     for role in roles:
-        provider = merged.values[f"{role}.provider"]
+        provider = merged.values[f"{role}.provider"] or merged.values["executor.provider"]
         if provider not in merged.providers:
             raise merged.error(
                 f"{role}.provider",
@@ -601,7 +603,7 @@ def _check_references(merged: _Merged, infos: Mapping[str, ModelInfo]) -> None:
                 f'name = "{provider}", or use one of {", ".join(names)}'
                 + _spec.suggest(provider, names),
             )
-        model = merged.values[f"{role}.model"]
+        model = merged.values[f"{role}.model"] or merged.values["executor.model"]
         retired = retired_model_message(model)
         if model not in infos and retired is not None:
             raise merged.error(f"{role}.model", retired)

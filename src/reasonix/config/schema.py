@@ -39,7 +39,8 @@ from reasonix.providers.models import (
 
 Effort: TypeAlias = Literal["low", "medium", "high", "max", "off"]
 Gate: TypeAlias = Literal["auto", "explicit", "always", "off"]
-PermissionMode: TypeAlias = Literal["ask", "auto-edit", "plan", "yolo"]
+#: the same values as :class:`reasonix.safety.permissions.Mode` (a test holds them equal)
+PermissionMode: TypeAlias = Literal["ask", "auto-edit", "auto", "plan", "yolo"]
 ProviderKind: TypeAlias = Literal["openai"]
 ProjectRule: TypeAlias = Literal["trusted", "add", "lower", "never"]
 ImageDetail: TypeAlias = Literal["auto", "low", "high", "original"]
@@ -198,6 +199,28 @@ class PlannerConfig(RoleConfig):
     max_replans: int = setting(2, "re-plans per turn", minimum=0)
     stall_rounds: int = setting(4, "executor rounds without progress before a re-plan", minimum=1)
     gate_threshold: int = setting(3, "multi-step score at which gate=auto plans", minimum=1)
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewConfig(RoleConfig):
+    """Auto mode's reviewer (``[review]``, :mod:`reasonix.control.review`): the role's model
+    (``provider`` and ``model`` empty: the executor's), what it may spend per session before every approval
+    asks the user again (``budget_usd``, 0 = no limit; a project may only lower it) and the tools
+    it answers for (``tools``: tool names or categories such as ``bash``, ``edit``, ``web``;
+    ``*`` for all; the others always ask)."""
+
+    provider: str = setting("", "a [[providers]] name ('' = the executor's)")
+    model: str = setting("", "model name ('' = the executor's)")
+    effort: Effort = setting(
+        "low", "thinking effort: low, high, max, or off (no thinking)", what="effort"
+    )
+    max_tokens: int = setting(8192, "output limit per review, reasoning included", minimum=1)
+    budget_usd: float = setting(
+        0.05, "reviewer spend per session before auto asks you (USD, 0 = no limit)",
+        minimum=0,
+        project="lower",
+    )
+    tools: tuple[str, ...] = setting(("*",), "tools or categories the reviewer answers for")
 
 
 @dataclass(frozen=True, slots=True)
@@ -551,6 +574,7 @@ class Config:
 
     executor: ExecutorConfig = field(default_factory=ExecutorConfig)
     planner: PlannerConfig = field(default_factory=PlannerConfig)
+    review: ReviewConfig = field(default_factory=ReviewConfig)
     providers: Mapping[str, ProviderConfig] = field(
         default_factory=lambda: MappingProxyType({p.name: p for p in DEFAULT_PROVIDERS}),
         metadata={"toml": "providers", "shape": "named_array", "item": ProviderConfig},
@@ -585,6 +609,17 @@ class Config:
     def provider_for(self, role: RoleConfig) -> ProviderConfig:
         """The provider a role names (the loader has checked it exists)."""
         return self.providers[role.provider]
+
+    @property
+    def review_role(self) -> ReviewConfig:
+        """``[review]`` with the executor's provider and model where it names none."""
+        import dataclasses
+
+        return dataclasses.replace(
+            self.review,
+            provider=self.review.provider or self.executor.provider,
+            model=self.review.model or self.executor.model,
+        )
 
     def model_info(self, name: str) -> ModelInfo:
         """Limits and prices of ``name`` (the loader has checked roles' models exist)."""

@@ -34,6 +34,7 @@ from reasonix.control.orchestrator import (
     TurnResult,
 )
 from reasonix.control.plan import Plan, submit_plan_tool
+from reasonix.control.review import ReviewerRole, ReviewSettings
 from reasonix.control.todo_tools import STEP_CALLBACK, executor_plan_tools
 from reasonix.events import FanoutSink, NullSink, Sink, StepCompleted, UsageSource
 from reasonix.messages import ImagePart
@@ -98,6 +99,12 @@ class Options(Generic[PlannerProvider]):
     #: name (the checkpoint manager, the question asker); the Controller adds the goal
     #: tracker and the step callback, the agent its todo list and ledger
     executor_state: Mapping[str, Any] = field(default_factory=dict)
+    #: auto mode's reviewer (:mod:`reasonix.control.review`): its provider (None: no
+    #: reviewer), options, settings and, on resume, its session
+    reviewer_provider: Provider | None = None
+    reviewer_options: AgentOptions | None = None
+    review: ReviewSettings | None = None
+    reviewer_session: Session | None = None
 
 
 class Controller(Generic[PlannerAgent]):
@@ -189,6 +196,17 @@ class Controller(Generic[PlannerAgent]):
         self.orchestrator = TurnOrchestrator(
             self.executor, planner, options.orchestration, self.sink, self.cost
         )
+        #: the third role, auto mode's reviewer of approvals (None without a provider)
+        self.reviewer: ReviewerRole | None = None
+        if options.reviewer_provider is not None:
+            self.reviewer = ReviewerRole(
+                options.reviewer_provider,
+                options.reviewer_options or AgentOptions(workspace=exec_opts.workspace),
+                self.sink,
+                options.review,
+                session=options.reviewer_session,
+                context=self.executor.session.snapshot,
+            )
 
     def _step_signed(self, step: str, accepted: bool, reason: str) -> None:
         """What ``complete_step`` reports: the host's verdict on the step's evidence."""
@@ -210,6 +228,8 @@ class Controller(Generic[PlannerAgent]):
         """One user turn. ``plan=True`` forces the planner (``/plan``), ``False`` forbids it;
         ``plan_only`` plans and stops (the plan is kept as :attr:`pending_plan`); ``revision``
         plans again and offers the plan for approval (a declined plan's revision)."""
+        if self.reviewer is not None:
+            self.reviewer.user_request = text
         return await self.orchestrator.run_turn(
             text, plan=plan, plan_only=plan_only, revision=revision, images=images
         )
@@ -244,7 +264,12 @@ class Controller(Generic[PlannerAgent]):
         if self.delegator is not None:
             await self.delegator.aclose()
         seen: set[int] = set()
-        for provider in (self.options.executor_provider, self.options.planner_provider):
+        providers = (
+            self.options.executor_provider,
+            self.options.planner_provider,
+            self.options.reviewer_provider,
+        )
+        for provider in providers:
             close = getattr(provider, "aclose", None)
             if provider is not None and id(provider) not in seen and close is not None:
                 seen.add(id(provider))

@@ -16,6 +16,7 @@ call it decides, in this order:
    mode          read-only      edit category (not destructive)     the rest
    ============  =============  ==================================  ==========
    ``ask``       allow          ask                                 ask
+   ``auto``      allow          reviewer, then ask                  reviewer, then ask
    ``auto-edit`` allow          allow                               ask
    ``plan``      allow          deny                                deny
    ``yolo``      allow          allow                               allow
@@ -72,7 +73,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from reasonix.errors import ConfigError
 from reasonix.messages import canonical_json
@@ -94,12 +95,18 @@ from reasonix.safety.shell_scan import scan_command, scan_script
 from reasonix.terminal_text import printable
 from reasonix.tools.registry import Permission, PermissionDecision, Tool, ToolContext
 
+if TYPE_CHECKING:
+    from reasonix.safety.reviewing import Reviewer
+
 
 class Mode(enum.StrEnum):
     """Approval modes; see the module docstring for what each allows."""
 
     ASK = "ask"
     AUTO_EDIT = "auto-edit"
+    #: ``ask``, but a cheap reviewer model answers first what is not on the hard floor
+    #: (:mod:`reasonix.safety.reviewing`)
+    AUTO = "auto"
     PLAN = "plan"
     YOLO = "yolo"
 
@@ -382,6 +389,8 @@ class PermissionEngine:
         self.ask_checks: list[Callable[[Tool, Subject], str | None]] = [own_config_write]
         # One question at a time; a second identical call waits and reuses a session answer.
         self._approval_lock = asyncio.Lock()
+        #: answers first, in ``auto`` mode, what would ask and is not on the hard floor
+        self.reviewer: Reviewer | None = None
 
     @property
     def mode(self) -> Mode:
@@ -447,6 +456,13 @@ class PermissionEngine:
         call_key = f"{tool.name}:{canonical_json(dict(arguments))}"
         if not irreversible and call_key in self._session_calls:
             return Verdict("allow", "session", reason="approved earlier")
+        if self._mode is Mode.AUTO and self.reviewer is not None:
+            from reasonix.safety.reviewing import consult
+
+            reviewed = await consult(self, tool, subject, arguments, ctx, verdict)
+            if reviewed.outcome != "ask":
+                return reviewed
+            verdict = reviewed
         if self.approver is None:
             return Verdict("deny", "headless", reason=self._headless_reason(tool, subject, verdict))
         async with self._approval_lock:
@@ -545,6 +561,8 @@ class Verdict:
     reason: str = ""
     session_rules: tuple[str, ...] = ()
     irreversible: str | None = None
+    #: for an ``ask``: why only a person may answer it (a reviewer never sees it), or None
+    floor: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -614,7 +632,20 @@ def decide(
     if verdict is None and hook == "allow":
         return Verdict("allow", "hook", reason="allowed by a PreToolUse hook")
     reason = rules.ask_reason(tool, subject, mode)
-    return Verdict("ask", "mode", reason=reason, session_rules=session_rules_for(tool, subject))
+    proposed = session_rules_for(tool, subject)
+    return Verdict("ask", "mode", reason=reason, session_rules=proposed, floor=_floor(rules, tool, subject, hook))
+
+
+def _floor(rules: Rules, tool: Tool, subject: Subject, hook: str | None) -> str | None:
+    """Why an ask may not go to a reviewer: a check that always asks (a write to what runs
+    code later), an ask rule the user wrote, a hook that asked."""
+    must = rules.must_ask(tool, subject)
+    if must is not None:
+        return must
+    asked = _match_any_form(rules.ask, tool, subject)
+    if asked is not None:
+        return f"the ask rule {asked.text!r}"
+    return "a PreToolUse hook asked" if hook == "ask" else None
 
 
 def _decide_irreversible(
@@ -629,7 +660,12 @@ def _decide_irreversible(
     reason = f"{tool.name} needs approval every time, as no snapshot can undo it: {danger}"
     proposed = session_rules_for(tool, subject)
     return Verdict(
-        "ask", "irreversible", reason=reason, session_rules=proposed, irreversible=danger
+        "ask",
+        "irreversible",
+        reason=reason,
+        session_rules=proposed,
+        irreversible=danger,
+        floor=f"no snapshot can undo it: {danger}",
     )
 
 
