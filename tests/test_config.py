@@ -184,7 +184,7 @@ def test_bad_flags_name_the_key(dirs: tuple[Path, Path]) -> None:
     assert 'did you mean "model"' in str(info.value)
     with pytest.raises(ConfigError) as info:
         load(dirs, overrides={"permissions.mode": "yes"})
-    assert "ask, auto-edit, plan, yolo" in str(info.value)
+    assert "ask, auto-edit, auto, plan, yolo" in str(info.value)
 
 
 def test_providers_merge_by_name_and_models_override_presets(dirs: tuple[Path, Path]) -> None:
@@ -339,7 +339,7 @@ def test_bad_enum_value(dirs: tuple[Path, Path]) -> None:
     assert err.line == 9
     assert err.key == "permissions.mode"
     assert 'reasonix.toml:9 [permissions.mode]: "yes" is not a valid mode' in message
-    assert "use one of ask, auto-edit, plan, yolo" in message
+    assert "use one of ask, auto-edit, auto, plan, yolo" in message
 
 
 @pytest.mark.parametrize(

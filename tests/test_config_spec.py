@@ -112,7 +112,7 @@ def test_user_only_keys_are_ignored_from_a_project_file(tmp_path: Path) -> None:
 
 def test_describe_keys_lists_types_defaults_and_who_may_set_them() -> None:
     text = "\n".join(describe_keys())
-    assert "permissions.mode  ask | auto-edit | plan | yolo  (default 'ask')" in text
+    assert "permissions.mode  ask | auto-edit | auto | plan | yolo  (default 'ask')" in text
     assert "permissions.deny  array of strings" in text and "[a project may only add]" in text
     assert "budget.max_session_usd  number, >= 0" in text
     assert "[a project may only lower]" in text

@@ -157,7 +157,7 @@ async def test_mode_can_change_at_runtime(ws: Path) -> None:
 def test_bad_configuration_is_reported() -> None:
     with pytest.raises(ConfigError, match="closing"):
         Rule("bash(git status*", "allow")
-    with pytest.raises(ConfigError, match="one of ask, auto-edit, plan, yolo"):
+    with pytest.raises(ConfigError, match="one of ask, auto-edit, auto, plan, yolo"):
         PermissionEngine(mode="reckless")
 
 

@@ -229,6 +229,14 @@ class ReviewVerdict(Event):
     reason: str
     via: str = "reviewer"
 
+    def line(self) -> str:
+        """The transcript's one line: ``reviewer: allow bash `touch x` (creates the file)``."""
+        subject = " ".join(self.subject.split())
+        if len(subject) > 80:
+            subject = subject[:79] + "…"
+        earlier = " (same call as before)" if self.via == "earlier" else ""
+        return f"reviewer: {self.decision} {self.tool} `{subject}`{earlier} — {self.reason}"
+
 
 E = TypeVar("E", bound=Event)
 

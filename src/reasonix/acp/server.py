@@ -36,6 +36,7 @@ from reasonix.app.approvals import ApprovalChoice, ApprovalRequested, PlanApprov
 from reasonix.app.host import SessionHost
 from reasonix.errors import ReasonixError, StartupError
 from reasonix.messages import AssistantMessage, ToolMessage, UserMessage
+from reasonix.safety.permissions import MODE_HELP
 from reasonix.tools.ask import describe_questions
 
 if TYPE_CHECKING:
@@ -52,11 +53,9 @@ __all__ = ["MODES", "ReasonixAcpAgent", "available_commands"]
 
 log = logging.getLogger("reasonix.acp")
 
-MODES: tuple[tuple[str, str, str], ...] = (
-    ("ask", "Ask", "Ask before edits and commands"),
-    ("auto-edit", "Auto-edit", "Edit files without asking; ask before commands"),
-    ("plan", "Plan", "Read-only: investigate and plan, change nothing"),
-    ("yolo", "Yolo", "Run everything without asking (deny rules still apply)"),
+#: (id, name, description) of each permission mode, from the one list (``MODE_HELP``).
+MODES: tuple[tuple[str, str, str], ...] = tuple(
+    (mode.value, name, text) for mode, (name, text) in MODE_HELP.items()
 )
 
 #: The one authentication method: an API key in the environment.

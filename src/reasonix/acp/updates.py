@@ -31,6 +31,7 @@ from reasonix.events import (
     ReasoningDeltaEvent,
     ReplanTriggered,
     RetryEvent,
+    ReviewVerdict,
     TextDeltaEvent,
     TodoChanged,
     ToolCallEvent,
@@ -191,6 +192,8 @@ class UpdateMapper:
                 self._role_streaming = ""
                 return [self._message(role, f"\n\nreasonix: {event.message}\n")]
             return [self._thought(role, f"\n[reasonix] {event.message}\n")]
+        if isinstance(event, ReviewVerdict):
+            return [self._thought(role, f"\n[reasonix] {event.line()}\n")]
         if isinstance(event, ErrorEvent):
             self._role_streaming = ""
             return [self._message(role, f"\n\nreasonix: {event.message}\n")]
@@ -377,7 +380,8 @@ class UpdateMapper:
     def usage_update(self, usage: Any, role: str = "executor") -> schema.UsageUpdate:
         """Context used and size (the executor's last prompt against its window), the cost so
         far, and every role's tokens and cost under ``_meta.reasonix.roles``."""
-        if usage is not None:
+        if usage is not None and role != "reviewer":
+            # (the reviewer's prompt is its own session's, not the conversation's context)
             # The context in use is the prompt of the role now running: the planner's during
             # the planning phase, the executor's after it.
             self._last_prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
@@ -390,6 +394,7 @@ class UpdateMapper:
                 "cache_miss_tokens": c.usage.cache_miss_tokens,
                 "completion_tokens": c.usage.completion_tokens,
                 "reasoning_tokens": c.usage.reasoning_tokens,
+                "cache_hit_ratio": round(c.hit_ratio, 4),
                 "cost": round(c.cost, 8),
             }
             for name, c in totals.items()

@@ -29,6 +29,7 @@ from reasonix.app.command_types import (
     Frontend,
     Handler,
 )
+from reasonix.config.schema import PERMISSION_MODES
 
 if TYPE_CHECKING:
     from reasonix.app.mentions import Prepared
@@ -270,7 +271,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "mode",
         "[MODE]",
-        "show or set the permission mode: ask | auto-edit | plan | yolo",
+        f"show or set the permission mode: {' | '.join(PERMISSION_MODES)}",
         _mode,
         arg="optional",
     ),

@@ -795,12 +795,14 @@ class AgentSession:
     # -- session commands -------------------------------------------------------------------------
 
     def set_mode(self, mode: str | None = None) -> str:
-        """Change the permission mode (``ask``, ``auto-edit``, ``plan``, ``yolo``); with no
-        argument, describe the current one. Raises ConfigError for an unknown mode."""
+        """Change the permission mode (one of :class:`~reasonix.safety.permissions.Mode`); with
+        no argument, describe the current one. Raises ConfigError for an unknown mode."""
+        from reasonix.safety.permissions import mode_names
+
         if mode:
             self._permissions.mode = mode
             return f"Permission mode: {self._permissions.mode.value}"
-        return f"Permission mode: {self._permissions.mode.value} (ask | auto-edit | plan | yolo)"
+        return f"Permission mode: {self._permissions.mode.value} ({mode_names(' | ')})"
 
     def cycle_mode(self) -> str:
         """Shift+Tab: switch to the next permission mode (:func:`~reasonix.safety.permissions.

@@ -23,6 +23,7 @@ from reasonix.app.launch import (
     open_store,
     overrides_from,
 )
+from reasonix.config.schema import PERMISSION_MODES
 from reasonix.errors import StartupError
 
 if TYPE_CHECKING:
@@ -98,7 +99,7 @@ def _config_flags(p: argparse.ArgumentParser, sub: bool = False) -> None:
         "--mode",
         metavar="MODE",
         default=default,
-        help="permission mode: ask|auto-edit|plan|yolo (permissions.mode)",
+        help=f"permission mode: {'|'.join(PERMISSION_MODES)} (permissions.mode)",
     )
     p.add_argument(
         "--permission-mode",

@@ -28,7 +28,7 @@ options (interactive and run):
   -m, --model NAME        executor model, default deepseek-flash     (executor.model)
   --planner-model NAME    planner model, default deepseek-v4-pro     (planner.model)
   --effort LEVEL          executor thinking effort: low|high|max|off (executor.effort)
-  --mode MODE             permission mode: ask|auto-edit|plan|yolo (permissions.mode)
+  --mode MODE             permission mode: ask|auto-edit|auto|plan|yolo (permissions.mode)
   --max-steps N           executor steps per turn (executor.max_steps); also --max-turns
   --permission-mode MODE  Claude Code's names: default|acceptEdits|plan|bypassPermissions
   --allowedTools RULES    add allow rules (ours or Claude Code's: "Read,Bash(git log:*)")

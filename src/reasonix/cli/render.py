@@ -35,6 +35,7 @@ from reasonix.events import (
     ReasoningDeltaEvent,
     ReplanTriggered,
     RetryEvent,
+    ReviewVerdict,
     StepCompleted,
     TextDeltaEvent,
     ToolCallEvent,
@@ -484,6 +485,11 @@ class TerminalRenderer:
             self.line(event.message, "dim")
             return
         self.line(f"note: {event.message}", "yellow")
+
+    def _on_review_verdict(self, event: Any) -> None:
+        assert isinstance(event, ReviewVerdict)
+        style = {"allow": "green", "deny": "red"}.get(event.decision, "yellow")
+        self.line(printable(event.line()), style)
 
     def _on_error(self, event: Any) -> None:
         assert isinstance(event, ErrorEvent)

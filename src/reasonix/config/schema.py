@@ -204,10 +204,10 @@ class PlannerConfig(RoleConfig):
 @dataclass(frozen=True, slots=True)
 class ReviewConfig(RoleConfig):
     """Auto mode's reviewer (``[review]``, :mod:`reasonix.control.review`): the role's model
-    (``provider`` and ``model`` empty: the executor's), what it may spend per session before every approval
-    asks the user again (``budget_usd``, 0 = no limit; a project may only lower it) and the tools
-    it answers for (``tools``: tool names or categories such as ``bash``, ``edit``, ``web``;
-    ``*`` for all; the others always ask)."""
+    (``provider`` and ``model`` empty: the executor's), what it may spend per session before
+    every approval asks the user again (``budget_usd``, 0 = no limit; a project may only lower
+    it) and the tools it answers for (``tools``: tool names or categories such as ``bash``,
+    ``edit``, ``web``; ``*`` for all; the others always ask)."""
 
     provider: str = setting("", "a [[providers]] name ('' = the executor's)")
     model: str = setting("", "model name ('' = the executor's)")
@@ -216,7 +216,8 @@ class ReviewConfig(RoleConfig):
     )
     max_tokens: int = setting(8192, "output limit per review, reasoning included", minimum=1)
     budget_usd: float = setting(
-        0.05, "reviewer spend per session before auto asks you (USD, 0 = no limit)",
+        0.05,
+        "reviewer spend per session before auto asks you (USD, 0 = no limit)",
         minimum=0,
         project="lower",
     )

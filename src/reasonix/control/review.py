@@ -169,7 +169,9 @@ def review_message(
     parts.append(f"Why it needs approval: {request.reason}")
     parts.append(_fenced("The call", "\n".join(call), fence))
     if context:
-        parts.append(_fenced("Recent tool output in the agent's session", "\n---\n".join(context), fence))
+        parts.append(
+            _fenced("Recent tool output in the agent's session", "\n---\n".join(context), fence)
+        )
     parts.append("Answer with one verdict call.")
     return "\n\n".join(parts)
 

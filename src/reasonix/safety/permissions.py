@@ -67,6 +67,7 @@ command forms and allow obstacles in :mod:`~reasonix.safety.shell_rules`, path p
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import enum
 import os
 import re
@@ -122,6 +123,26 @@ def next_mode(current: Mode | str, start: Mode | str) -> Mode:
     here, began = _parse_mode(current), _parse_mode(start)
     cycle = [m for m in Mode if m not in UNASKED_MODES or m is began or m is here]
     return cycle[(cycle.index(here) + 1) % len(cycle)]
+
+
+#: Each mode's name and one line for a person, in the order pickers and the mode cycle offer
+#: them: the one list the CLI, ACP's mode list and the dashboard's picker read.
+MODE_HELP: dict[Mode, tuple[str, str]] = {
+    Mode.ASK: ("Ask", "Ask before edits and commands"),
+    Mode.AUTO_EDIT: ("Auto-edit", "Edit files without asking; ask before commands"),
+    Mode.AUTO: (
+        "Auto",
+        "A reviewer model answers the approvals; irreversible commands, config writes and "
+        "ask rules still ask you",
+    ),
+    Mode.PLAN: ("Plan", "Read-only: investigate and plan, change nothing"),
+    Mode.YOLO: ("Yolo", "Run everything without asking (deny rules still apply)"),
+}
+
+
+def mode_names(sep: str = "|") -> str:
+    """``ask|auto-edit|auto|plan|yolo``: the modes for usage and error text."""
+    return sep.join(m.value for m in Mode)
 
 
 Action = Literal["allow", "ask", "deny"]
@@ -457,9 +478,7 @@ class PermissionEngine:
         if not irreversible and call_key in self._session_calls:
             return Verdict("allow", "session", reason="approved earlier")
         if self._mode is Mode.AUTO and self.reviewer is not None:
-            from reasonix.safety.reviewing import consult
-
-            reviewed = await consult(self, tool, subject, arguments, ctx, verdict)
+            reviewed = await self._review(tool, subject, arguments, ctx, verdict)
             if reviewed.outcome != "ask":
                 return reviewed
             verdict = reviewed
@@ -507,6 +526,40 @@ class PermissionEngine:
             shown = ", ".join(r.text for r in rules)
             return Verdict("allow", "approver", shown, "allowed for the session")
         return Verdict("allow", "approver", reason="allowed once")
+
+    async def _review(
+        self,
+        tool: Tool,
+        subject: Subject,
+        arguments: Mapping[str, Any],
+        ctx: ToolContext,
+        verdict: Verdict,
+    ) -> Verdict:
+        """Auto mode: the reviewer's verdict on a question off the hard floor
+        (:mod:`reasonix.safety.reviewing`); ``ask`` comes back with its reason added."""
+        from reasonix.safety.reviewing import consult, floor_reason
+
+        assert self.reviewer is not None
+        if floor_reason(verdict.floor, tool, self.unattended_refusal) is not None:
+            return verdict
+        rules = self.rules()
+        answer = await consult(
+            self.reviewer,
+            tool,
+            arguments,
+            shown=_shown_subject(subject, arguments),
+            reason=verdict.reason,
+            preview=ctx.preview,
+            rules=(*rules.deny, *rules.ask, *rules.allow, *rules.session_allow),
+        )
+        if answer is None:
+            return verdict
+        if answer.decision == "allow":
+            return Verdict("allow", "reviewer", reason=f"allowed by the reviewer: {answer.reason}")
+        if answer.decision == "deny":
+            return Verdict("deny", "reviewer", reason=f"refused by the reviewer: {answer.reason}")
+        why = f"{verdict.reason}; the reviewer left it to you: {answer.reason}"
+        return dataclasses.replace(verdict, reason=why)
 
     def _headless_reason(self, tool: Tool, subject: Subject, verdict: Verdict) -> str:
         suggested = ", ".join(repr(r) for r in verdict.session_rules)
@@ -633,7 +686,13 @@ def decide(
         return Verdict("allow", "hook", reason="allowed by a PreToolUse hook")
     reason = rules.ask_reason(tool, subject, mode)
     proposed = session_rules_for(tool, subject)
-    return Verdict("ask", "mode", reason=reason, session_rules=proposed, floor=_floor(rules, tool, subject, hook))
+    return Verdict(
+        "ask",
+        "mode",
+        reason=reason,
+        session_rules=proposed,
+        floor=_floor(rules, tool, subject, hook),
+    )
 
 
 def _floor(rules: Rules, tool: Tool, subject: Subject, hook: str | None) -> str | None:

@@ -16,15 +16,14 @@ the person as before.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from reasonix.messages import canonical_json
 
 if TYPE_CHECKING:
-    from reasonix.safety.permissions import PermissionEngine, Subject, Verdict
-    from reasonix.tools.registry import Tool, ToolContext
+    from reasonix.tools.registry import Tool
 
 __all__ = ["ReviewAnswer", "ReviewRequest", "Reviewer", "call_hash", "consult", "floor_reason"]
 
@@ -74,51 +73,40 @@ class Reviewer(Protocol):
     async def review(self, request: ReviewRequest) -> ReviewAnswer: ...
 
 
-def floor_reason(engine: PermissionEngine, tool: Tool, verdict: Verdict) -> str | None:
-    """Why this question may go to a person only, or None when the reviewer may answer it."""
-    if verdict.floor is not None:
-        return verdict.floor
-    if tool.category == "bash" and engine.unattended_refusal:
+def floor_reason(floor: str | None, tool: Tool, unconfined: str | None) -> str | None:
+    """Why this question may go to a person only (the verdict's ``floor``, or bash running
+    outside the sandbox without the user's acknowledgement), or None when a reviewer may
+    answer it."""
+    if floor is not None:
+        return floor
+    if tool.category == "bash" and unconfined:
         return "bash runs outside the sandbox here"
     return None
 
 
 async def consult(
-    engine: PermissionEngine,
+    reviewer: Reviewer,
     tool: Tool,
-    subject: Subject,
     arguments: Mapping[str, Any],
-    ctx: ToolContext,
-    verdict: Verdict,
-) -> Verdict:
-    """The reviewer's verdict on a call that would ask: ``allow``, ``deny`` (the reason goes to
-    the model), or the ``ask`` verdict to put to the person (with the reviewer's reason)."""
-    from reasonix.safety.permissions import Verdict, _shown_subject
-
-    reviewer = engine.reviewer
-    if reviewer is None or floor_reason(engine, tool, verdict) is not None:
-        return verdict
+    *,
+    shown: str,
+    reason: str,
+    preview: str,
+    rules: Iterable[Any],
+) -> ReviewAnswer | None:
+    """The reviewer's answer about a call that would ask (None: it does not cover the tool).
+    ``shown`` is the call's subject as a person would see it, ``rules`` the rules in force
+    (each with ``action`` and ``text``)."""
     if not reviewer.covers(tool):
-        return verdict
-    rules = engine.rules()
-    lines = tuple(
-        f"{rule.action} {rule.text}"
-        for group in (rules.deny, rules.ask, rules.allow, rules.session_allow)
-        for rule in group
-    )
+        return None
     request = ReviewRequest(
         call_hash=call_hash(tool.name, arguments),
         tool=tool.name,
         category=tool.category,
         arguments=dict(arguments),
-        subject=_shown_subject(subject, arguments),
-        reason=verdict.reason,
-        preview=ctx.preview,
-        rules=lines,
+        subject=shown,
+        reason=reason,
+        preview=preview,
+        rules=tuple(f"{rule.action} {rule.text}" for rule in rules),
     )
-    answer = await reviewer.review(request)
-    if answer.decision == "allow":
-        return Verdict("allow", "reviewer", reason=f"allowed by the reviewer: {answer.reason}")
-    if answer.decision == "deny":
-        return Verdict("deny", "reviewer", reason=f"refused by the reviewer: {answer.reason}")
-    return replace(verdict, reason=f"{verdict.reason}; the reviewer left it to you: {answer.reason}")
+    return await reviewer.review(request)

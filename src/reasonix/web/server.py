@@ -46,6 +46,7 @@ from reasonix.app import commands
 from reasonix.app.host import SessionHost
 from reasonix.app.session import AgentSession
 from reasonix.errors import ReasonixError, SessionError, StartupError
+from reasonix.safety.permissions import MODE_HELP, mode_names
 from reasonix.web.bodies import MAX_MESSAGE_BODY, HttpError, message_images, read_json
 from reasonix.web.hub import EventLog
 from reasonix.web.security import Guard, GuardMiddleware
@@ -224,6 +225,10 @@ class Dashboard:
             out.update(
                 writable=True,
                 mode=session.mode,
+                modes=[
+                    {"id": mode.value, "name": name, "description": text}
+                    for mode, (name, text) in MODE_HELP.items()
+                ],
                 running=session.running,
                 waiting=session.waiting_approvals,
                 models=session.models(),
@@ -470,7 +475,7 @@ class Dashboard:
         body = await read_json(request)
         mode = body.get("mode")
         if not isinstance(mode, str):
-            raise HttpError(400, 'send {"mode": "ask|auto-edit|plan|yolo"}')
+            raise HttpError(400, f'send {{"mode": "{mode_names()}"}}')
         try:
             session.set_mode(mode)
         except ReasonixError as exc:

@@ -354,7 +354,7 @@
           { class: 'head-meta' },
           v.state,
           el('span', { class: 'muted small', text: id }),
-          info.mode ? modeSelect(v, info.mode) : null,
+          info.mode ? modeSelect(v, info.mode, info.modes || []) : null,
           v.interrupt,
         ),
         readOnly
@@ -429,14 +429,14 @@
     );
   }
 
-  function modeSelect(v, mode) {
+  function modeSelect(v, mode, modes) {
     const select = el(
       'select',
       {
         class: 'mode',
         id: 'mode',
         'aria-label': 'Permission mode',
-        title: 'ask: ask before edits and commands · auto-edit: edit without asking · plan: change nothing · yolo: ask nothing (deny rules still apply)',
+        title: modes.map((m) => m.id + ': ' + m.description).join(' · '),
         onchange: async () => {
           try {
             const done = await post(v, '/mode', { mode: select.value });
@@ -447,7 +447,7 @@
           }
         },
       },
-      ...['ask', 'auto-edit', 'plan', 'yolo'].map((m) => el('option', { value: m, text: 'mode: ' + m, selected: m === mode })),
+      ...modes.map((m) => el('option', { value: m.id, text: 'mode: ' + m.id, title: m.description, selected: m.id === mode })),
     );
     return select;
   }
@@ -1176,6 +1176,9 @@
         break;
       case 'error':
         note(v, 'Error: ' + e.message, 'error-note');
+        break;
+      case 'review_verdict':
+        note(v, 'reviewer: ' + e.decision + ' ' + e.tool + ' ' + e.subject + ' (' + e.reason + ')', 'notice-note');
         break;
       case 'notice':
         if (e.code === 'needs_input') break; // the ask card shows the questions
