@@ -13,6 +13,7 @@ import pytest
 from acp import RequestError, spawn_agent_process
 from acp import schema as s
 
+from reasonix.safety.permissions import Mode
 from reasonix.testing import Fault, Reply
 from tests.support.acp import EditorClient, acp_agent, text
 from tests.support.project import KEY_ENV, Project, project
@@ -54,7 +55,7 @@ async def test_dual_model_turn_streams_plan_tools_diff_permissions_and_usage(
     async with acp_agent(project, client) as conn:
         new = await conn.new_session(cwd=str(project.root), mcp_servers=[])
         assert new.modes is not None and new.modes.current_mode_id == "ask"
-        assert {m.id for m in new.modes.available_modes} == {"ask", "auto-edit", "plan", "yolo"}
+        assert [m.id for m in new.modes.available_modes] == [m.value for m in Mode]
         reply = await asyncio.wait_for(
             conn.prompt(session_id=new.session_id, prompt=text("/plan fix add() in calc.py")), 60
         )
