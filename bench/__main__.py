@@ -29,6 +29,7 @@ def sections() -> dict[str, Section]:
         memory,
         overhead,
         prefix,
+        review,
         snapshots,
         startup,
         steps,
@@ -49,6 +50,7 @@ def sections() -> dict[str, Section]:
         "steps": steps.run_steps,
         "long": long.run_long,
         "dual": long.run_dual,
+        "review": review.run_review,
     }
 
 

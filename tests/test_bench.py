@@ -24,6 +24,7 @@ SECTIONS = (
     "snapshots",
     "long",
     "dual",
+    "review",
 )
 
 

@@ -24,10 +24,12 @@ from reasonix.safety.permissions import (
     own_config_write,
 )
 from reasonix.safety.reviewing import ReviewAnswer, ReviewRequest, call_hash
+from reasonix.store import SessionStore
 from reasonix.testing import Reply, ScriptedProvider
 from reasonix.tools.builtin import default_tools
 from reasonix.tools.registry import Permission, ToolContext, ToolRegistry
 from tests.support.review import FENCED, obeying
+from tests.support.sessions import Servers, open_session
 
 
 def test_every_mode_list_is_the_one_mode_list() -> None:
@@ -190,3 +192,44 @@ async def test_the_engine_asks_the_reviewer_only_in_auto_mode(tmp_path: Path) ->
     assert write is not None
     decision = await engine.check(write, {"path": ".git/hooks/pre-commit", "content": "x"}, ctx)
     assert decision.permission is Permission.DENY and len(asked) == 1
+
+
+async def test_permissions_lists_the_verdicts_and_revoke_reviews_the_call_again(
+    tmp_path: Path, servers: Servers, store: SessionStore
+) -> None:
+    from reasonix.app.commands import answer
+    from reasonix.safety.permissions import ApprovalAnswer
+    from tests.support.approvals import ScriptedApprover
+
+    ex, _ = servers
+    approver = ScriptedApprover(ApprovalAnswer.allow_once())
+    session = await open_session(
+        tmp_path, servers, store, {"permissions.mode": "auto"}, approver=approver
+    )
+    try:
+        touch = Reply.call("bash", {"command": "touch a"})
+        # the reviewer runs on the executor's model and server unless [review] names others
+        ex.push(touch, Reply.call("verdict", {"decision": "allow", "reason": "asked for"}))
+        ex.push(Reply.text("made"))
+        await session.run_turn("make a")
+        assert (tmp_path / "a").exists() and approver.requests == []
+        shown = (await answer(session, "/permissions", "app")).text
+        assert "Reviewer verdicts" in shown and "#1 bash `touch a`: asked for" in shown
+        said = (await answer(session, "/permissions revoke 1", "app")).text
+        assert "Revoked the reviewer's allow #1" in said
+        assert "(revoked)" in (await answer(session, "/permissions", "app")).text
+        bad = await answer(session, "/permissions revoke 7", "app")
+        assert bad.error and "no reviewer verdict 7" in bad.text
+        # the same call again: reviewed again (not reused), and this time it asks the user
+        ex.push(touch, Reply.call("verdict", {"decision": "ask", "reason": "twice?"}))
+        ex.push(Reply.text("made again"))
+        await session.run_turn("make a again")
+        assert len(approver.requests) == 1
+        assert "the reviewer left it to you: twice?" in approver.requests[0].reason
+        # every verdict is recorded in the session, and so is the reviewer's conversation
+        events = store.load_events(session.session_id)
+        kinds = [e for e in events if e.get("kind") == "review_verdict"]
+        assert [e["decision"] for e in kinds] == ["allow", "ask"]
+        assert len(store.load_messages(session.session_id, "reviewer")) == 7
+    finally:
+        await session.aclose()

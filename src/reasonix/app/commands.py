@@ -101,6 +101,15 @@ async def _approve(ctx: Context) -> Answer:
     return Answer(turn=lambda session: session.approve_plan())
 
 
+async def _permissions(ctx: Context) -> Answer:
+    words = (ctx.arg or "").split()
+    if not words:
+        return _reply("\n".join(ctx.session.permissions.lines()))
+    if len(words) == 2 and words[0] == "revoke" and words[1].isdigit():
+        return _reply(ctx.session.permissions.revoke(int(words[1])))
+    return Answer("Usage: /permissions [revoke N]", error=True)
+
+
 async def _mode(ctx: Context) -> Answer:
     return _reply(ctx.session.set_mode(ctx.arg or None))
 
@@ -297,9 +306,11 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "permissions",
-        "",
-        "the mode and the rules in force, and where each came from",
-        _say(lambda ctx: ctx.session.permissions.lines()),
+        "[revoke N]",
+        "the mode and the rules in force, where each came from, and the reviewer's verdicts; "
+        "revoke N forgets the reviewer's allow #N",
+        _permissions,
+        arg="optional",
     ),
     Command("todo", "", "the executor's todo list", _say(lambda ctx: ctx.session.todo())),
     Command(

@@ -106,6 +106,8 @@ def result_object(session: AgentSession, outcome: TurnOutcome) -> dict[str, Any]
         **({"goal": session.goals.current.to_dict()} if session.goals.current is not None else {}),
         "is_error": outcome.is_error,
         "refused": outcome.refused,
+        # auto mode's reviewer: each verdict (what was asked, the answer, its reason)
+        "reviews": session.permissions.reviews(),
         "permission_denials": [
             {"tool": d.tool, "subject": d.subject, "reason": d.reason} for d in outcome.denials
         ],

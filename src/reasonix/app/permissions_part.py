@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from reasonix.errors import SessionError
 from reasonix.terminal_text import printable
 
 if TYPE_CHECKING:
@@ -27,12 +28,14 @@ __all__ = ["PermissionEntry", "SessionPermissions", "describe_source"]
 
 #: what an entry is: the mode, a configured rule, something allowed for this session, a
 #: built-in check, a hook, a project setting that was left out
-EntryKind = Literal["mode", "rule", "session", "check", "hook", "ignored"]
+EntryKind = Literal["mode", "rule", "session", "check", "hook", "ignored", "review"]
 
 #: the source label of what the user allowed while the session ran
 SESSION = "session"
 #: the source label of the mode when it was changed after the session opened (/mode, Shift+Tab)
 SESSION_MODE = "session:mode"
+#: the source label of auto mode's reviewer verdicts
+REVIEWER = "reviewer"
 BUILT_IN = "built-in"
 
 
@@ -68,6 +71,8 @@ def describe_source(label: str) -> str:
         return "changed in this session"
     if label == BUILT_IN:
         return "built in"
+    if label == REVIEWER:
+        return "auto mode's reviewer"
     if kind == "user":
         return f"your config ({path})"
     if kind == "project" and "/.claude/" in path.replace("\\", "/"):
@@ -164,7 +169,49 @@ class SessionPermissions:
             if "permissions." in note or "hooks" in note:
                 out.append(PermissionEntry("ignored", "ignored", note, "project"))
         out += claude_rules(s.workspace)
+        reviewer = s._controller.reviewer
+        for record in reviewer.records if reviewer is not None else ():
+            subject = " ".join(record.subject.split())
+            shown = subject if len(subject) <= 60 else subject[:57] + "..."
+            text = f"#{record.number} {record.tool} `{shown}`: {record.reason}"
+            if record.via == "earlier":
+                text += " (the same call's verdict reused)"
+            if record.revoked:
+                text += " (revoked)"
+            out.append(PermissionEntry("review", record.decision, text, REVIEWER))
         return out
+
+    def reviews(self) -> list[dict[str, object]]:
+        """Auto mode's reviewer verdicts so far, as data (the JSON result's ``reviews``)."""
+        reviewer = self._s._controller.reviewer
+        return [
+            {
+                "number": r.number,
+                "tool": r.tool,
+                "subject": r.subject,
+                "call": r.call_hash,
+                "decision": r.decision,
+                "reason": r.reason,
+                "via": r.via,
+                "revoked": r.revoked,
+            }
+            for r in (reviewer.records if reviewer is not None else ())
+        ]
+
+    def revoke(self, number: int) -> str:
+        """``/permissions revoke N``: forget the reviewer's allow of verdict ``N``; the same
+        call is reviewed again next time."""
+        reviewer = self._s._controller.reviewer
+        if reviewer is None:
+            raise SessionError("this session has no reviewer (auto mode's)")
+        try:
+            record = reviewer.revoke(number)
+        except ValueError as exc:
+            raise SessionError(str(exc)) from None
+        return (
+            f"Revoked the reviewer's allow #{number} ({record.tool} `{record.subject}`): "
+            "the same call is reviewed again."
+        )
 
     def lines(self) -> list[str]:
         """``/permissions``: the entries as text."""
@@ -194,4 +241,11 @@ class SessionPermissions:
                 f"  {printable(e.rule)}" + (f"  {e.where}" if e.source != "project" else "")
                 for e in ignored
             ]
+        reviews = [e for e in entries if e.kind == "review"]
+        if reviews:
+            lines.append(
+                "Reviewer verdicts (auto mode; each binds its exact call; "
+                "/permissions revoke N forgets an allow):"
+            )
+            lines += [f"  {e.action:<6} {printable(e.rule)}" for e in reviews]
         return lines

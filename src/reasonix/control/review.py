@@ -77,6 +77,9 @@ CONTEXT_CHARS = 2_000
 CONTEXT_RESULTS = 3
 #: Characters of one argument value or of the preview shown, at most.
 FIELD_CHARS = 4_000
+#: Characters of an argument value shown when the preview already shows what the call does
+#: (a write's content is its diff).
+PREVIEWED_CHARS = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,8 +152,9 @@ def review_message(
 ) -> str:
     """The user turn of one review. ``user_request`` / ``rules`` None mean "as in the previous
     review" (said so, to keep each review short); ``context`` are recent tool outputs."""
+    limit = PREVIEWED_CHARS if request.preview else FIELD_CHARS
     arguments = {
-        key: _cut(value, FIELD_CHARS) if isinstance(value, str) else value
+        key: _cut(value, limit) if isinstance(value, str) else value
         for key, value in request.arguments.items()
     }
     call = [
@@ -237,6 +241,8 @@ class ReviewerRole:
         self._shown_rules: str | None = None
         self._budget_told = False
         self.reviews = 0
+        #: how much of the agent's conversation earlier reviews showed (its output is shown once)
+        self._context_seen = 0
 
     # -- what the engine asks ---------------------------------------------------------------------
 
@@ -321,13 +327,16 @@ class ReviewerRole:
         return ReviewAnswer(found[0].decision, found[0].reason or "(no reason given)")
 
     def _recent_output(self) -> list[str]:
-        """The agent's newest tool results (before the call under review), newest first, within
-        :data:`CONTEXT_CHARS`."""
+        """The agent's newest tool results since the previous review (the earlier ones are in
+        the reviewer's own history already), newest first, within :data:`CONTEXT_CHARS`."""
         if self._context is None:
             return []
+        messages = self._context()
+        seen = self._context_seen if self._context_seen <= len(messages) else 0
+        self._context_seen = len(messages)
         out: list[str] = []
         room = CONTEXT_CHARS
-        for message in reversed(self._context()):
+        for message in reversed(messages[seen:]):
             if len(out) >= CONTEXT_RESULTS or room <= 0:
                 break
             if isinstance(message, ToolMessage):
