@@ -13,6 +13,8 @@ Breaks (xfail, strict) are written up in the attack report for the lead:
   ``git -C evil status`` is proved read-only and runs the program;
 - ``git status`` runs ``git status`` in every submodule, whose configuration
   (``.git/modules/NAME/config``) the repository check does not read: its fsmonitor runs;
+- ``grep -R x .`` follows a committed symlink (``docs -> ../outside``) out of the workspace:
+  only the words are checked, not what a recursive reader that follows links reaches;
 - ``date -f FILE`` reads FILE (each line that is not a date is echoed in an error), but ``date``
   is among the programs whose words are never paths, so a file outside the workspace is read
   without asking.
@@ -142,6 +144,11 @@ def _dot_git_fsmonitor(root: Path) -> None:
         fh.write(f"[core]\n\tfsmonitor = touch {root}/PWNED; false #\n")
 
 
+def _link_out(root: Path) -> None:
+    """A symlink a repository may commit: ``docs`` pointing out of the work tree."""
+    (root / "docs").symlink_to("../outside")
+
+
 def _evil_sed(root: Path) -> None:
     (root / "evil.sed").write_text("1w PWNED\n")
 
@@ -175,6 +182,7 @@ BREAKS: dict[str, Case] = {
     "bare-layout-fsmonitor": ("git -C evil status", _bare_layout_fsmonitor, _pwned, ()),
     "cd-bare-layout-fsmonitor": ("cd evil && git status", _bare_layout_fsmonitor, _pwned, ()),
     "submodule-fsmonitor": ("git status", _submodule_fsmonitor, _pwned, ()),
+    "grep-R-follows-link-out": ("grep -R sk-live .", _link_out, _secret_seen, ("--sandbox", "off")),
     "date-f-outside": ("date -f ../outside/secret.txt", None, _secret_seen, ("--sandbox", "off")),
 }
 
@@ -220,6 +228,14 @@ def test_holds_proof_refuses_a_line_with_an_effect(
                 strict=True,
                 reason="git status recurses into submodules, whose own config "
                 "(.git/modules/NAME/config) is not checked: its core.fsmonitor runs",
+            ),
+        ),
+        pytest.param(
+            "grep-R-follows-link-out",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="grep -R (rg -L, find -L, ls -RL, tree -l) follows a symlink in the "
+                "workspace out of it; only the words are checked, not what recursion reaches",
             ),
         ),
         pytest.param(
