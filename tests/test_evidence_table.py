@@ -32,14 +32,16 @@ import pytest
 
 from reasonix.agent.progress import LEDGER_KEY, ProgressLedger
 from reasonix.agent.todo import TODO_KEY, TodoItem, TodoState
-from reasonix.control.goal import GOAL_KEY, GoalTracker, update_goal
+from reasonix.control.goal import GOAL_KEY, GoalTracker, update_goal, update_goal_tool
 from reasonix.control.todo_tools import (
     STEP_BASELINE,
     STEP_CALLBACK,
     TodoInput,
     complete_step,
+    executor_plan_tools,
     todo_write,
 )
+from reasonix.safety.permissions import Mode, Rules, call_subject, decide
 from reasonix.tools.registry import Effect, ToolContext
 
 VERIFY = "pytest -q"
@@ -556,3 +558,50 @@ async def test_todo_write_table(
     assert result.content == "Todo list updated:\n" + todo.render()
     assert STEP_BASELINE.get(ctx.state) == ledger.mark() > baseline
     assert [e.kind for e in result.effects] == ["todo_write"]
+
+
+#: status, summary, next_action, whether a goal is active, and the reply's start
+GOAL_REPORTS: list[tuple[str, str, str, bool, str]] = [
+    ("continue", "read the code", "write the parser", True, "Recorded. End this turn now"),
+    ("continue", "read the code", "  ", True, "With status continue, say the next action"),
+    ("blocked", "no access to the db", "", True, "Recorded: the goal stops as blocked"),
+    ("continue", "  ", "write it", True, "update_goal needs a summary"),
+    ("continue", "read the code", "write the parser", False, "No goal is active"),
+]
+
+
+@pytest.mark.parametrize(("status", "summary", "action", "active", "reply"), GOAL_REPORTS)
+async def test_goal_reports_that_need_no_evidence(
+    status: str, summary: str, action: str, active: bool, reply: str
+) -> None:
+    """``continue`` and ``blocked`` are recorded without evidence (nothing is claimed done);
+    each still needs its words, and none is taken without an active goal."""
+    ctx, _, ledger, _ = context([])
+    tracker = GoalTracker()
+    GOAL_KEY.set(ctx.state, tracker)
+    if active:
+        tracker.start("ship the parser", ledger.mark())
+    result = await update_goal(status, summary, ctx, next_action=action)  # type: ignore[arg-type]
+    assert result.content.startswith(reply), result.content
+    recorded = reply.startswith("Recorded")
+    assert result.is_error is not recorded
+    if recorded:
+        assert tracker.report is not None
+        assert (tracker.report.status, tracker.report.next_action) == (status, action.strip())
+    else:
+        assert tracker.report is None
+
+
+@pytest.mark.parametrize("mode", list(Mode))
+def test_the_sign_off_tools_are_host_state_only(mode: Mode, tmp_path: Path) -> None:
+    """todo_write, complete_step and update_goal change host state, never the workspace: no
+    mode asks about them or refuses them (plan mode included)."""
+    tools = [*executor_plan_tools(), update_goal_tool()]
+    args: dict[str, dict[str, Any]] = {
+        "todo_write": {"items": []},
+        "complete_step": {"step": "1", "evidence": "ran it"},
+        "update_goal": {"status": "continue", "summary": "s", "next_action": "n"},
+    }
+    for tool in tools:
+        subject = call_subject(tool, args[tool.name], tmp_path)
+        assert decide(tool, subject, mode, Rules()).outcome == "allow", tool.name
