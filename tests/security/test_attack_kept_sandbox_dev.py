@@ -1,12 +1,12 @@
 """Attacks on the kept sandbox (safety/session_sandbox.py) through the real CLI: one step plants
 something in the sandbox, the next step must find the sandbox as a fresh one would be.
 
-Break (xfail, strict): bubblewrap's ``/dev`` is a writable tmpfs that the supervisor does not
-reset between commands, so a step can replace ``/dev/fd`` with a folder of its own files and the
-next step's process substitution (``<(...)``, which bash reads through ``/dev/fd/63``) reads and
-runs the plant. A POSIX message queue (``mq_open``) outlives
-the command too: it lives in the IPC namespace, and the supervisor checks only System V IPC.
-Holds: ``/tmp`` and the home folder are emptied; a ``setsid`` daemon of
+Holds: bubblewrap's ``/dev`` is a writable tmpfs; a step that replaces ``/dev/fd`` with a folder
+of its own files (which the next step's process substitution, ``<(...)``, would read through
+``/dev/fd/63`` and run) leaves a sandbox the supervisor reports changed, and the next step gets a
+fresh one. A POSIX message queue (``mq_open``), which outlives its command in the IPC namespace,
+is seen in the sandbox's own ``/dev/mqueue`` and the sandbox is replaced the same way. Holds
+too: ``/tmp`` and the home folder are emptied; a ``setsid`` daemon of
 the first step is gone. Control: with ``REASONIX_SANDBOX=per-call`` every step has a fresh
 ``/dev`` and the probe sees the honest output; the plant step itself reports that it worked.
 """
@@ -72,11 +72,6 @@ def _two_steps(lab: Lab, plant: str, look: str, **env: str) -> list[str]:
     return outcome.results
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="/dev is a writable tmpfs the supervisor never resets: a replaced /dev/fd makes the "
-    "next command's <(...) read and run the plant",
-)
 def test_break_replaced_dev_fd_reaches_the_next_command(
     lab: Lab, request: pytest.FixtureRequest
 ) -> None:
@@ -93,11 +88,6 @@ def _mq_steps(lab: Lab, **env: str) -> list[str]:
     return _two_steps(lab, "python3 mq.py plant\n", "python3 mq.py look", **env)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a POSIX message queue outlives its command in the kept sandbox's IPC namespace "
-    "(the supervisor checks only System V IPC)",
-)
 def test_break_message_queue_reaches_the_next_command(
     lab: Lab, request: pytest.FixtureRequest
 ) -> None:

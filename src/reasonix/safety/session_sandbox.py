@@ -12,9 +12,11 @@ host asks, and when the command ends:
 - kills every other process of the sandbox (``kill(-1)`` from inside the PID namespace reaches
   all of them, ``setsid`` daemons included) and waits until the namespace holds only the
   sandbox's init and itself, as the end of a per-call sandbox did;
-- empties ``/tmp``, ``/dev/shm`` and the home folder back to what they held at start (the next
-  command finds no ``~/.gitconfig`` or ``/tmp`` file a previous one left), and reports the
-  sandbox unclean when that fails or System V IPC objects remain.
+- empties ``/tmp``, ``/dev``, ``/dev/shm`` and the home folder back to what they held at start
+  (the next command finds no ``~/.gitconfig`` or ``/tmp`` file a previous one left), and
+  reports the sandbox unclean when that fails, when something that was there at start was
+  changed (``/dev/fd`` replaced by a folder of the command's own), or when System V IPC objects
+  or POSIX message queues remain.
 
 The host trusts none of this: after every command it counts the processes of the sandbox's PID
 namespace itself, and kills the sandbox (the next command gets a fresh one) when more than the
@@ -27,10 +29,8 @@ list computed anew for every command (the protected paths and secrets that exist
 plus the identity (device, inode) of every path named in it, so a protected file replaced on the
 host, a new ``.git``, a new allowed folder or a changed setting starts a new sandbox.
 
-Residual differences from a per-call sandbox: POSIX message queues a command creates persist
-until the sandbox ends (they are bounded by the kernel's small per-namespace limits); the
-kernel bounds (``pids`` cgroup, ``RLIMIT_NPROC``) count the supervisor too, so the cgroup is
-made one larger.
+Residual difference from a per-call sandbox: the kernel bounds (``pids`` cgroup,
+``RLIMIT_NPROC``) count the supervisor too, so the cgroup is made one larger.
 
 It runs past 500 lines because the supervisor's source (sent into the sandbox as text) and the
 host side that checks it are two ends of one protocol, read and changed together.
@@ -77,6 +77,14 @@ RESET = json.loads(sys.argv[2])
 ME = os.getpid()
 
 
+def state(path, st):
+    if stat.S_ISLNK(st.st_mode):
+        return st.st_mode, os.readlink(path)
+    if stat.S_ISREG(st.st_mode):
+        return st.st_mode, (st.st_size, st.st_mtime_ns, st.st_ino)
+    return st.st_mode, None
+
+
 def tree(top):
     dev = os.lstat(top).st_dev
     out = {}
@@ -85,10 +93,10 @@ def tree(top):
             st = entry.stat(follow_symlinks=False)
             if st.st_dev != dev:
                 continue
-            out[entry.path] = st.st_mode
+            out[entry.path] = state(entry.path, st)
             if stat.S_ISDIR(st.st_mode):
                 walk(entry.path)
-    out[top] = os.lstat(top).st_mode
+    out[top] = state(top, os.lstat(top))
     walk(top)
     return dev, out
 
@@ -115,9 +123,11 @@ def remove(path, dev):
 
 
 def reset():
+    # What a command added goes; what was there at start must be as it was (a link, a file
+    # or a folder replaced or removed: the caller discards the sandbox).
     for top, (dev, known) in INITIAL.items():
         def walk(path):
-            mode = known[path]
+            mode = known[path][0]
             if os.lstat(path).st_mode != mode:
                 os.chmod(path, stat.S_IMODE(mode))
             for entry in os.scandir(path):
@@ -125,11 +135,20 @@ def reset():
                 if st.st_dev != dev:
                     continue
                 was = known.get(entry.path)
-                if was is None or stat.S_IFMT(st.st_mode) != stat.S_IFMT(was):
+                if was is None:
                     remove(entry.path, dev)
-                elif stat.S_ISDIR(st.st_mode):
+                elif stat.S_ISDIR(st.st_mode) and stat.S_ISDIR(was[0]):
                     walk(entry.path)
         walk(top)
+        for path, was in known.items():
+            st = os.lstat(path)
+            if st.st_dev != dev or state(path, st) != was:
+                raise OSError("changed since the sandbox started: " + path)
+    try:
+        if os.listdir("/dev/mqueue"):
+            raise OSError("a POSIX message queue is left")
+    except FileNotFoundError:
+        pass
 
 
 def others():
@@ -393,11 +412,13 @@ class SessionSandbox:
         if python is None:
             raise SandboxUnavailable("no Python interpreter is visible inside the sandbox")
         home = self.confiner.home
-        reset = ["/tmp", "/dev/shm"]
+        reset = ["/tmp", "/dev/shm", "/dev"]
         if home is not None and home != Path("/"):
             reset.append(str(home))
         host, inside = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        argv = [self.confiner.executable, *args, "--"]
+        # Its own mqueue file system shows the supervisor the POSIX message queues a command
+        # left in the sandbox's IPC namespace.
+        argv = [self.confiner.executable, *args, "--mqueue", "/dev/mqueue", "--"]
         argv += [python, "-I", "-S", "-c", BOOTSTRAP, str(inside.fileno()), json.dumps(reset)]
         pids = PidsCgroup.create(self.confiner.max_processes + 1)
         if pids is not None:
