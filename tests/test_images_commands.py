@@ -16,10 +16,10 @@ import pytest
 
 from reasonix.testing import FakeDeepSeekServer, Reply
 from reasonix.testing.fake_server import RecordedRequest
+from tests.support.image_cli import image_urls, run, setup
 from tests.support.images import png
 from tests.support.interactive import spawn
 from tests.support.project import Project, project
-from tests.test_images_cli import image_urls, run, setup
 
 __all__ = ["project"]
 
