@@ -4,6 +4,7 @@ the next message without a request of its own; ``#note`` is kept in the project'
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 
@@ -299,3 +300,79 @@ def test_escape_escape_during_a_turn_still_interrupts() -> None:
     keys = KeyWatcher(lambda: escapes.append("esc"), lambda: None)
     keys.feed(b"\x1b\x1b")  # both in one read: not taken for Alt+Esc
     assert escapes
+
+
+def test_slash_opens_the_command_menu_at_once(project: Project) -> None:
+    term = Terminal(project)
+    try:
+        term.ready()
+        term.send("/")
+        # No Tab: the menu of the command table opens as the slash is typed, with help lines.
+        screen = term.wait(r"/help\s+this help")
+        assert re.search(r"/status\s+session, models", screen)
+        term.send("res")
+        screen = term.wait(r"/resume \[ID\]\s+switch to a stored session")
+        assert "/help" not in screen.split("›", 1)[-1]  # narrowed to what matches
+        term.send("\x15")  # Ctrl-U: clear the line
+        term.sendline("/help")
+        term.wait(r"/exit\s+quit")
+        assert "Shift+Tab cycles the permission modes" in term.log
+    finally:
+        term.close()
+
+
+def stored_session(project: Project, task: str) -> str:
+    project.ex.push(Reply.text(f"Answered: {task}."))
+    proc = project.run("run", task)
+    assert proc.returncode == 0, proc.stderr
+    from reasonix.store import SessionStore
+
+    with SessionStore(project.data / "sessions.db") as store:
+        return next(i.id for i in store.list_sessions() if i.title == task)
+
+
+def test_resume_without_an_id_picks_a_session(project: Project) -> None:
+    first = stored_session(project, "the first stored task")
+    stored_session(project, "the second stored task")
+    project.ex.push(Reply.text("Continuing the first."))
+    child = spawn(project)
+    try:
+        child.expect("›")
+        child.sendline("/resume")
+        child.expect("Resume which session")
+        child.expect("the second stored task")  # most recent first
+        child.expect("the first stored task")
+        child.send("2")
+        child.expect(f"Resumed {first}")
+        child.expect("the first stored task")  # the recap of the resumed session
+        child.expect("›")
+        child.sendline("and now?")
+        child.expect("Continuing the first.")
+        child.expect("›")
+        quit_app(child)
+    finally:
+        child.close(force=True)
+    # The request continued the picked conversation.
+    contents = [m.get("content") for m in project.ex.requests[-1].messages]
+    assert any(isinstance(c, str) and c.startswith("the first stored task") for c in contents)
+    assert not any(isinstance(c, str) and "the second stored task" in c for c in contents)
+
+
+def test_resume_completes_session_ids(project: Project) -> None:
+    first = stored_session(project, "a task to find again")
+    term = Terminal(project)
+    try:
+        term.ready()
+        term.wait("new session")  # the session is open: it knows the folder's sessions
+        term.send("/resume ")
+        screen = term.wait(re.escape(first))
+        row = next(r for r in screen.splitlines() if first in r)
+        assert "a task to find again" in row  # the id with its title
+        term.send(first[:4])
+        term.send("\t")  # the one id that starts so, highlighted
+        term.send("\r")  # Enter takes it
+        term.wait(lambda _: any(r.startswith(f"› /resume {first}") for r in term.rows()))
+        term.send("\r")
+        term.wait(f"Resumed {re.escape(first)}")
+    finally:
+        term.close()

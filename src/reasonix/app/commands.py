@@ -200,6 +200,8 @@ async def _sessions(ctx: Context) -> Answer:
 
 
 async def _resume(ctx: Context) -> Answer:
+    if not ctx.arg:  # the app shows a picker; elsewhere, the list to pick from
+        return _reply((await _sessions(ctx)).text + "\n/resume ID switches to one.")
     return Answer(await ctx.session.history.resume(ctx.arg), switched=True)
 
 
@@ -366,7 +368,9 @@ COMMANDS: tuple[Command, ...] = (
     Command("compact", "", "summarise the executor's history to free context", _compact),
     Command("clear", "", "start a new session (the old one stays stored)", _clear, where=APP_ONLY),
     Command("sessions", "", "sessions of this folder", _sessions),
-    Command("resume", "<ID>", "switch to a stored session", _resume, arg="text", where=APP_ONLY),
+    Command(
+        "resume", "[ID]", "switch to a stored session", _resume, arg="optional", where=APP_ONLY
+    ),
     Command("config", "", "the effective configuration and where each value came from", _config),
     Command("reasoning", "", "the last reasoning in full", None, where=APP_ONLY),
     Command(

@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeVar, cast
 
 from prompt_toolkit import PromptSession
+from prompt_toolkit.application import get_app
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
+from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import HTML, FormattedText
 from prompt_toolkit.history import FileHistory, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
@@ -54,9 +56,11 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+RESUME = "/resume "
+
 HELP_INTRO = """\
 Type a task and press Enter. New line: Esc then Enter, or end the line with a backslash (\\).
-Tab completes commands and paths; @path attaches a file (or a folder listing) to the message.
+Typing / opens the command menu; Tab completes paths; @path attaches a file (or a folder).
 !command runs a shell command (asked about like the model's) and its output joins your next
 message; #note keeps a note in the project's memory file. Neither sends a request.
 Shift+Tab cycles the permission modes (shown in the toolbar); Esc Esc picks a turn to rewind to.
@@ -330,14 +334,22 @@ class SlashCompleter(Completer):
         self, document: Document, complete_event: CompleteEvent
     ) -> Iterable[Completion]:
         text = document.text_before_cursor
+        rt = self.app.runtime if self.app is not None else None
         if text.startswith("/") and " " not in text:
-            names = [(c.name, c.help) for c in commands.listing("app")]
-            rt = self.app.runtime if self.app is not None else None
+            # Shown as usage shows them (``/resume <ID>``), with their help line.
+            names = [(c.name, c.args, c.help) for c in commands.listing("app")]
             if rt is not None:
-                names += [(name, "custom command") for name in rt.commands]
-            for name, meta in names:
+                names += [(name, "", "custom command") for name in rt.commands]
+            for name, args, meta in names:
                 if name.startswith(text[1:].lower()):
-                    yield Completion("/" + name, start_position=-len(text), display_meta=meta)
+                    shown = f"/{name} {fit(args, 20)}".rstrip()
+                    yield Completion(
+                        "/" + name, start_position=-len(text), display=shown, display_meta=meta
+                    )
+            return
+        if text.startswith(RESUME):
+            if rt is not None:
+                yield from self._session_ids(rt, text[len(RESUME) :])
             return
         word = text.split(" ")[-1] if text else ""
         mention = word.startswith("@")
@@ -345,6 +357,19 @@ class SlashCompleter(Completer):
         if not (mention or "/" in path or path.startswith(".") or text.startswith("/")):
             return
         yield from self._paths(path, mention)
+
+    def _session_ids(self, rt: AgentSession, typed: str) -> Iterable[Completion]:
+        """``/resume <ID>``: this folder's sessions, most recent first, with their titles."""
+        import time
+
+        typed = typed.strip()
+        for info in rt.history.sessions():
+            if info.id.startswith(typed) and info.id != rt.session_id:
+                when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.updated_at))
+                title = printable(info.title or "(untitled)")
+                yield Completion(
+                    info.id, start_position=-len(typed), display_meta=f"{fit(title, 48)} · {when}"
+                )
 
     def _paths(self, typed: str, mention: bool) -> Iterable[Completion]:
         folder, _, stem = typed.rpartition("/")
@@ -409,11 +434,23 @@ class App:
             history=_history(),
             key_bindings=self._bindings(),
             bottom_toolbar=self.toolbar,
-            enable_history_search=True,
-            # Tab completes; completing while typing would switch history search off.
+            # The command menu opens as `/` is typed (and session ids after `/resume `);
+            # otherwise Tab completes and the arrows search the history by prefix (prompt_toolkit
+            # completes while typing only where history search is off).
+            enable_history_search=~self._menu_open,
             completer=SlashCompleter(self),
-            complete_while_typing=False,
+            complete_while_typing=self._menu_open,
         )
+
+    @property
+    def _menu_open(self) -> Condition:
+        """The prompt's text is a command name being typed, or ``/resume``'s argument."""
+
+        def typing_command() -> bool:
+            text = get_app().current_buffer.text
+            return text.startswith("/") and (" " not in text or text.startswith(RESUME))
+
+        return Condition(typing_command)
 
     @property
     def status(self) -> LiveStatus | None:
@@ -851,6 +888,13 @@ class App:
         assert rt is not None
         name, _, arg = line[1:].partition(" ")
         local = {"exit": self._exit, "expand": self._expand, "reasoning": self._reasoning}
+        if name.lower() == "resume" and not arg.strip():
+            from reasonix.cli.pickers import resume_picker
+
+            picked = await resume_picker(self)
+            if picked is None:
+                return None
+            line = f"/resume {picked}"  # through the table, as if typed
         compactions = self.renderer.compactions
         answer = await commands.answer(
             rt, line, "app", environ=self.environ, prepare=self._attach_parts
