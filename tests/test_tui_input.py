@@ -67,7 +67,7 @@ def test_tab_completes_commands_and_paths_and_mentions_attach_files(project: Pro
     term = Terminal(project)
     try:
         term.ready()
-        term.send("/exp\t")
+        term.send("/expa\t")  # /exp is also /export
         term.wait(r"› /expand")
         term.send("\x15")  # Ctrl-U: clear the line
         term.wait(lambda screen: "/expand" not in screen)

@@ -490,6 +490,25 @@ class App:
                 return
             event.app.exit(exception=KeyboardInterrupt())
 
+        @kb.add("tab")
+        def _complete(event: KeyPressEvent) -> None:
+            # prompt_toolkit's own Tab drops its request while the menu of what was just
+            # typed is still being made (a fast "/expa<Tab>" did nothing): complete at once.
+            buf = event.current_buffer
+            if buf.complete_state is not None:
+                buf.complete_next()
+                return
+            from prompt_toolkit.completion.base import get_common_complete_suffix
+
+            done = CompleteEvent(completion_requested=True)
+            found = list(SlashCompleter(self).get_completions(buf.document, done))
+            if len(found) == 1:
+                buf.apply_completion(found[0])
+            elif found and (common := get_common_complete_suffix(buf.document, found)):
+                buf.insert_text(common)
+            else:
+                buf.start_completion(insert_common_part=True)
+
         @kb.add("s-tab")
         def _mode(event: KeyPressEvent) -> None:
             buf = event.current_buffer
