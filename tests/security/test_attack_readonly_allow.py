@@ -15,6 +15,8 @@ Breaks (xfail, strict) are written up in the attack report for the lead:
   (``.git/modules/NAME/config``) the repository check does not read: its fsmonitor runs;
 - ``grep -R x .`` follows a committed symlink (``docs -> ../outside``) out of the workspace:
   only the words are checked, not what a recursive reader that follows links reaches;
+- awk's ``--source=PROGRAM`` (gawk) is allowed, its program never checked for ``system()``;
+  gawk's ``@include "lib.awk"`` loads a workspace file nobody reads first;
 - ``date -f FILE`` reads FILE (each line that is not a date is echoed in an error), but ``date``
   is among the programs whose words are never paths, so a file outside the workspace is read
   without asking.
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -39,6 +42,7 @@ from tests.security.support import record
 KEY_ENV = "REASONIX_FAKE_KEY"
 HEADLESS = ("--output-format", "json", "go")
 KIND = "proved read-only (ask mode, no question)"
+GAWK = pytest.mark.skipif(shutil.which("gawk") is None, reason="gawk is not installed")
 SECRET = "sk-live-OUTSIDE-THE-WORKSPACE-4242"
 
 
@@ -144,6 +148,10 @@ def _dot_git_fsmonitor(root: Path) -> None:
         fh.write(f"[core]\n\tfsmonitor = touch {root}/PWNED; false #\n")
 
 
+def _evil_awk(root: Path) -> None:
+    (root / "lib.awk").write_text('BEGIN { system("touch PWNED") }\n')
+
+
 def _link_out(root: Path) -> None:
     """A symlink a repository may commit: ``docs`` pointing out of the work tree."""
     (root / "docs").symlink_to("../outside")
@@ -183,6 +191,14 @@ BREAKS: dict[str, Case] = {
     "cd-bare-layout-fsmonitor": ("cd evil && git status", _bare_layout_fsmonitor, _pwned, ()),
     "submodule-fsmonitor": ("git status", _submodule_fsmonitor, _pwned, ()),
     "grep-R-follows-link-out": ("grep -R sk-live .", _link_out, _secret_seen, ("--sandbox", "off")),
+    "gawk-source-system": ("gawk --source='BEGIN{system(\"touch PWNED\")}'", None, _pwned, ()),
+    "gawk-indirect-system": (
+        'gawk \'BEGIN{f="system"; @f("touch PWNED")}\'',
+        None,
+        _pwned,
+        (),
+    ),
+    "gawk-include-system": ("gawk '@include \"lib.awk\"' README", _evil_awk, _pwned, ()),
     "date-f-outside": ("date -f ../outside/secret.txt", None, _secret_seen, ("--sandbox", "off")),
 }
 
@@ -239,6 +255,39 @@ def test_holds_proof_refuses_a_line_with_an_effect(
             ),
         ),
         pytest.param(
+            "gawk-source-system",
+            marks=[
+                GAWK,
+                pytest.mark.xfail(
+                    strict=True,
+                    reason="awk's --source=PROGRAM is allowed but its program is not checked "
+                    "for system(): gawk runs it",
+                ),
+            ],
+        ),
+        pytest.param(
+            "gawk-indirect-system",
+            marks=[
+                GAWK,
+                pytest.mark.xfail(
+                    strict=True,
+                    reason='gawk\'s indirect call @f() with f="system" is not the system( the '
+                    "check looks for: it runs",
+                ),
+            ],
+        ),
+        pytest.param(
+            "gawk-include-system",
+            marks=[
+                GAWK,
+                pytest.mark.xfail(
+                    strict=True,
+                    reason="gawk's @include loads a workspace file the check never reads: its "
+                    "system() runs",
+                ),
+            ],
+        ),
+        pytest.param(
             "date-f-outside",
             marks=pytest.mark.xfail(
                 strict=True,
@@ -254,7 +303,13 @@ def test_break_proof_accepts_a_line_with_an_effect(
     _attack(lab, BREAKS[name], request)
 
 
-@pytest.mark.parametrize("name", sorted({**HOLDS, **BREAKS}))
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=GAWK) if n.startswith("gawk") else n
+        for n in sorted({**HOLDS, **BREAKS})
+    ],
+)
 def test_control_the_same_line_approved_has_the_effect(lab: Lab, name: str) -> None:
     command, setup, worked, flags = {**HOLDS, **BREAKS}[name]
     if setup is not None:
