@@ -4,12 +4,14 @@ code of ours runs), unless the job is kept."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -69,6 +71,35 @@ async def test_filter_errors_and_the_running_bound_say_what_to_do(tmp_path: Path
         await table.read("job-9")
     assert await table.close() == []
     assert table.running() == []
+
+
+async def test_a_read_at_the_end_waits_for_the_undo_and_reports_it(tmp_path: Path) -> None:
+    """The watcher notices the end and starts the clean-up (which undoes the job's plants);
+    a read that comes meanwhile waits for it and carries its note. Before, the read saw
+    "exited" and went out without the note while the undo was still under way: the plant
+    was undone silently (a loaded machine made the clean-up slow enough to lose the race)."""
+    began, release = threading.Event(), threading.Event()
+
+    def cleanup() -> list[str]:
+        began.set()
+        release.wait(30)
+        return [".mcp.json"]
+
+    table = JobTable(tmp_path / "jobs")
+    job = table.start(
+        bash("exit 0"), command="plant", cwd=tmp_path, env=dict(os.environ), cleanup=cleanup
+    )
+    while not began.is_set():  # the watcher saw the end and is cleaning up
+        await asyncio.sleep(0.05)
+    reading = asyncio.create_task(table.read(job.id, wait=10))
+    await asyncio.wait({reading}, timeout=1.0)  # without the wait, the read ends in here
+    release.set()
+    text = await reading
+    assert text.startswith("[job-1: exited, ") and "exit code 0" in text, text
+    assert "reasonix undid what the job did to .mcp.json" in text, text
+    killed = await table.kill(job.id)  # a kill after the end waits for nothing more
+    assert killed.status == "exited"
+    await table.close()
 
 
 AGENT = textwrap.dedent(

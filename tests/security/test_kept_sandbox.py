@@ -76,3 +76,34 @@ def test_control_without_the_sandbox_the_plant_is_seen(lab: Lab) -> None:
     lab.write_user_config('[sandbox]\nbash = "off"\nallow_unconfined = true\n')
     _, look, _, _ = _steps(lab)
     assert ".planted" in look
+
+
+def _job_between_steps(lab: Lab, **env: str) -> list[str]:
+    outcome = lab.attack(
+        [
+            Attack("front", "bash", {"command": f"{INIT}; echo before"}),
+            Attack("job", "bash", {"command": "echo hi > out.txt", "run_in_background": True}),
+            Attack("wait", "more_tools", {"name": "job", "arguments": {"id": "job-1", "wait": 10}}),
+            Attack("look", "bash", {"command": f"{INIT}; cat out.txt"}),
+        ],
+        "--mode",
+        "yolo",
+        env=lab.env(**env) if env else None,
+    )
+    assert outcome.proc.returncode == 0, outcome.proc.stdout[-2000:]
+    return outcome.results
+
+
+@pytest.mark.parametrize("mode", ["kept", "per-call"])
+def test_a_background_jobs_write_lands_beside_the_kept_sandbox(lab: Lab, mode: str) -> None:
+    """A job runs in a sandbox of its own while the kept one lives: what it writes to the
+    workspace lands, and the next front step (in the kept sandbox, or a fresh one) reads it."""
+    front, job, wait, look = _job_between_steps(
+        lab, **({"REASONIX_SANDBOX": "per-call"} if mode == "per-call" else {})
+    )
+    assert "Started background job job-1" in job, job
+    assert "[job-1: exited" in wait and "exit code 0" in wait, wait
+    assert (lab.root / "out.txt").read_text() == "hi\n"
+    assert look.splitlines()[1:] == ["hi"], look
+    same_init = front.split()[0] == look.split()[0]
+    assert same_init == (mode == "kept"), (front, look)  # the mode is the one asked for

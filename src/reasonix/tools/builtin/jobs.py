@@ -189,6 +189,9 @@ class Job:
     #: why the host stopped it, when it did (too many processes)
     note: str = ""
     watcher: asyncio.Task[None] | None = field(default=None, repr=False)
+    #: the clean-up after the end, once started: every caller that sees the end awaits it, so
+    #: no report of the end goes out before the undo it makes (and its note) is done
+    ending: asyncio.Future[None] | None = field(default=None, repr=False)
 
     @property
     def pid(self) -> int:
@@ -346,13 +349,19 @@ class JobTable:
         await self._ended(job, "exited")
 
     async def _ended(self, job: Job, status: JobStatus) -> None:
-        if job.ended is not None:
-            return
-        job.ended = time.monotonic()
-        job.status = "killed" if job.status == "killed" else status
-        code = job.process.returncode
-        job.exit_code = code if code is None or code >= 0 else 128 - code
-        _signal_group(job.pid, signal.SIGKILL)
+        """Record the job's end and wait for its clean-up; the first caller starts it, any
+        other (the watcher, a read, a kill, the close) waits for that same one. The clean-up
+        goes on when a caller is cancelled (it undoes plants)."""
+        if job.ending is None:
+            job.ended = time.monotonic()
+            job.status = "killed" if job.status == "killed" else status
+            code = job.process.returncode
+            job.exit_code = code if code is None or code >= 0 else 128 - code
+            _signal_group(job.pid, signal.SIGKILL)
+            job.ending = asyncio.ensure_future(self._clean_up(job))
+        await asyncio.shield(job.ending)
+
+    async def _clean_up(self, job: Job) -> None:
         undone = await asyncio.to_thread(job.cleanup)
         if undone:
             note = (
@@ -381,7 +390,7 @@ class JobTable:
             if time.monotonic() >= deadline:
                 break
             await asyncio.sleep(_WAIT_STEP)
-        if job.status == "running" and job.process.poll() is not None:
+        if job.process.poll() is not None:  # ended: its report waits for the clean-up
             await self._ended(job, "exited")
         text = await asyncio.to_thread(self._take, job, matcher is not None)
         if matcher is not None:
@@ -425,7 +434,7 @@ class JobTable:
         """Stop ``job_id`` and everything it started (SIGTERM, then SIGKILL after the grace).
         Raises JobError for an unknown id."""
         job = self.get(job_id)
-        if job.status == "running" and job.process.poll() is not None:
+        if job.process.poll() is not None:
             await self._ended(job, "exited")
         if job.status == "running":
             job.status = "killed"
