@@ -223,21 +223,8 @@ def test_holds_proof_refuses_a_line_with_an_effect(
 @pytest.mark.parametrize(
     "name",
     [
-        pytest.param(
-            "bare-layout-fsmonitor",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="a bare-layout git folder's config (no .git) is not checked: "
-                "git -C evil status runs its core.fsmonitor without a question",
-            ),
-        ),
-        pytest.param(
-            "cd-bare-layout-fsmonitor",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="cd into a bare-layout git folder, then git status runs its fsmonitor",
-            ),
-        ),
+        "bare-layout-fsmonitor",
+        "cd-bare-layout-fsmonitor",
         pytest.param(
             "submodule-fsmonitor",
             marks=pytest.mark.xfail(

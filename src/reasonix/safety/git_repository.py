@@ -31,9 +31,19 @@ _SECTION = re.compile(r'\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]')
 _KEY = re.compile(r"([A-Za-z][A-Za-z0-9-]*)\s*(=|$|[;#])")
 
 
+def _is_git_directory(folder: Path) -> bool:
+    """Whether ``folder`` itself has a git folder's layout (``HEAD``, ``objects/``, ``refs/``):
+    git's discovery takes such a folder as a repository (a bare one, or one whose ``config``
+    gives it a work tree) when no ``.git`` is found in it first."""
+    return (
+        (folder / "HEAD").exists() and (folder / "objects").is_dir() and (folder / "refs").is_dir()
+    )
+
+
 def find_git_dir(start: Path) -> Path | None:
-    """The git folder of the repository ``start`` is in (None outside any repository); for a
-    linked worktree, the folder its ``.git`` file names."""
+    """The git folder of the repository ``start`` is in (None outside any repository): in each
+    folder from ``start`` up, as git looks, its ``.git`` (for a linked worktree, the folder its
+    ``.git`` file names), else the folder itself when it has a git folder's layout."""
     for folder in (start, *start.parents):
         dot_git = folder / ".git"
         if dot_git.is_dir():
@@ -47,6 +57,8 @@ def find_git_dir(start: Path) -> Path | None:
             if line.startswith("gitdir:"):
                 return Path(os.path.realpath(folder / line[len("gitdir:") :].strip()))
             return dot_git
+        if _is_git_directory(folder):
+            return folder
     return None
 
 
