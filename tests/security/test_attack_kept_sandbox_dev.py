@@ -14,10 +14,20 @@ the first step is gone. Control: with ``REASONIX_SANDBOX=per-call`` every step h
 from __future__ import annotations
 
 import shutil
+import subprocess
+import time
 
 import pytest
 
-from tests.security.support import Attack, Lab, lab, record
+from tests.security.support import (
+    Attack,
+    Lab,
+    kill_all,
+    lab,
+    processes_with_arg,
+    record,
+    still_running,
+)
 
 __all__ = ["lab"]
 
@@ -110,6 +120,42 @@ def test_holds_home_tmp_and_daemons_are_gone(lab: Lab, request: pytest.FixtureRe
     worked = any(m in look for m in ("planted-home", "planted-tmp", "planted-fifo", "3141.5"))
     record(request, KIND, 1, int(worked))
     assert not worked, look
+
+
+#: kill the supervisor itself (the command's parent in the sandbox) after starting a daemon
+KILL_SUPERVISOR = """setsid sleep 2718.7 >/dev/null 2>&1 </dev/null &
+for p in /proc/[0-9]*; do
+  case "$(tr '\\0' ' ' < $p/cmdline)" in *python*-c*) kill -9 "${p#/proc/}";; esac
+done
+"""
+
+
+def test_holds_a_killed_supervisor_leaves_no_daemon_behind(
+    lab: Lab, request: pytest.FixtureRequest
+) -> None:
+    try:
+        _, look = _two_steps(lab, KILL_SUPERVISOR, "echo second-step-ran")
+        left = still_running("2718.7")
+        record(request, KIND, 1, int(bool(left)))
+        assert not left, f"a daemon outlived its sandbox: {left}"
+        assert "second-step-ran" in look, look
+    finally:
+        kill_all(still_running("2718.7"))
+
+
+def test_control_the_probe_sees_a_daemon_left_running() -> None:
+    """Every run kills its commands' daemons, even unconfined, so the control starts the same
+    daemon outside reasonix: the probe finds a survivor when there is one."""
+    daemon = subprocess.Popen(["sleep", "2718.7"], start_new_session=True)
+    try:
+        for _ in range(400):  # until the child has exec'd (a bound on a hang, not a timing)
+            if processes_with_arg("2718.7"):
+                break
+            time.sleep(0.05)
+        assert processes_with_arg("2718.7"), "the probe cannot see a surviving daemon"
+    finally:
+        daemon.kill()
+        daemon.wait()
 
 
 def test_control_per_call_dev_fd_is_fresh(lab: Lab) -> None:
