@@ -52,6 +52,9 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
     "ledger": ("src/reasonix/agent/progress.py", ("tests/test_evidence_table.py",)),
     "steps": ("src/reasonix/control/todo_tools.py", ("tests/test_evidence_table.py",)),
     "goal": ("src/reasonix/control/goal.py", ("tests/test_evidence_table.py",)),
+    "shell_programs": ("src/reasonix/safety/shell/programs.py", ("tests/test_shell_read_only.py",)),
+    "shell_readers": ("src/reasonix/safety/shell/readers.py", ("tests/test_shell_read_only.py",)),
+    "shell_git": ("src/reasonix/safety/shell/git.py", ("tests/test_shell_git.py",)),
     "session": (
         "src/reasonix/app/session.py",
         (

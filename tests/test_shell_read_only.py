@@ -13,15 +13,16 @@ from pathlib import Path
 import pytest
 
 from reasonix.safety.permissions import Mode, Rule, Rules, call_subject, decide
+from reasonix.safety.shell.programs import READERS, writing_obstacle
 from reasonix.safety.shell.readers import (
     GIT_READS,
-    READERS,
     proved_read_only,
     read_only_obstacle,
     reader_obstacle,
     snapshot_skippable,
 )
 from reasonix.safety.shell_lexer import parse
+from reasonix.safety.shell_rules import allow_obstacle
 from reasonix.tools.builtin import default_registry
 from reasonix.tools.registry import Tool
 
@@ -249,3 +250,33 @@ def test_decide_asks_for_what_is_not_proved(ws: Path, bash: Tool, mode: Mode, co
 def test_plan_mode_still_refuses_bash(ws: Path, bash: Tool) -> None:
     subject = call_subject(bash, {"command": "ls"}, ws)
     assert decide(bash, subject, Mode.PLAN, Rules()).outcome == "deny"
+
+
+#: what an allow rule (``bash(sort *)``, ``bash(git log *)``) must not cover: the same rows
+#: tell the allow side what writes, abbreviations included
+ALLOW_SIDE_WRITES = [
+    "sort -uo out.txt a.txt", "sort --out=x a.txt", "sort --o=x a.txt", "tree -ao x",
+    "file -bC", "date 010112002020", "date --se now", "hostname foo", "rg --hostname-bin=sh x",
+    "rg --pre sh x", "git log --outp=x", "git diff --ext=x", "git grep --open foo",
+    "git log --exe=x", "uniq a.txt b.txt", "xxd a.txt b.txt", "printf -v x y",
+]  # fmt: skip
+#: and what it still covers (writing nothing, even with an option the proof does not know)
+ALLOW_SIDE_FINE = [
+    "sort -u a.txt", "sort -t o a.txt", "tree -L 2", "file -b a.txt", "date +%s",
+    "hostname -f", "rg --pre-glob x y", "git log --oneline", "uniq a.txt", "grep --unknown x",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("command", ALLOW_SIDE_WRITES)
+def test_the_allow_side_refuses_what_a_row_says_writes(ws: Path, command: str) -> None:
+    assert allow_obstacle(parse(command), ws) is not None
+
+
+@pytest.mark.parametrize("command", ALLOW_SIDE_FINE)
+def test_the_allow_side_still_covers_what_writes_nothing(ws: Path, command: str) -> None:
+    assert allow_obstacle(parse(command), ws) is None
+
+
+def test_writing_obstacle_is_none_for_programs_not_in_the_table() -> None:
+    assert writing_obstacle("make", ["-o", "x"]) is None
+    assert writing_obstacle("sort", ["-o", "x"]) == "sort -o writes or runs something"

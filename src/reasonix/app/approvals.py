@@ -26,6 +26,7 @@ from reasonix.safety.permissions import ApprovalAnswer, ApprovalRequest
 from reasonix.safety.shell_lexer import Command
 from reasonix.safety.shell_lexer import parse as parse_shell
 from reasonix.safety.shell_rules import command_forms as shell_command_forms
+from reasonix.safety.shell_rules import runs_commands
 from reasonix.safety.shell_scan import scan_command
 
 __all__ = [
@@ -46,11 +47,10 @@ CHOICES: tuple[ApprovalChoice, ...] = ("allow_once", "allow_session", "deny")
 #: programs whose every use is approved on its own: a rule by program and subcommand would
 #: allow too much (deleting, fetching and running code, changing owners, elevating)
 _EXACT_ONLY = frozenset(
-    {"rm", "rmdir", "sudo", "su", "doas", "dd", "mkfs", "chmod", "chown", "chgrp", "curl",
-     "wget", "sh", "bash", "zsh", "dash", "fish", "ksh", "eval", "exec", "source", ".", "env",
-     "xargs", "find", "kill", "pkill", "killall", "python", "python3", "node", "perl", "ruby",
-     "php", "ssh", "scp", "rsync", "mv", "cp", "ln", "tee", "truncate", "shred", "install",
-     "nc", "ncat", "socat", "crontab", "systemctl", "docker", "podman"}
+    {"rm", "rmdir", "dd", "mkfs", "chmod", "chown", "chgrp", "curl", "wget", "kill", "pkill",
+     "killall", "python", "python3", "node", "perl", "ruby", "php", "scp", "rsync", "mv", "cp",
+     "ln", "tee", "truncate", "shred", "install", "nc", "ncat", "socat", "crontab", "systemctl",
+     "docker", "podman"}
 )  # fmt: skip
 #: programs whose second word names what they do (``git status``, ``npm test``, ``make lint``):
 #: their rule keeps that word; any other program's rule is by program alone
@@ -111,12 +111,12 @@ _VARIABLE = re.compile(r"\$(?:[\w@*#?!$-]|\{)")
 #: The rule "allow for this session" proposes for the file-editing tools.
 EDIT_ANYWHERE = "edit(**)"
 
-#: Programs that run whatever they are given (on stdin, in a file or an argument): a rule
-#: naming one of them alone (``bash(sh)`` for ``curl ... | sh``) would allow any code.
+#: Interpreters, which run whatever they are given (on stdin, in a file or an argument): a
+#: rule naming one of them alone would allow any code; so would one naming a shell or a
+#: wrapper (``bash(sh)`` for ``curl ... | sh``: :func:`~reasonix.safety.shell_rules.runs_commands`).
 _INTERPRETERS = frozenset(
-    {"sh", "bash", "zsh", "dash", "fish", "ksh", "csh", "tcsh", "python", "python3", "python2",
-     "node", "deno", "bun", "perl", "ruby", "php", "lua", "Rscript", "osascript", "pwsh",
-     "powershell", "eval", "exec", "source", ".", "xargs", "env", "sudo", "su", "doas"}
+    {"python", "python3", "python2", "node", "deno", "bun", "perl", "ruby", "php", "lua",
+     "Rscript", "osascript", "pwsh", "powershell"}
 )  # fmt: skip
 
 
@@ -129,7 +129,11 @@ def _meaningful(rules: tuple[str, ...]) -> tuple[str, ...]:
 def _bare_interpreter(rule: str) -> bool:
     inner = rule.partition("(")[2].removesuffix(")").strip()
     words = inner.split()
-    return bool(words) and words[0] in _INTERPRETERS and all(w.startswith("-") for w in words[1:])
+    return bool(words) and _runs_code(words[0]) and all(w.startswith("-") for w in words[1:])
+
+
+def _runs_code(program: str) -> bool:
+    return program in _INTERPRETERS or runs_commands(program)
 
 
 def _command_rules(category: str, cmd: Command, part: str) -> tuple[str, ...]:
@@ -138,12 +142,13 @@ def _command_rules(category: str, cmd: Command, part: str) -> tuple[str, ...]:
     program = argv[0]
     if not all(w.literal for w in cmd.words) or _VARIABLE.search(part):
         return ()  # a word known only at run time: an exact rule would never match again
-    if program in _INTERPRETERS and all(a.startswith("-") for a in argv[1:]):
+    if _runs_code(program) and all(a.startswith("-") for a in argv[1:]):
         return ()  # ``sh`` reading a pipe: a rule for it would allow any script
     if (
         cmd.assignments
         or not _PROGRAM.match(program)
         or program in _EXACT_ONLY
+        or runs_commands(program)  # a shell, ssh, sudo, env, xargs, find: every use on its own
         or len(shell_command_forms(part)) > 1  # a wrapper: the rule would cover what it runs
     ):
         return exact

@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 
 #: Keys (lower case, ``section.key`` or ``section.*.key``) whose value is a program git runs.
-_COMMAND_KEYS = re.compile(
+COMMAND_KEYS = re.compile(
     r"core\.(fsmonitor|pager|editor|sshcommand|askpass|alternaterefscommand|gitproxy|hookspath)"
     r"|diff\.external|sequence\.editor|gpg(\..+)?\.program|credential(\..+)?\.helper"
     r"|pager\..+|filter\..+\.(clean|smudge|process)|diff\..+\.(textconv|command)"
@@ -140,7 +140,7 @@ def is_command_setting(key: str, value: str) -> bool:
     """Whether the setting ``key`` (as :func:`config_entries` gives it) names a program git
     runs."""
     # Subsections keep their case, but the pattern is written in lower case.
-    if _COMMAND_KEYS.fullmatch(key.lower()):
+    if COMMAND_KEYS.fullmatch(key.lower()):
         return True
     return key.startswith("alias.") and key.count(".") == 1 and value.startswith("!")
 

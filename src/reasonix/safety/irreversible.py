@@ -34,18 +34,16 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+
+from reasonix.safety.shell.git import parse_git
+from reasonix.safety.shell_lexer import parse
+from reasonix.safety.shell_rules import HARMLESS_DEVICES, word_forms, written_targets
 
 __all__ = ["irreversible_reason"]
 
-_WRAPPERS = frozenset(
-    {"sudo", "doas", "env", "nice", "nohup", "time", "timeout", "command", "exec", "builtin",
-     "xargs", "stdbuf", "ionice", "chronic", "caffeinate"}
-)  # fmt: skip
-_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _DB_CLIENTS = frozenset(
     {"psql", "mysql", "mariadb", "sqlcmd", "mongosh", "mongo", "redis-cli", "clickhouse-client",
      "cqlsh", "cockroach", "duckdb"}
@@ -59,92 +57,123 @@ _PUSH_FLAGS = frozenset(
     {"--force", "--force-with-lease", "--force-if-includes", "--mirror", "--delete", "--prune"}
 )
 _CLOUD_VERB = re.compile(r"^(?:delete|terminate|remove|deregister|purge)(?:-|$)")
-_REDIRECT = re.compile(r"(?:^|[\s;&|(])(?:\d*>>?|&>>?|>\|)\s*([^\s;&|<>()]+)")
+#: programs that write or delete every operand, and those that write their last one
 _ALL_ARGS = frozenset(
     {"rm", "rmdir", "unlink", "shred", "truncate", "touch", "mkdir", "chmod", "chown", "chgrp",
      "tee", "mv", "setfacl", "chattr"}
 )  # fmt: skip
 _LAST_ARG = frozenset({"cp", "ln", "install", "rsync", "scp"})
-_HARMLESS = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/")
+#: what a redirection may name that is no file: a descriptor, bash's network connections
+_NOT_FILES = ("/dev/fd/", "/dev/tcp/", "/dev/udp/")
 
 
 def irreversible_reason(command: str, workspace: Path) -> str | None:
-    """Why ``command`` destroys what no snapshot of ``workspace`` can bring back, or None."""
-    from reasonix.safety.shell_scan import command_forms, scan_command
-
-    scan = scan_command(command)
+    """Why ``command`` destroys what no snapshot of ``workspace`` can bring back, or None.
+    The line is read by the shell lexer once; each simple command's forms (wrappers and
+    ``sh -c`` seen through: :func:`reasonix.safety.shell_rules.word_forms`) and the files its
+    redirections write are judged."""
     cwd = Path(os.path.realpath(workspace))
     root = cwd
-    for part in scan.parts or [command]:
-        for form in sorted(command_forms(part)):
-            words = _words(form)
+    for cmd in parse(command).commands:
+        why = _outside_targets(written_targets(cmd), cwd, root)
+        if why:
+            return why
+        if not cmd.words:
+            continue
+        argv = tuple(w.value for w in cmd.words)
+        for form in word_forms(argv):
+            words = [t for t in form if t is not None]
             if not words:
                 continue
-            why = _destroys(words, form) or _outside(words, form, cwd, root)
+            why = _destroys(words, " ".join(words)) or _outside(words, cwd, root)
             if why:
                 return why
-        cwd = _after_cd(_words(part), cwd)
+        cwd = _after_cd(list(argv), cwd)
     return None
-
-
-def _words(text: str) -> list[str]:
-    try:
-        words = shlex.split(text, comments=False)
-    except ValueError:
-        words = text.split()
-    while words and (_ASSIGNMENT.match(words[0]) or words[0].rsplit("/", 1)[-1] in _WRAPPERS):
-        head = words.pop(0).rsplit("/", 1)[-1]
-        if head in ("timeout", "nice", "ionice", "stdbuf"):
-            # Their own options and the duration come before the command.
-            while words and (words[0].startswith("-") or words[0][:1].isdigit()):
-                words.pop(0)
-        elif head in ("sudo", "env", "xargs", "doas"):
-            while words and words[0].startswith("-"):
-                words.pop(0)
-    return words
 
 
 def _destroys(words: list[str], text: str) -> str | None:
     name = words[0].rsplit("/", 1)[-1]
-    args = words[1:]
-    if name == "git":
-        return _git(args)
-    if name == "gh":
-        if args[:2] in (["repo", "delete"], ["release", "delete"]):
-            return f"`gh {' '.join(args[:2])}` deletes it on GitHub"
-        if args[:1] == ["api"] and _method_delete(args):
-            return "`gh api` sends a DELETE request to GitHub"
-    if name == "npm" and args[:1] == ["unpublish"]:
-        return "`npm unpublish` removes a published package from the registry"
-    if name in ("dropdb", "dropuser"):
-        return f"`{name}` drops it from the database server"
-    if name == "mysqladmin" and "drop" in args:
-        return "`mysqladmin drop` drops a database"
-    if name in _DB_CLIENTS and _DB_DESTROY.search(text):
-        return f"`{name}` is given a statement that destroys data in a database"
-    if name == "aws":
-        return _aws(args)
-    if name == "gsutil" and args[:1] and args[0] in ("rm", "rb"):
-        return f"`gsutil {args[0]}` deletes cloud storage"
-    if name in ("gcloud", "az") and any(_CLOUD_VERB.match(a) for a in args):
-        return f"`{name}` deletes cloud resources"
-    if name == "kubectl" and any(a in ("delete", "drain") for a in args[:3]):
-        return "`kubectl` deletes cluster resources"
-    if name == "helm" and args[:1] and args[0] in ("uninstall", "delete", "del", "un"):
-        return "`helm` uninstalls a release from the cluster"
-    destroy = "destroy" in args or "-destroy" in args or args[:2] == ["state", "rm"]
-    if name in ("terraform", "tofu", "pulumi") and destroy:
-        return f"`{name}` destroys infrastructure"
-    prunes = args[:2] in (["volume", "rm"], ["volume", "prune"], ["system", "prune"])
-    if name == "docker" and prunes:
-        return f"`docker {' '.join(args[:2])}` deletes volumes or images"
-    if name in ("curl", "wget", "http", "https", "xh") and _method_delete(args):
-        return f"`{name}` sends a DELETE request"
-    remote = bool(args) and re.match(r"^[^/\s]+:", args[-1]) is not None
-    if name == "rsync" and remote and any(a.startswith("--delete") for a in args):
-        return "`rsync --delete` deletes files on another machine"
     if name.startswith("mkfs"):
         return f"`{name}` formats a file system"
+    if name in _DB_CLIENTS:
+        return _db_client(name, text)
+    check = _DESTROYERS.get(name)
+    return check(name, words[1:]) if check is not None else None
+
+
+def _db_client(name: str, text: str) -> str | None:
+    if _DB_DESTROY.search(text):
+        return f"`{name}` is given a statement that destroys data in a database"
+    return None
+
+
+def _gh(name: str, args: list[str]) -> str | None:
+    if args[:2] in (["repo", "delete"], ["release", "delete"]):
+        return f"`gh {' '.join(args[:2])}` deletes it on GitHub"
+    if args[:1] == ["api"] and _method_delete(args):
+        return "`gh api` sends a DELETE request to GitHub"
+    return None
+
+
+def _npm(name: str, args: list[str]) -> str | None:
+    if args[:1] == ["unpublish"]:
+        return "`npm unpublish` removes a published package from the registry"
+    return None
+
+
+def _dropdb(name: str, args: list[str]) -> str | None:
+    return f"`{name}` drops it from the database server"
+
+
+def _mysqladmin(name: str, args: list[str]) -> str | None:
+    return "`mysqladmin drop` drops a database" if "drop" in args else None
+
+
+def _gsutil(name: str, args: list[str]) -> str | None:
+    if args[:1] and args[0] in ("rm", "rb"):
+        return f"`gsutil {args[0]}` deletes cloud storage"
+    return None
+
+
+def _cloud(name: str, args: list[str]) -> str | None:
+    if any(_CLOUD_VERB.match(a) for a in args):
+        return f"`{name}` deletes cloud resources"
+    return None
+
+
+def _kubectl(name: str, args: list[str]) -> str | None:
+    if any(a in ("delete", "drain") for a in args[:3]):
+        return "`kubectl` deletes cluster resources"
+    return None
+
+
+def _helm(name: str, args: list[str]) -> str | None:
+    if args[:1] and args[0] in ("uninstall", "delete", "del", "un"):
+        return "`helm` uninstalls a release from the cluster"
+    return None
+
+
+def _infrastructure(name: str, args: list[str]) -> str | None:
+    if "destroy" in args or "-destroy" in args or args[:2] == ["state", "rm"]:
+        return f"`{name}` destroys infrastructure"
+    return None
+
+
+def _docker(name: str, args: list[str]) -> str | None:
+    if args[:2] in (["volume", "rm"], ["volume", "prune"], ["system", "prune"]):
+        return f"`docker {' '.join(args[:2])}` deletes volumes or images"
+    return None
+
+
+def _http(name: str, args: list[str]) -> str | None:
+    return f"`{name}` sends a DELETE request" if _method_delete(args) else None
+
+
+def _rsync(name: str, args: list[str]) -> str | None:
+    remote = bool(args) and re.match(r"^[^/\s]+:", args[-1]) is not None
+    if remote and any(a.startswith("--delete") for a in args):
+        return "`rsync --delete` deletes files on another machine"
     return None
 
 
@@ -162,36 +191,63 @@ def _method_delete(args: list[str]) -> bool:
     return False
 
 
-def _git(args: list[str]) -> str | None:
-    i = 0
-    while i < len(args) and args[i].startswith("-"):
-        i += 2 if args[i] in ("-C", "-c", "--git-dir", "--work-tree", "--namespace") else 1
-    if i >= len(args):
+def _git(name: str, args: list[str]) -> str | None:
+    call = parse_git(tuple(args))
+    if call.sub is None:
         return None
-    sub, rest = args[i], args[i + 1 :]
-    if sub == "push":
-        for arg in rest:
-            flag = arg.split("=", 1)[0]
-            short = arg.startswith("-") and not arg.startswith("--")
-            if flag in _PUSH_FLAGS or (short and ("f" in arg or "d" in arg)):
-                return "`git push` with this option rewrites or deletes history on the remote"
-        positional = [a for a in rest if not a.startswith("-")]
-        if any(p.startswith(("+", ":")) for p in positional[1:]):
-            return "`git push` with this refspec force-pushes or deletes a remote branch"
-    if sub == "stash" and rest[:1] and rest[0] in ("drop", "clear"):
-        return (
-            f"`git stash {rest[0]}` deletes stashed work (a repository's .git is not snapshotted)"
-        )
-    if sub == "reflog" and rest[:1] and rest[0] in ("expire", "delete"):
-        return "`git reflog` expiry removes the way back to earlier commits"
-    if sub == "gc" and any(a.startswith("--prune") for a in rest):
-        return "`git gc --prune` deletes unreachable commits for good"
-    if sub in ("prune", "filter-branch", "filter-repo"):
-        return f"`git {sub}` rewrites or deletes the repository's history"
+    return _GIT_SUBS.get(call.sub, _nothing)([a for a in call.args if a is not None])
+
+
+def _nothing(rest: list[str]) -> str | None:
     return None
 
 
-def _aws(args: list[str]) -> str | None:
+def _git_push(rest: list[str]) -> str | None:
+    for arg in rest:
+        flag = arg.split("=", 1)[0]
+        short = arg.startswith("-") and not arg.startswith("--")
+        if flag in _PUSH_FLAGS or (short and ("f" in arg or "d" in arg)):
+            return "`git push` with this option rewrites or deletes history on the remote"
+    positional = [a for a in rest if not a.startswith("-")]
+    if any(p.startswith(("+", ":")) for p in positional[1:]):
+        return "`git push` with this refspec force-pushes or deletes a remote branch"
+    return None
+
+
+def _git_stash(rest: list[str]) -> str | None:
+    if rest[:1] and rest[0] in ("drop", "clear"):
+        return (
+            f"`git stash {rest[0]}` deletes stashed work (a repository's .git is not snapshotted)"
+        )
+    return None
+
+
+def _git_reflog(rest: list[str]) -> str | None:
+    if rest[:1] and rest[0] in ("expire", "delete"):
+        return "`git reflog` expiry removes the way back to earlier commits"
+    return None
+
+
+def _git_gc(rest: list[str]) -> str | None:
+    if any(a.startswith("--prune") for a in rest):
+        return "`git gc --prune` deletes unreachable commits for good"
+    return None
+
+
+def _git_rewrites(sub: str) -> Callable[[list[str]], str | None]:
+    return lambda rest: f"`git {sub}` rewrites or deletes the repository's history"
+
+
+_GIT_SUBS: dict[str, Callable[[list[str]], str | None]] = {
+    "push": _git_push,
+    "stash": _git_stash,
+    "reflog": _git_reflog,
+    "gc": _git_gc,
+    **{sub: _git_rewrites(sub) for sub in ("prune", "filter-branch", "filter-repo")},
+}
+
+
+def _aws(name: str, args: list[str]) -> str | None:
     positional = [a for a in args if not a.startswith("-")]
     if positional[:1] == ["s3"] and len(positional) > 1:
         verb = positional[1]
@@ -204,24 +260,52 @@ def _aws(args: list[str]) -> str | None:
     return None
 
 
-def _outside(words: list[str], text: str, cwd: Path, root: Path) -> str | None:
+#: What each program destroys that no snapshot holds (``mkfs*`` and database clients aside).
+_DESTROYERS: dict[str, Callable[[str, list[str]], str | None]] = {
+    "git": _git,
+    "gh": _gh,
+    "npm": _npm,
+    "dropdb": _dropdb,
+    "dropuser": _dropdb,
+    "mysqladmin": _mysqladmin,
+    "aws": _aws,
+    "gsutil": _gsutil,
+    "gcloud": _cloud,
+    "az": _cloud,
+    "kubectl": _kubectl,
+    "helm": _helm,
+    **dict.fromkeys(("terraform", "tofu", "pulumi"), _infrastructure),
+    "docker": _docker,
+    **dict.fromkeys(("curl", "wget", "http", "https", "xh"), _http),
+    "rsync": _rsync,
+}
+
+
+def _outside(words: list[str], cwd: Path, root: Path) -> str | None:
     """Files written or deleted outside the workspace: no snapshot holds them."""
+    return _outside_targets(_targets(words), cwd, root)
+
+
+def _targets(words: list[str]) -> list[str]:
     name = words[0].rsplit("/", 1)[-1]
-    targets: list[str] = [m.group(1) for m in _REDIRECT.finditer(text)]
     args = [a for a in words[1:] if not a.startswith("-")]
     if name in _ALL_ARGS:
         if name in ("chmod", "chown", "chgrp", "setfacl", "chattr") and args:
             args = args[1:]  # the mode or owner
-        targets += args
-    elif name in _LAST_ARG and args:
-        targets.append(args[-1])
-    elif name == "dd":
-        targets += [a[3:] for a in words[1:] if a.startswith("of=")]
-    elif name == "sed" and any(a.startswith(("-i", "--in-place")) for a in words[1:]):
+        return args
+    if name in _LAST_ARG and args:
+        return [args[-1]]
+    if name == "dd":
+        return [a[3:] for a in words[1:] if a.startswith("of=")]
+    if name == "sed" and any(a.startswith(("-i", "--in-place")) for a in words[1:]):
         scripted = any(a in ("-e", "-f") or a.startswith(("--expression", "--file")) for a in words)
-        targets += args if scripted else args[1:]
-    elif name == "find" and any(a in ("-delete", "-exec", "-execdir") for a in words):
-        targets += [a for a in words[1:] if not a.startswith(("-", "(", ")", "!", "{"))][:1]
+        return args if scripted else args[1:]
+    if name == "find" and any(a in ("-delete", "-exec", "-execdir") for a in words):
+        return [a for a in words[1:] if not a.startswith(("-", "(", ")", "!", "{"))][:1]
+    return []
+
+
+def _outside_targets(targets: Sequence[str], cwd: Path, root: Path) -> str | None:
     for target in targets:
         where = _resolve(target, cwd)
         if where is not None and not _inside(where, root):
@@ -230,7 +314,7 @@ def _outside(words: list[str], text: str, cwd: Path, root: Path) -> str | None:
 
 
 def _resolve(target: str, cwd: Path) -> Path | None:
-    if not target or target.startswith(_HARMLESS):
+    if not target or target in HARMLESS_DEVICES or target.startswith(_NOT_FILES):
         return None
     if target.startswith("~"):
         target = os.path.expanduser(target)
@@ -240,6 +324,8 @@ def _resolve(target: str, cwd: Path) -> Path | None:
         return None  # unknown until it runs; the sandbox is the boundary for these
     if re.match(r"^[^/\s]+:", target):
         return None  # host:path belongs to another machine; rsync's own check covers it
+    if "\0" in target:
+        return None  # bash stops the word at the NUL; what it names is not known here
     path = Path(target) if os.path.isabs(target) else cwd / target
     return Path(os.path.realpath(path))
 

@@ -27,6 +27,8 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 
+from reasonix.safety.shell.git import parse_git
+
 __all__ = ["DELETERS", "deleting_forms"]
 
 Token = str | None
@@ -89,30 +91,15 @@ def _rsync(rest: Form) -> list[Form]:
     return out
 
 
-_GIT_VALUED = ("-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path")
-
-
 def _git(rest: Form) -> list[Form]:
+    call = parse_git(rest)
+    if not call.complete or call.sub is None:
+        return []  # an unknown global option or subcommand: the forms have an unknown word
     base: Token = "."
-    k = 0
-    while k < len(rest):
-        tok = rest[k]
-        if tok is None:
-            return []  # an unknown global option or subcommand: the forms have an unknown word
-        if tok in _GIT_VALUED:
-            value = rest[k + 1] if k + 1 < len(rest) else None
-            if tok in ("-C", "--work-tree"):
-                base = None if value is None or base is None else _join(base, value)
-            k += 2
-            continue
-        if tok.startswith("--work-tree="):
-            base = tok.partition("=")[2]
-        if not tok.startswith("-"):
-            break
-        k += 1
-    if k >= len(rest):
-        return []
-    sub, args = rest[k], rest[k + 1 :]
+    for option, value in call.options:
+        if option in ("-C", "--work-tree"):
+            base = None if value is None or base is None else _join(base, value)
+    sub, args = call.sub, call.args
     letters = _short_letters(args)
     dry = "n" in letters or "--dry-run" in args
     if sub == "clean" and not dry:

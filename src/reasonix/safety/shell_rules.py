@@ -33,6 +33,14 @@ Two questions, answered from :mod:`reasonix.safety.shell_lexer`'s parse:
   git in a repository whose own configuration names a program or, for a subcommand that runs
   hooks, holds one (:mod:`reasonix.safety.git_repository`).
 
+One description per program: what it runs is its row of ``_RUNS`` (git's through
+:func:`reasonix.safety.shell.git.parse_git`, which reads git's own options for every view),
+what it deletes its row of :data:`reasonix.safety.shell_deletes.DELETERS`, which options and
+operands of a reading program write its row of :data:`reasonix.safety.shell.programs.READERS`;
+the wrappers are ``_VALUE_OPTS``, ``_SHELLS`` and ``_OPAQUE_WRAPPERS`` (:func:`runs_commands`),
+and the harmless devices :data:`HARMLESS_DEVICES`. Rules are the guard rail, the sandbox is
+the boundary: the list of what deny rules see through is not meant to grow.
+
 It runs past 500 lines because both questions are answered over the same normalised forms, and
 the per-program checks (``find``, ``sed``, ``awk``, ``git``, ``rg``, ...) are a table that must
 stay complete in one place to be reviewed as a whole: a check that drifts away from the others
@@ -50,11 +58,14 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from reasonix.safety.git_repository import (
+    COMMAND_KEYS,
     READING_HOOKS,
     find_git_dir,
     has_hooks,
     repository_obstacle,
 )
+from reasonix.safety.shell.git import parse_git
+from reasonix.safety.shell.programs import writing_obstacle
 from reasonix.safety.shell_deletes import deleting_forms
 from reasonix.safety.shell_lexer import Command, Script, Word, embedded_substitutions, parse
 
@@ -118,6 +129,21 @@ def command_forms(command: str) -> set[Form]:
     return script_forms(parse(command))
 
 
+def word_forms(argv: Sequence[str]) -> list[Form]:
+    """Every command one simple command may run, its words as written (``$HOME/x`` stays as
+    it is): itself, and what its wrappers and ``sh -c`` text run, in a stable order."""
+    return sorted(_unwrap(tuple(argv), 0), key=lambda f: tuple("" if t is None else t for t in f))
+
+
+def written_targets(cmd: Command) -> list[str]:
+    """The files ``cmd``'s redirections write (as written; the harmless devices left out)."""
+    return [
+        r.target.value
+        for r in cmd.redirects
+        if r.writes and r.target is not None and r.target.value not in HARMLESS_DEVICES
+    ]
+
+
 def _strip_dir(tokens: Form) -> Form:
     first = tokens[0] if tokens else None
     if first is not None and "/" in first.rstrip("/"):
@@ -152,6 +178,7 @@ _VALUE_OPTS: dict[str, frozenset[str]] = {
     "watch": frozenset({"-n", "--interval", "-d"}),
     "busybox": frozenset(),
     "toybox": frozenset(),
+    "caffeinate": frozenset({"-t", "-w"}),
 }
 _SHELLS = frozenset(
     {"bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "busybox-sh", "rbash", "fish", "tcsh",
@@ -167,6 +194,18 @@ _OPAQUE_WRAPPERS = frozenset(
 #: Scripts a shell or ``source`` reads from a pipe or descriptor: their text is not known.
 _STDIN_SCRIPTS = re.compile(r"-|/dev/stdin|/dev/fd/\d+|/proc/(self|\d+)/fd/\d+")
 _SHELL_VALUE_OPTS = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
+
+
+def runs_commands(name: str) -> bool:
+    """Whether program ``name`` runs another command or shell text from its arguments or
+    its input (a shell, ``eval``, ``source``, a wrapper such as ``env``, ``sudo``, ``xargs``,
+    ``timeout``): the one list of them, which every view reads."""
+    return (
+        name in _SHELLS
+        or name in _VALUE_OPTS
+        or name in _OPAQUE_WRAPPERS
+        or name in ("eval", "exec", "source", ".", "trap", "su", "runuser", "chroot", "find")
+    )
 
 
 def _unwrap(tokens: Form, depth: int) -> set[Form]:
@@ -259,142 +298,210 @@ def _option_values(rest: Form, short: str, longs: tuple[str, ...]) -> list[Token
     return values
 
 
-#: ``git -c`` keys whose value is a command git runs through a shell.
-_GIT_COMMAND_KEYS = re.compile(
-    r"core\.(pager|editor|sshcommand|fsmonitor|askpass|alternaterefscommand|gitproxy)"
-    r"|diff\.external|sequence\.editor|gpg(\.[^.]+)?\.program|credential(\..+)?\.helper"
-    r"|pager\..+|filter\..+\.(clean|smudge|process)|diff\..+\.(textconv|command)"
-    r"|merge\..+\.driver|uploadpack\.packobjectshook|(difftool|mergetool|man|browser)\..+\.cmd"
-    r"|web\.browser|core\.hookspath|include\..*|includeif\..*|remote\..+\.(uploadpack|receivepack)"
-)
-
-
 def _runs_text(name: str, rest: Form) -> _Runs:
-    """Shell text or command lines that programs and builtins run from their arguments."""
+    """Shell text or command lines that programs and builtins run from their arguments (the
+    row of :data:`_RUNS` for the program)."""
     runs = _Runs()
-    if name in ("mapfile", "readarray"):
-        runs.texts += _option_values(rest, "C", ())
-    elif name in ("tar", "gtar", "bsdtar"):
-        for value in _option_values(rest, "", ("--checkpoint-action",)):
-            if value is None or value.startswith("exec="):
-                runs.texts.append(None if value is None else value[5:])
-        runs.texts += _option_values(rest, "I", ("--use-compress-program",))
-        runs.texts += _option_values(rest, "F", ("--info-script", "--new-volume-script"))
-        runs.texts += _option_values(rest, "", ("--to-command", "--rsh-command", "--rmt-command"))
-    elif name == "git":
-        _git_runs(rest, runs)
-    elif name in ("script", "sg"):
-        runs.texts += _option_values(rest, "c", ("--command",))
-        if name == "sg" and len(rest) > 1 and "-c" not in rest:
-            runs.argv.append(rest[1:])
-    elif name == "man":
-        runs.texts += _option_values(rest, "P", ("--pager",))
-        runs.texts += _option_values(rest, "H", ("--html",))
-    elif name in ("vi", "vim", "nvim", "ex", "view", "vimdiff", "gvim", "rvim"):
-        commands = _option_values(rest, "", ("-c", "--cmd"))
-        commands += [t[1:] for t in rest if t is not None and t.startswith("+")]
-        for command in commands:
-            text = None if command is None else command.lstrip(": ")
-            if text is None or text.startswith("!"):
-                runs.texts.append(None if text is None else text[1:])
-            elif "!" in text or "system" in text or "py" in text or "lua" in text:
-                runs.unknown = True
-    elif name == "gdb":
-        for ex in _option_values(rest, "", ("-ex", "--ex", "-eval-command", "--eval-command")):
-            if ex is None or re.match(r"\s*(shell\b|!|pipe\b|\||python|py\b)", ex):
-                runs.unknown = True
-    elif name in ("sed", "gsed") and all(t is not None for t in rest):
-        problem = _sed([t for t in rest if t is not None]) or ""
-        if "'e'" in problem or "e or w flag" in problem or "-f" in problem or "analysed" in problem:
-            runs.unknown = True
-    elif name in ("awk", "gawk", "mawk", "nawk", "busybox-awk"):
-        awk_problem = _awk([t for t in rest if t is not None]) if None not in rest else "unknown"
-        if awk_problem and "print >" not in awk_problem:
-            runs.unknown = True
-    elif name in ("hash", "enable") and any(t in ("-p", "-f") for t in rest):
-        runs.unknown = True  # a name bound to any program, or a builtin loaded from a file
-    elif name in ("at", "batch"):
-        runs.unknown = True  # commands from stdin or a file, run later
-    elif name in ("source", "."):
-        runs.unknown = not rest or rest[0] is None or bool(_STDIN_SCRIPTS.fullmatch(rest[0]))
-    elif name == "parallel":
-        line = rest[: rest.index(":::")] if ":::" in rest else rest
-        runs.argv.append((*(t for t in line if t is None or not t.startswith("-")), None))
-        runs.texts.append(" ".join(t for t in line if t is not None))
-    elif name in ("zip",):
-        runs.texts += _option_values(rest, "", ("-TT", "--unzip-command"))
-    elif name == "rsync":
-        runs.texts += _option_values(rest, "e", ("--rsh", "--rsync-path"))
+    row = _RUNS.get(name)
+    if row is not None:
+        row(rest, runs)
     return runs
 
 
+def _runs_mapfile(rest: Form, runs: _Runs) -> None:
+    runs.texts += _option_values(rest, "C", ())
+
+
+def _runs_tar(rest: Form, runs: _Runs) -> None:
+    for value in _option_values(rest, "", ("--checkpoint-action",)):
+        if value is None or value.startswith("exec="):
+            runs.texts.append(None if value is None else value[5:])
+    runs.texts += _option_values(rest, "I", ("--use-compress-program",))
+    runs.texts += _option_values(rest, "F", ("--info-script", "--new-volume-script"))
+    runs.texts += _option_values(rest, "", ("--to-command", "--rsh-command", "--rmt-command"))
+
+
+def _runs_script(rest: Form, runs: _Runs) -> None:
+    runs.texts += _option_values(rest, "c", ("--command",))
+
+
+def _runs_sg(rest: Form, runs: _Runs) -> None:
+    _runs_script(rest, runs)
+    if len(rest) > 1 and "-c" not in rest:
+        runs.argv.append(rest[1:])
+
+
+def _runs_man(rest: Form, runs: _Runs) -> None:
+    runs.texts += _option_values(rest, "P", ("--pager",))
+    runs.texts += _option_values(rest, "H", ("--html",))
+
+
+def _runs_vim(rest: Form, runs: _Runs) -> None:
+    commands = _option_values(rest, "", ("-c", "--cmd"))
+    commands += [t[1:] for t in rest if t is not None and t.startswith("+")]
+    for command in commands:
+        text = None if command is None else command.lstrip(": ")
+        if text is None or text.startswith("!"):
+            runs.texts.append(None if text is None else text[1:])
+        elif "!" in text or "system" in text or "py" in text or "lua" in text:
+            runs.unknown = True
+
+
+def _runs_gdb(rest: Form, runs: _Runs) -> None:
+    for ex in _option_values(rest, "", ("-ex", "--ex", "-eval-command", "--eval-command")):
+        if ex is None or re.match(r"\s*(shell\b|!|pipe\b|\||python|py\b)", ex):
+            runs.unknown = True
+
+
+def _runs_sed(rest: Form, runs: _Runs) -> None:
+    if None in rest:
+        return
+    problem = _sed([t for t in rest if t is not None]) or ""
+    if "'e'" in problem or "e or w flag" in problem or "-f" in problem or "analysed" in problem:
+        runs.unknown = True
+
+
+def _runs_awk(rest: Form, runs: _Runs) -> None:
+    awk_problem = _awk([t for t in rest if t is not None]) if None not in rest else "unknown"
+    if awk_problem and "print >" not in awk_problem:
+        runs.unknown = True
+
+
+def _runs_hash(rest: Form, runs: _Runs) -> None:
+    if any(t in ("-p", "-f") for t in rest):
+        runs.unknown = True  # a name bound to any program, or a builtin loaded from a file
+
+
+def _runs_later(rest: Form, runs: _Runs) -> None:
+    runs.unknown = True  # at, batch: commands from stdin or a file, run later
+
+
+def _runs_source(rest: Form, runs: _Runs) -> None:
+    runs.unknown = not rest or rest[0] is None or bool(_STDIN_SCRIPTS.fullmatch(rest[0]))
+
+
+def _runs_parallel(rest: Form, runs: _Runs) -> None:
+    line = rest[: rest.index(":::")] if ":::" in rest else rest
+    runs.argv.append((*(t for t in line if t is None or not t.startswith("-")), None))
+    runs.texts.append(" ".join(t for t in line if t is not None))
+
+
+def _runs_zip(rest: Form, runs: _Runs) -> None:
+    runs.texts += _option_values(rest, "", ("-TT", "--unzip-command"))
+
+
+def _runs_rsync(rest: Form, runs: _Runs) -> None:
+    runs.texts += _option_values(rest, "e", ("--rsh", "--rsync-path"))
+
+
 def _git_runs(rest: Form, runs: _Runs) -> None:
-    i = 0
-    #: ``-c alias.NAME=VALUE`` given on this command line: git runs VALUE with the words after
-    #: ``NAME`` appended (``git -c alias.r=rm r -r src`` is ``git rm -r src``)
-    aliases: dict[str, str] = {}
-    while i < len(rest):
-        tok = rest[i]
-        if tok is None:
-            runs.unknown = True
+    """git's own ``-c`` settings that name a program or an alias, the alias called, and what
+    the subcommand runs (:func:`~reasonix.safety.shell.git.parse_git` reads the line)."""
+    call = parse_git(rest)
+    if not call.complete or call.has("--config-env"):
+        runs.unknown = True
+        if not call.complete:
             return
-        if tok == "-c" or (tok.startswith("-c") and not tok.startswith("--")):
-            setting = tok[2:] if len(tok) > 2 else (rest[i + 1] if i + 1 < len(rest) else "")
-            i += 1 if len(tok) > 2 else 2
-            if setting is None:
-                runs.unknown = True
-                continue
-            key, _, value = setting.partition("=")
-            key = key.lower()
-            if key.startswith("alias."):
-                aliases[key.removeprefix("alias.")] = value
-                if value.startswith("!"):
-                    runs.texts.append(value[1:])
-                else:
-                    runs.argv.append(("git", *value.split()))
-            elif _GIT_COMMAND_KEYS.fullmatch(key):
-                runs.texts.append(value)
-            continue
-        if tok.startswith("--config-env"):
-            runs.unknown = True
-        if tok in ("-C", "--git-dir", "--work-tree", "--namespace"):
-            i += 2
-            continue
-        if tok.startswith("-"):
-            i += 1
-            continue
-        break
-    sub, args = (rest[i], rest[i + 1 :]) if i < len(rest) else (None, ())
-    alias = aliases.get(sub.lower()) if sub is not None else None
+    aliases = _git_settings(call.values("-c"), runs)
+    if call.sub is None:
+        return
+    alias = aliases.get(call.sub.lower())
     if alias is not None:
-        if alias.startswith("!"):
-            words = None if None in args else " ".join(shlex.quote(t) for t in args if t)
-            runs.texts.append(None if words is None else f"{alias[1:]} {words}")
-        else:
-            runs.argv.append(("git", *alias.split(), *args))
-    if sub in ("rebase", "difftool", "filter-branch", "mergetool"):
-        runs.texts += _option_values(args, "x", ("--exec", "--extcmd", "--tool-cmd"))
-        if sub == "filter-branch":
-            for k, tok in enumerate(args):
-                if tok is not None and tok.endswith("-filter") and tok.startswith("--"):
-                    runs.texts.append(args[k + 1] if k + 1 < len(args) else None)
-    elif sub in ("clone", "fetch", "pull", "ls-remote", "push", "archive", "submodule"):
-        longs = ("--upload-pack", "--receive-pack", "--exec")
-        runs.texts += _option_values(args, "u" if sub == "clone" else "", longs)
-        for setting in _option_values(args, "", ("-c", "--config")):
-            key, _, command = (setting or "").partition("=")
-            if setting is None:
-                runs.unknown = True
-            elif _GIT_COMMAND_KEYS.fullmatch(key.lower()) or key.lower().startswith("alias."):
-                runs.texts.append(command.removeprefix("!"))
-        if "foreach" in args:
-            body = [t for t in args[args.index("foreach") + 1 :] if t != "--recursive"]
-            runs.texts.append(None if None in body else " ".join(t for t in body if t is not None))
-    elif sub == "submodule" and "foreach" in args:
+        _git_alias(alias, call.args, runs)
+    row = _GIT_SUB_RUNS.get(call.sub)
+    if row is not None:
+        row(call.sub, call.args, runs)
+
+
+def _git_settings(settings: Sequence[Token], runs: _Runs) -> dict[str, str]:
+    """``-c alias.NAME=VALUE`` given on this command line: git runs VALUE with the words after
+    ``NAME`` appended (``git -c alias.r=rm r -r src`` is ``git rm -r src``); ``-c`` keys that
+    name a program (:data:`~reasonix.safety.git_repository.COMMAND_KEYS`) run their value."""
+    aliases: dict[str, str] = {}
+    for setting in settings:
+        if setting is None:
+            runs.unknown = True
+            continue
+        key, _, value = setting.partition("=")
+        key = key.lower()
+        if key.startswith("alias."):
+            aliases[key.removeprefix("alias.")] = value
+            if value.startswith("!"):
+                runs.texts.append(value[1:])
+            else:
+                runs.argv.append(("git", *value.split()))
+        elif COMMAND_KEYS.fullmatch(key):
+            runs.texts.append(value)
+    return aliases
+
+
+def _git_alias(alias: str, args: Form, runs: _Runs) -> None:
+    if alias.startswith("!"):
+        words = None if None in args else " ".join(shlex.quote(t) for t in args if t)
+        runs.texts.append(None if words is None else f"{alias[1:]} {words}")
+    else:
+        runs.argv.append(("git", *alias.split(), *args))
+
+
+def _git_runs_exec(sub: str, args: Form, runs: _Runs) -> None:
+    runs.texts += _option_values(args, "x", ("--exec", "--extcmd", "--tool-cmd"))
+    if sub == "filter-branch":
+        for k, tok in enumerate(args):
+            if tok is not None and tok.endswith("-filter") and tok.startswith("--"):
+                runs.texts.append(args[k + 1] if k + 1 < len(args) else None)
+
+
+def _git_runs_remote(sub: str, args: Form, runs: _Runs) -> None:
+    longs = ("--upload-pack", "--receive-pack", "--exec")
+    runs.texts += _option_values(args, "u" if sub == "clone" else "", longs)
+    for setting in _option_values(args, "", ("-c", "--config")):
+        key, _, command = (setting or "").partition("=")
+        if setting is None:
+            runs.unknown = True
+        elif COMMAND_KEYS.fullmatch(key.lower()) or key.lower().startswith("alias."):
+            runs.texts.append(command.removeprefix("!"))
+    if "foreach" in args:
         body = [t for t in args[args.index("foreach") + 1 :] if t != "--recursive"]
         runs.texts.append(None if None in body else " ".join(t for t in body if t is not None))
-    elif sub == "bisect" and args[:1] == ("run",):
+
+
+def _git_runs_bisect(sub: str, args: Form, runs: _Runs) -> None:
+    if args[:1] == ("run",):
         runs.argv.append(args[1:])
+
+
+_GIT_SUB_RUNS: dict[str, Callable[[str, Form, _Runs], None]] = {
+    **dict.fromkeys(("rebase", "difftool", "filter-branch", "mergetool"), _git_runs_exec),
+    **dict.fromkeys(
+        ("clone", "fetch", "pull", "ls-remote", "push", "archive", "submodule"), _git_runs_remote
+    ),
+    "bisect": _git_runs_bisect,
+}
+
+#: What each program runs from its arguments: shell text or command lines.
+_RUNS: dict[str, Callable[[Form, _Runs], None]] = {
+    "mapfile": _runs_mapfile,
+    "readarray": _runs_mapfile,
+    **dict.fromkeys(("tar", "gtar", "bsdtar"), _runs_tar),
+    "git": _git_runs,
+    "script": _runs_script,
+    "sg": _runs_sg,
+    "man": _runs_man,
+    **dict.fromkeys(("vi", "vim", "nvim", "ex", "view", "vimdiff", "gvim", "rvim"), _runs_vim),
+    "gdb": _runs_gdb,
+    "sed": _runs_sed,
+    "gsed": _runs_sed,
+    **dict.fromkeys(("awk", "gawk", "mawk", "nawk", "busybox-awk"), _runs_awk),
+    "hash": _runs_hash,
+    "enable": _runs_hash,
+    "at": _runs_later,
+    "batch": _runs_later,
+    "source": _runs_source,
+    ".": _runs_source,
+    "parallel": _runs_parallel,
+    "zip": _runs_zip,
+    "rsync": _runs_rsync,
+}
 
 
 def _after_options(name: str, rest: Form) -> Form | None:
@@ -408,32 +515,48 @@ def _after_options(name: str, rest: Form) -> Form | None:
         if tok == "--":
             i += 1
             break
-        if name == "env" and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", tok, re.DOTALL):
-            i += 1
-            continue
-        if name == "env" and tok in ("-S", "--split-string") and i + 1 < len(rest):
-            split = rest[i + 1]
-            if split is None:
-                return (None,)
-            return (*tuple(split.split()), *rest[i + 2 :])
-        if name == "env" and tok.startswith("--split-string="):
-            return (*tuple(tok.partition("=")[2].split()), *rest[i + 1 :])
+        if name == "env":
+            split = _env_word(rest, i)
+            if split is not None:
+                if isinstance(split, int):
+                    i = split
+                    continue
+                return split
         if (tok.startswith("-") and tok != "-") or (name == "sudo" and tok.startswith("+")):
             i += 2 if tok in takes_value else 1
             continue
         break
     inner = rest[i:]
-    if name == "timeout" and inner:
-        inner = inner[1:]  # the duration
-    elif name == "flock" and inner:
-        inner = inner[1:]  # the lock file
-    elif name == "taskset" and inner:
-        inner = inner[1:]  # the mask
-    elif name == "chrt" and inner:
-        inner = inner[1:]  # the priority
-    elif name == "nice" and inner and inner[0] is not None and re.fullmatch(r"-\d+", inner[0]):
+    if inner and (name in _LEADING_OPERAND or (name == "nice" and _nice_level(inner[0]))):
         inner = inner[1:]
     return inner or None
+
+
+#: wrappers whose first operand comes before the command: the duration, the lock file, the
+#: CPU mask, the priority
+_LEADING_OPERAND = frozenset({"timeout", "flock", "taskset", "chrt"})
+
+
+def _nice_level(tok: Token) -> bool:
+    return tok is not None and re.fullmatch(r"-\d+", tok) is not None
+
+
+def _env_word(rest: Form, i: int) -> int | Form | None:
+    """For ``env``: the next index after an assignment, the command ``-S``/``--split-string``
+    gives, or None for an ordinary word."""
+    tok = rest[i]
+    if tok is None:
+        return None
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", tok, re.DOTALL):
+        return i + 1
+    if tok in ("-S", "--split-string") and i + 1 < len(rest):
+        split = rest[i + 1]
+        if split is None:
+            return (None,)
+        return (*tuple(split.split()), *rest[i + 2 :])
+    if tok.startswith("--split-string="):
+        return (*tuple(tok.partition("=")[2].split()), *rest[i + 1 :])
+    return None
 
 
 def _shell_forms(rest: Form, depth: int) -> set[Form]:
@@ -671,7 +794,9 @@ _READERS = frozenset(
      "od", "xxd", "hexdump", "md5sum", "sha256sum", "sha1sum", "find", "tree", "du", "realpath",
      "readlink", "basename", "dirname", "jq", "awk", "sed", "tr", "column", "cmp", "comm"}
 )  # fmt: skip
-_HARMLESS_DEVICES = frozenset({"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr"})
+#: Files whose writing or reading changes nothing and reaches nothing (redirections to them
+#: write no file); the one list every view reads.
+HARMLESS_DEVICES = frozenset({"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty"})
 _MAX_GLOB_MATCHES = 2000
 
 
@@ -691,7 +816,9 @@ def _side_effect(argv: Sequence[str]) -> str | None:
     name = argv[0].rsplit("/", 1)[-1]
     args = list(argv[1:])
     check = _CHECKS.get(name)
-    return check(args) if check is not None else None
+    problem = check(args) if check is not None else None
+    # the options and operands the table of reading programs says write or change something
+    return problem or writing_obstacle(name, args)
 
 
 def _find(args: list[str]) -> str | None:
@@ -747,83 +874,89 @@ def _sed_inplace(flag: str) -> bool:
     return False
 
 
+_SED_UNREADABLE = "the sed script cannot be analysed"
+
+
+def _sed_regex_end(script: str, j: int, delim: str) -> int:
+    """Where the regular expression starting at ``j`` ends (its closing ``delim``), or -1."""
+    n = len(script)
+    while j < n and script[j] != delim:
+        if script[j] == "\\":
+            j += 1
+        elif script[j] == "\n":
+            return -1
+        j += 1
+    return j if j < n else -1
+
+
+def _sed_address_end(script: str, i: int) -> int:
+    """Where the addresses before a command end (-1: a regular expression never closes)."""
+    n = len(script)
+    while i < n:
+        c = script[i]
+        if c.isdigit() or c in "$,~+! \t":
+            i += 1
+        elif c == "/" or (c == "\\" and i + 1 < n):
+            start, delim = (i + 1, "/") if c == "/" else (i + 2, script[i + 1])
+            end = _sed_regex_end(script, start, delim)
+            if end < 0:
+                return -1
+            i = end + 1
+            while c == "/" and i < n and script[i] in "IM":
+                i += 1
+        else:
+            break
+    return i
+
+
+def _sed_substitution(script: str, c: str, i: int) -> tuple[str | None, int]:
+    """An ``s`` or ``y`` command at ``i`` (after the letter): why it runs or writes, and where
+    it ends."""
+    n = len(script)
+    if i >= n or script[i] in "\n\\":
+        return _SED_UNREADABLE, n
+    delim = script[i]
+    end = _sed_regex_end(script, i + 1, delim)
+    end2 = _sed_regex_end(script, end + 1, delim) if end >= 0 else -1
+    if end2 < 0:
+        return _SED_UNREADABLE, n
+    i = end2 + 1
+    if c == "y":
+        return None, i
+    flags_end = i
+    while flags_end < n and script[flags_end] not in ";\n}":
+        flags_end += 1
+    if "e" in script[i:flags_end] or "w" in script[i:flags_end]:
+        return "the sed s command's e or w flag runs a command or writes a file", n
+    return None, flags_end
+
+
 def _sed_script(script: str) -> str | None:
     """Scan a sed script for commands that run or write something."""
     i, n = 0, len(script)
-
-    def skip_regex(j: int, delim: str) -> int:
-        while j < n and script[j] != delim:
-            if script[j] == "\\":
-                j += 1
-            elif script[j] == "\n":
-                return -1
-            j += 1
-        return j if j < n else -1
-
     while i < n:
-        c = script[i]
-        if c in " \t\n;}":
+        if script[i] in " \t\n;}":
             i += 1
             continue
-        # addresses
-        while i < n:
-            c = script[i]
-            if c.isdigit() or c in "$,~+!":
-                i += 1
-            elif c == "/":
-                end = skip_regex(i + 1, "/")
-                if end < 0:
-                    return "the sed script cannot be analysed"
-                i = end + 1
-                while i < n and script[i] in "IM":
-                    i += 1
-            elif c == "\\" and i + 1 < n:
-                end = skip_regex(i + 2, script[i + 1])
-                if end < 0:
-                    return "the sed script cannot be analysed"
-                i = end + 1
-            elif c in " \t":
-                i += 1
-            else:
-                break
+        i = _sed_address_end(script, i)
+        if i < 0:
+            return _SED_UNREADABLE
         if i >= n:
             break
         c = script[i]
         i += 1
-        if c in "{}":
-            continue
         if c in "ewWrR":
             return f"the sed command {c!r} runs a command or reads or writes a file"
         if c in "sy":
-            if i >= n:
-                return "the sed script cannot be analysed"
-            delim = script[i]
-            if delim in "\n\\":
-                return "the sed script cannot be analysed"
-            end = skip_regex(i + 1, delim)
-            if end < 0:
-                return "the sed script cannot be analysed"
-            end2 = skip_regex(end + 1, delim)
-            if end2 < 0:
-                return "the sed script cannot be analysed"
-            i = end2 + 1
-            if c == "s":
-                flags_end = i
-                while flags_end < n and script[flags_end] not in ";\n}":
-                    flags_end += 1
-                flags = script[i:flags_end]
-                if "e" in flags or "w" in flags:
-                    return "the sed s command's e or w flag runs a command or writes a file"
-                i = flags_end
-            continue
-        if c in "aic:btTvlLqQ":
+            problem, i = _sed_substitution(script, c, i)
+            if problem:
+                return problem
+        elif c in "aic:btTvlLqQ":
             # text or a label to the end of the line (or a command separator for labels)
             while i < n and script[i] != "\n" and not (c in "btTvlLqQ" and script[i] == ";"):
                 i += 1
-            continue
-        if c in "pPdDnNgGhHxz=F":
-            continue
-        return f"the sed command {c!r} is not known to be side-effect-free"
+        elif c not in "{}pPdDnNgGhHxz=F":
+            return f"the sed command {c!r} is not known to be side-effect-free"
     return None
 
 
@@ -866,45 +999,52 @@ def _awk(args: list[str]) -> str | None:
 
 
 def _git(args: list[str]) -> str | None:
-    i = 0
-    while i < len(args):
-        a = args[i]
-        if (a.startswith("-c") and not a.startswith("--")) or a.startswith("--config-env"):
-            return "git -c changes configuration (which may run commands)"
-        if a.startswith("--exec-path"):
-            return "git --exec-path chooses the programs git runs"
-        if a in ("-C", "--git-dir", "--work-tree", "--namespace") and i + 1 < len(args):
-            i += 2
-            continue
-        if a.startswith("-"):
-            i += 1
-            continue
-        break
-    name = args[i] if i < len(args) else ""
-    sub = args[i + 1 :]
-    for a in sub:
-        if a == "--template" or a.startswith("--template="):
-            return "git --template copies hooks from a folder, which then run"
-        if name in ("clone", "submodule") and (
-            a in ("-c", "--config") or a.startswith("--config=") or re.fullmatch(r"-c.+", a)
-        ):
-            return f"git {name} -c sets configuration (which may run commands)"
-        if name == "clone" and (a == "-u" or re.fullmatch(r"-u.+", a)):
-            return "git clone -u runs a command as the upload pack"
-        if a == "--output" or a.startswith("--output="):
-            return "git --output writes a file"
-        if name == "archive" and _short_option(a, "o", ""):
-            return "git archive -o writes a file"
-        if a == "--ext-diff":
-            return "git --ext-diff runs an external diff program"
-        if a in ("-O", "--open-files-in-pager") or a.startswith("--open-files-in-pager"):
-            return "git grep -O runs a pager"
-        if name == "grep" and _short_option(a, "O", "efABCm"):
-            return "git grep -O runs a pager"  # -O<cmd>, -nO<cmd>: the pager attached
-        if a in ("--exec", "-x", "--upload-pack", "--receive-pack", "--extcmd") or a.startswith(
-            ("--exec=", "--upload-pack=", "--receive-pack=", "--extcmd=")
-        ):
-            return f"git {a} runs a command"
+    call = parse_git(tuple(args))
+    if call.has("-c", "--config-env"):
+        return "git -c changes configuration (which may run commands)"
+    if call.has("--exec-path"):
+        return "git --exec-path chooses the programs git runs"
+    sub = call.sub or ""
+    for a in call.args:
+        problem = _git_argument(sub, a or "")
+        if problem:
+            return problem
+    return None
+
+
+#: long options of git's subcommands that write a file or run a command; git accepts an
+#: abbreviation of a long option, which counts as the option (``--out=x`` is ``--output=x``)
+_GIT_WRITING_LONGS = {
+    "--output": "git --output writes a file",
+    "--ext-diff": "git --ext-diff runs an external diff program",
+    "--open-files-in-pager": "git grep -O runs a pager",
+    "--template": "git --template copies hooks from a folder, which then run",
+    "--exec": "git --exec runs a command",
+    "--upload-pack": "git --upload-pack runs a command",
+    "--receive-pack": "git --receive-pack runs a command",
+    "--extcmd": "git --extcmd runs a command",
+}
+
+
+def _git_argument(sub: str, a: str) -> str | None:
+    """Why one argument of ``git SUB`` makes it write or run something, or None."""
+    if a.startswith("--") and len(a) > 3:
+        key = a.split("=", 1)[0]
+        for option, why in _GIT_WRITING_LONGS.items():
+            if option.startswith(key):
+                return why
+    if sub in ("clone", "submodule") and (
+        a in ("-c", "--config") or a.startswith("--config=") or re.fullmatch(r"-c.+", a)
+    ):
+        return f"git {sub} -c sets configuration (which may run commands)"
+    if sub == "clone" and (a == "-u" or re.fullmatch(r"-u.+", a)):
+        return "git clone -u runs a command as the upload pack"
+    if sub == "archive" and _short_option(a, "o", ""):
+        return "git archive -o writes a file"
+    if a == "-O" or (sub == "grep" and _short_option(a, "O", "efABCm")):
+        return "git grep -O runs a pager"  # -O<cmd>, -nO<cmd>: the pager attached
+    if a == "-x":
+        return f"git {a} runs a command"
     return None
 
 
@@ -930,24 +1070,17 @@ _GIT_HOOK_COMMANDS = frozenset(
 def _git_repository(argv: Sequence[str], paths: _Paths) -> str | None:
     """Why the repository an allowed git command works in makes it run something: its own
     configuration names a program, or it holds a hook the subcommand runs."""
+    call = parse_git(tuple(argv[1:]))
     start = paths.cwd
     git_dir: Path | None = None
-    i = 1
-    while i < len(argv):
-        a = argv[i]
-        if a in ("-C", "--git-dir", "--work-tree", "--namespace") and i + 1 < len(argv):
-            if a == "-C":
-                start = paths.resolve(argv[i + 1])
-            elif a == "--git-dir":
-                git_dir = paths.resolve(argv[i + 1])
-            i += 2
+    for option, value in call.options:
+        if value is None:
             continue
-        if a.startswith("--git-dir="):
-            git_dir = paths.resolve(a.partition("=")[2])
-        elif not a.startswith("-"):
-            break
-        i += 1
-    sub = argv[i] if i < len(argv) else ""
+        if option == "-C":
+            start = Path(os.path.realpath(start / os.path.expanduser(value)))
+        elif option == "--git-dir":
+            git_dir = paths.resolve(value)
+    sub = call.sub or ""
     if git_dir is not None:
         problem = repository_obstacle(git_dir / "..") if git_dir.name == ".git" else None
         if problem is None and git_dir.name != ".git":
@@ -1047,7 +1180,7 @@ def _printf(args: list[str]) -> str | None:
 
 
 def _tee(args: list[str]) -> str | None:
-    files = [a for a in args if not a.startswith("-") and a not in _HARMLESS_DEVICES]
+    files = [a for a in args if not a.startswith("-") and a not in HARMLESS_DEVICES]
     return "tee writes files" if files else None
 
 
@@ -1113,10 +1246,10 @@ class _Paths:
 
     def outside(self, value: str) -> str | None:
         """Why reading ``value`` would go outside the workspace, or None."""
-        if not self.confined or value in _HARMLESS_DEVICES:
+        if not self.confined or value in HARMLESS_DEVICES:
             return None
         real = self.resolve(value)
-        if str(real) in _HARMLESS_DEVICES:
+        if str(real) in HARMLESS_DEVICES:
             return None
         if not self.inside(real):
             return f"it names {value!r}, outside the workspace"
@@ -1167,20 +1300,9 @@ def allow_obstacle(
 
 
 def _command_obstacle(cmd: Command, paths: _Paths) -> str | None:
-    for redirect in cmd.redirects:
-        target = redirect.target
-        if target is None:
-            return "a redirection has no target"
-        if redirect.op in ("<<", "<<-", "<<<"):
-            continue
-        if not target.literal:
-            return "a redirection's target is known only when it runs"
-        if redirect.writes and target.value not in _HARMLESS_DEVICES:
-            return "the command writes a file through a redirection"
-        if redirect.reads:
-            problem = paths.outside(target.value)
-            if problem:
-                return f"the command reads a file outside the workspace ({problem})"
+    problem = _redirect_obstacle(cmd, paths)
+    if problem:
+        return problem
     if cmd.assignments:
         return "the command sets environment variables for what it runs"
     if not cmd.words:
@@ -1189,27 +1311,61 @@ def _command_obstacle(cmd: Command, paths: _Paths) -> str | None:
         if word.expands or word.tilde or word.brace:
             return f"the word {word.text!r} is known only when the command runs"
     argv = [w.value for w in cmd.words]
+    problem = _forms_obstacle(argv, paths)
+    if problem:
+        return problem
+    name = argv[0].rsplit("/", 1)[-1]
+    if name in ("cd", "pushd", "popd"):
+        return _cd_obstacle(name, argv, paths)
+    if name in _NO_FILE_ARGS:
+        return None
+    return _paths_obstacle(cmd, name, paths)
+
+
+def _redirect_obstacle(cmd: Command, paths: _Paths) -> str | None:
+    for redirect in cmd.redirects:
+        target = redirect.target
+        if target is None:
+            return "a redirection has no target"
+        if redirect.op in ("<<", "<<-", "<<<"):
+            continue
+        if not target.literal:
+            return "a redirection's target is known only when it runs"
+        if redirect.writes and target.value not in HARMLESS_DEVICES:
+            return "the command writes a file through a redirection"
+        if redirect.reads:
+            problem = paths.outside(target.value)
+            if problem:
+                return f"the command reads a file outside the workspace ({problem})"
+    return None
+
+
+def _forms_obstacle(argv: Sequence[str], paths: _Paths) -> str | None:
     for form in _unwrap(tuple(argv), 0):
         if any(t is None for t in form):
             return "the command runs something that is known only at run time"
-        problem = _side_effect([t for t in form if t is not None])
+        words = [t for t in form if t is not None]
+        problem = _side_effect(words)
         if problem:
             return problem
-        if form and form[0] is not None and form[0].rsplit("/", 1)[-1] == "git":
-            problem = _git_repository([t for t in form if t is not None], paths)
+        if words and words[0].rsplit("/", 1)[-1] == "git":
+            problem = _git_repository(words, paths)
             if problem:
                 return problem
-    name = argv[0].rsplit("/", 1)[-1]
-    if name in ("cd", "pushd", "popd"):
-        if len(argv) != 2 or argv[1] == "-":
-            return f"{name} without a folder goes outside the workspace"
-        real = paths.resolve(argv[1])
-        if paths.confined and not paths.inside(real):
-            return f"cd {argv[1]!r} leaves the workspace"
-        paths.cwd = real
-        return None
-    if name in _NO_FILE_ARGS:
-        return None
+    return None
+
+
+def _cd_obstacle(name: str, argv: Sequence[str], paths: _Paths) -> str | None:
+    if len(argv) != 2 or argv[1] == "-":
+        return f"{name} without a folder goes outside the workspace"
+    real = paths.resolve(argv[1])
+    if paths.confined and not paths.inside(real):
+        return f"cd {argv[1]!r} leaves the workspace"
+    paths.cwd = real
+    return None
+
+
+def _paths_obstacle(cmd: Command, name: str, paths: _Paths) -> str | None:
     for word in cmd.words[1:]:
         if word.glob:
             candidates = _expand_glob(word.value, paths)

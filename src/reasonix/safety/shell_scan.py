@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from reasonix.safety.patterns import normalize_command
 from reasonix.safety.shell_lexer import Script
 from reasonix.safety.shell_lexer import parse as parse_shell
+from reasonix.safety.shell_rules import HARMLESS_DEVICES
 from reasonix.safety.shell_rules import command_forms as shell_command_forms
 
 __all__ = ["HARMLESS_TARGETS", "CommandScan", "command_forms", "scan_command", "scan_script"]
@@ -28,8 +29,8 @@ class CommandScan:
     redirects: bool
 
 
-#: redirect targets that write no file
-HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
+#: redirect targets that write no file (the one list, from the allow side)
+HARMLESS_TARGETS = HARMLESS_DEVICES
 
 
 def scan_command(command: str) -> CommandScan:

@@ -25,166 +25,31 @@ from __future__ import annotations
 import glob as globlib
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+from reasonix.safety.shell.git import parse_git
+from reasonix.safety.shell.programs import READERS, prefix_of, row_obstacle
 from reasonix.safety.shell_lexer import Script, parse
 from reasonix.safety.shell_rules import _unwrap, allow_obstacle
 
 __all__ = [
     "GIT_READS",
-    "READERS",
-    "Reader",
     "proved_read_only",
     "read_only_obstacle",
     "snapshot_skippable",
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class Reader:
-    """How a program that only reads takes its options. ``shorts``/``longs``: the options known
-    to only read (None: every one the program has); ``writes``/``writes_long``: the options that
-    write or run something; ``valued``/``valued_longs``: those whose value may be the next word
-    (a short one takes the rest of its word when something follows it); ``attached``: short
-    options whose value can only be attached; ``operands``: at most this many operands;
-    ``operand``: what each operand must look like."""
-
-    shorts: str | None = None
-    longs: frozenset[str] | None = None
-    writes: str = ""
-    writes_long: tuple[str, ...] = ()
-    valued: str = ""
-    valued_longs: frozenset[str] = frozenset()
-    attached: str = ""
-    operands: int | None = None
-    operand: Callable[[str], bool] | None = None
-
-
-_ANY = Reader()
-_GREP_LONGS = frozenset(
-    {"--extended-regexp", "--fixed-strings", "--basic-regexp", "--perl-regexp", "--regexp",
-     "--file", "--ignore-case", "--no-ignore-case", "--word-regexp", "--line-regexp",
-     "--null-data", "--no-messages", "--invert-match", "--version", "--help", "--max-count",
-     "--byte-offset", "--line-number", "--line-buffered", "--with-filename", "--no-filename",
-     "--label", "--only-matching", "--quiet", "--silent", "--binary-files", "--text",
-     "--directories", "--devices", "--recursive", "--dereference-recursive", "--include",
-     "--exclude", "--exclude-from", "--exclude-dir", "--files-without-match",
-     "--files-with-matches", "--count", "--initial-tab", "--null", "--before-context",
-     "--after-context", "--context", "--group-separator", "--no-group-separator", "--color",
-     "--colour", "--binary"}
-)  # fmt: skip
-_GREP_VALUED = frozenset(
-    {"--regexp", "--file", "--max-count", "--label", "--binary-files", "--directories",
-     "--devices", "--include", "--exclude", "--exclude-from", "--exclude-dir",
-     "--before-context", "--after-context", "--context", "--group-separator"}
-)  # fmt: skip
-_GREP = Reader(
-    longs=_GREP_LONGS,
-    valued="efmABCdD",
-    valued_longs=_GREP_VALUED,
-)
-_HOSTNAME_LONGS = frozenset(
-    {"--alias", "--all-fqdns", "--domain", "--fqdn", "--long", "--ip-address",
-     "--all-ip-addresses", "--short", "--yp", "--nis", "--version", "--help"}
-)  # fmt: skip
-_HOSTNAME = Reader(shorts="aAdfiIsyV", longs=_HOSTNAME_LONGS, operands=0)
-
-#: awk: a program and variables only (``-f``, ``-i``, ``-l``, ``-E`` load code; gawk's ``-o``,
-#: ``-p`` and ``-d`` write files), the program itself checked by the allow side
-_AWK = Reader(
-    shorts="vFe",
-    longs=frozenset({"--assign", "--field-separator", "--source", "--version"}),
-    valued="vFe",
-    valued_longs=frozenset({"--assign", "--field-separator", "--source"}),
-)
-
-#: sed: scripts given as they are (``-i`` edits in place, ``-f`` reads a script the allow side
-#: cannot see; an abbreviated ``--expression`` would hide the script from it)
-_SED = Reader(
-    writes="i",
-    longs=frozenset(
-        {
-            "--expression",
-            "--quiet",
-            "--silent",
-            "--regexp-extended",
-            "--null-data",
-            "--separate",
-            "--posix",
-            "--debug",
-            "--line-length",
-            "--sandbox",
-            "--unbuffered",
-            "--zero-terminated",
-            "--version",
-        }
-    ),
-    valued="el",
-    valued_longs=frozenset({"--expression", "--line-length"}),
-)
-
-#: programs that only read whatever options they are given
-_PLAIN = (
-    "ls", "cat", "tac", "nl", "head", "tail", "wc", "cut", "paste", "tr", "rev", "column", "od",
-    "hexdump", "strings", "basename", "dirname", "realpath", "readlink", "stat", "du", "df",
-    "cmp", "comm", "diff", "pwd", "echo", "true", "false", ":", "whoami", "id", "uname",
-    "printenv", "which", "type", "jq", "seq", "nproc", "md5sum", "sha1sum", "sha224sum",
-    "sha256sum", "sha384sum", "sha512sum", "b2sum", "cksum", "find", "cd", "pushd", "popd",
-)  # fmt: skip
-
-#: Programs that only read, and how each takes its options (see the module docstring).
-READERS: dict[str, Reader] = {
-    **dict.fromkeys(_PLAIN, _ANY),
-    # these: the allow side's own checks (sed -i and e/w/r commands, awk system(), find -exec
-    # and -delete) refuse their forms that write or run
-    "sed": _SED,
-    **dict.fromkeys(("awk", "gawk", "mawk", "nawk"), _AWK),
-    "grep": _GREP,
-    "egrep": _GREP,
-    "fgrep": _GREP,
-    "rg": Reader(writes_long=("--pre", "--hostname-bin"), valued="eEfgjmMtTrdABC"),
-    "printf": Reader(writes="v"),
-    "test": Reader(writes="v"),
-    "[": Reader(writes="v"),
-    "sort": Reader(writes="o", writes_long=("--output", "--compress-program"), valued="kStT"),
-    "tree": Reader(writes="oR", writes_long=("--output",), valued="LPI"),
-    "file": Reader(writes="C", writes_long=("--compile",), valued="mFfeP"),
-    "date": Reader(
-        writes="s",
-        writes_long=("--set",),
-        valued="dfr",
-        valued_longs=frozenset({"--date", "--file", "--reference"}),
-        attached="I",
-        operand=lambda word: word.startswith("+"),
-    ),
-    "hostname": _HOSTNAME,
-    "uniq": Reader(valued="fsw", operands=1),
-    "xxd": Reader(valued="cglosn", operands=1),
-}
-
 #: git's own options a read-only git command may be given (``-C`` takes a folder).
 _GIT_GLOBAL = frozenset(
     {"--no-pager", "-P", "--no-optional-locks", "--literal-pathspecs", "--glob-pathspecs",
      "--noglob-pathspecs", "--icase-pathspecs", "--no-replace-objects"}
 )  # fmt: skip
-#: long options of git's reading subcommands that write or run (a prefix counts: git accepts
-#: abbreviated long options)
-_GIT_WRITES_LONG = (
-    "--output", "--ext-diff", "--open-files-in-pager", "--exec", "--upload-pack",
-    "--receive-pack", "--extcmd", "--edit",
-)  # fmt: skip
 
 
 def _git_plain(args: Sequence[str]) -> str | None:
-    """A subcommand that only reads whatever it is given, but for the options that write."""
-    for a in args:
-        if a == "--":
-            return None
-        if a.startswith("--") and _prefix_of(a.split("=", 1)[0], _GIT_WRITES_LONG):
-            return f"git {a.split('=', 1)[0]} writes or runs something"
-        if a.startswith("-O"):
-            return f"git {a} runs a pager"
+    """A subcommand that only reads whatever it is given (the allow side has refused the
+    options that write or run: ``--output``, ``--ext-diff``, ``-O``, their abbreviations)."""
     return None
 
 
@@ -205,7 +70,7 @@ def _git_log(args: Sequence[str]) -> str | None:
         if a == "--":
             break
         key = a.split("=", 1)[0]
-        if a.startswith("--") and _prefix_of(key, _DIFF_LONGS):
+        if a.startswith("--") and prefix_of(key, _DIFF_LONGS):
             return f"git log {key} computes diffs (which run configured drivers)"
         if a.startswith("-") and not a.startswith("--") and set(a[1:]) & set("puWLcmU"):
             return f"git log {a} computes diffs (which run configured drivers)"
@@ -325,11 +190,6 @@ GIT_READS: dict[str, Callable[[Sequence[str]], str | None]] = {
 }
 
 
-def _prefix_of(key: str, dangerous: Sequence[str]) -> bool:
-    """Whether long option ``key`` is one of ``dangerous`` or an abbreviation of one."""
-    return len(key) > 2 and any(d.startswith(key) or key == d for d in dangerous)
-
-
 #: git subcommands that only read but compute diffs: the diff and textconv drivers the files'
 #: attributes select may run, so they are not proved read-only; a snapshot may skip them
 _GIT_DIFFS = (
@@ -346,85 +206,30 @@ _SNAPSHOT_GIT: dict[str, Callable[[Sequence[str]], str | None]] = {
 
 
 def _git_obstacle(args: Sequence[str], confined: bool = True) -> str | None:
-    i = 0
-    while i < len(args) and args[i].startswith("-"):
-        if args[i] == "-C" and i + 1 < len(args):
-            i += 2
-            continue
-        if args[i] not in _GIT_GLOBAL:
-            return f"git {args[i]} is not known to only read"
-        i += 1
-    if i >= len(args):
+    call = parse_git(tuple(args))
+    for option, value in call.options:
+        if option not in _GIT_GLOBAL and not (option == "-C" and value is not None):
+            return f"git {option} is not known to only read"
+    if call.sub is None:
         return "git without a subcommand"
-    check = GIT_READS.get(args[i])
+    check = GIT_READS.get(call.sub)
     if not confined:
-        check = _SNAPSHOT_GIT.get(args[i], check)
+        check = _SNAPSHOT_GIT.get(call.sub, check)
     if check is None:
-        return f"git {args[i]} is not known to only read"
-    return check(args[i + 1 :])
-
-
-def _long_obstacle(name: str, row: Reader, word: str) -> str | None:
-    key = word.split("=", 1)[0]
-    if _prefix_of(key, row.writes_long):
-        return f"{name} {key} writes or runs something"
-    if row.longs is not None and key not in row.longs:
-        return f"{name} {key} is not known to only read"
-    return None
-
-
-def _short_obstacle(name: str, row: Reader, word: str) -> tuple[str | None, bool]:
-    """Why a cluster of short options does more than read, and whether the next word is the
-    value of its last option."""
-    letters = word[1:]
-    for k, ch in enumerate(letters):
-        if ch in row.writes:
-            return f"{name} -{ch} writes or runs something", False
-        if row.shorts is not None and ch not in row.shorts:
-            return f"{name} -{ch} is not known to only read", False
-        if ch in row.attached:
-            return None, False
-        if ch in row.valued:
-            return None, k == len(letters) - 1
-    return None, False
+        return f"git {call.sub} is not known to only read"
+    return check([a for a in call.args if a is not None])
 
 
 def reader_obstacle(name: str, args: Sequence[str], confined: bool = True) -> str | None:
     """Why ``name args…`` is not a program that only reads, or None (its row in
-    :data:`READERS`, or git's in :data:`GIT_READS`). ``confined=False``: a snapshot's
-    question, where git commands that compute diffs count too."""
+    :data:`~reasonix.safety.shell.programs.READERS`, or git's in :data:`GIT_READS`).
+    ``confined=False``: a snapshot's question, where git commands that compute diffs count."""
     if name == "git":
         return _git_obstacle(args, confined)
     row = READERS.get(name)
     if row is None:
         return f"{name} is not known to only read"
-    operands = 0
-    i = 0
-    ended = False
-    while i < len(args):
-        word = args[i]
-        i += 1
-        if ended or word == "-" or not word.startswith("-"):
-            operands += 1
-            if row.operand is not None and not row.operand(word):
-                return f"{name} {word!r} changes something"
-            continue
-        if word == "--":
-            ended = True
-            continue
-        if word.startswith("--"):
-            problem = _long_obstacle(name, row, word)
-            if problem:
-                return problem
-            i += "=" not in word and word in row.valued_longs
-            continue
-        problem, takes_next = _short_obstacle(name, row, word)
-        if problem:
-            return problem
-        i += takes_next
-    if row.operands is not None and operands > row.operands:
-        return f"{name} with {operands} operands writes or changes something"
-    return None
+    return row_obstacle(name, row, args)
 
 
 #: Folders a program may be named from besides its bare name.

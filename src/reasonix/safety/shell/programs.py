@@ -1,0 +1,211 @@
+"""The programs that only read, and how each takes its options: one row per program.
+
+:data:`READERS` is read twice. The proof that a command only reads
+(:mod:`~reasonix.safety.shell.readers`) accepts a program of the table given only options its
+row knows (:func:`row_obstacle`); the allow side
+(:func:`reasonix.safety.shell_rules.allow_obstacle`) refuses the options and operands a row
+says write or change something (:func:`writing_obstacle`: ``sort -o``, ``sort -uo``, ``sort
+--out=x``, ``tree -o``, ``file -C``, ``sed -i``, ``date 0101``, ``hostname foo``, ``uniq a b``).
+
+GNU programs accept any unambiguous prefix of a long option (``sort --out=x`` is ``--output``):
+a long option that is a prefix of one that writes counts as that one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+__all__ = ["READERS", "Reader", "prefix_of", "row_obstacle", "writing_obstacle"]
+
+
+@dataclass(frozen=True, slots=True)
+class Reader:
+    """How a program that only reads takes its options. ``shorts``/``longs``: the options known
+    to only read (None: every one the program has); ``writes``/``writes_long``: the options that
+    write or run something; ``valued``/``valued_longs``: those whose value may be the next word
+    (a short one takes the rest of its word when something follows it); ``attached``: short
+    options whose value can only be attached; ``operands``: at most this many operands;
+    ``operand``: what each operand must look like."""
+
+    shorts: str | None = None
+    longs: frozenset[str] | None = None
+    writes: str = ""
+    writes_long: tuple[str, ...] = ()
+    valued: str = ""
+    valued_longs: frozenset[str] = frozenset()
+    attached: str = ""
+    operands: int | None = None
+    operand: Callable[[str], bool] | None = None
+
+
+_ANY = Reader()
+_GREP_LONGS = frozenset(
+    {"--extended-regexp", "--fixed-strings", "--basic-regexp", "--perl-regexp", "--regexp",
+     "--file", "--ignore-case", "--no-ignore-case", "--word-regexp", "--line-regexp",
+     "--null-data", "--no-messages", "--invert-match", "--version", "--help", "--max-count",
+     "--byte-offset", "--line-number", "--line-buffered", "--with-filename", "--no-filename",
+     "--label", "--only-matching", "--quiet", "--silent", "--binary-files", "--text",
+     "--directories", "--devices", "--recursive", "--dereference-recursive", "--include",
+     "--exclude", "--exclude-from", "--exclude-dir", "--files-without-match",
+     "--files-with-matches", "--count", "--initial-tab", "--null", "--before-context",
+     "--after-context", "--context", "--group-separator", "--no-group-separator", "--color",
+     "--colour", "--binary"}
+)  # fmt: skip
+_GREP_VALUED = frozenset(
+    {"--regexp", "--file", "--max-count", "--label", "--binary-files", "--directories",
+     "--devices", "--include", "--exclude", "--exclude-from", "--exclude-dir",
+     "--before-context", "--after-context", "--context", "--group-separator"}
+)  # fmt: skip
+_GREP = Reader(
+    longs=_GREP_LONGS,
+    valued="efmABCdD",
+    valued_longs=_GREP_VALUED,
+)
+_HOSTNAME_LONGS = frozenset(
+    {"--alias", "--all-fqdns", "--domain", "--fqdn", "--long", "--ip-address",
+     "--all-ip-addresses", "--short", "--yp", "--nis", "--version", "--help"}
+)  # fmt: skip
+_HOSTNAME = Reader(shorts="aAdfiIsyV", longs=_HOSTNAME_LONGS, operands=0)
+
+#: awk: a program and variables only (``-f``, ``-i``, ``-l``, ``-E`` load code; gawk's ``-o``,
+#: ``-p`` and ``-d`` write files), the program itself checked by the allow side
+_AWK = Reader(
+    shorts="vFe",
+    longs=frozenset({"--assign", "--field-separator", "--source", "--version"}),
+    valued="vFe",
+    valued_longs=frozenset({"--assign", "--field-separator", "--source"}),
+)
+
+#: sed: scripts given as they are (``-i`` edits in place, ``-f`` reads a script the allow side
+#: cannot see; an abbreviated ``--expression`` would hide the script from it)
+_SED = Reader(
+    writes="i",
+    longs=frozenset(
+        {
+            "--expression",
+            "--quiet",
+            "--silent",
+            "--regexp-extended",
+            "--null-data",
+            "--separate",
+            "--posix",
+            "--debug",
+            "--line-length",
+            "--sandbox",
+            "--unbuffered",
+            "--zero-terminated",
+            "--version",
+        }
+    ),
+    valued="el",
+    valued_longs=frozenset({"--expression", "--line-length"}),
+)
+
+#: programs that only read whatever options they are given
+_PLAIN = (
+    "ls", "cat", "tac", "nl", "head", "tail", "wc", "cut", "paste", "tr", "rev", "column", "od",
+    "hexdump", "strings", "basename", "dirname", "realpath", "readlink", "stat", "du", "df",
+    "cmp", "comm", "diff", "pwd", "echo", "true", "false", ":", "whoami", "id", "uname",
+    "printenv", "which", "type", "jq", "seq", "nproc", "md5sum", "sha1sum", "sha224sum",
+    "sha256sum", "sha384sum", "sha512sum", "b2sum", "cksum", "find", "cd", "pushd", "popd",
+)  # fmt: skip
+
+#: Programs that only read, and how each takes its options (see the module docstring).
+READERS: dict[str, Reader] = {
+    **dict.fromkeys(_PLAIN, _ANY),
+    # these: the allow side's own checks (sed -i and e/w/r commands, awk system(), find -exec
+    # and -delete) refuse their forms that write or run
+    "sed": _SED,
+    **dict.fromkeys(("awk", "gawk", "mawk", "nawk"), _AWK),
+    "grep": _GREP,
+    "egrep": _GREP,
+    "fgrep": _GREP,
+    "rg": Reader(writes_long=("--pre", "--hostname-bin"), valued="eEfgjmMtTrdABC"),
+    "printf": Reader(writes="v"),
+    "test": Reader(writes="v"),
+    "[": Reader(writes="v"),
+    "sort": Reader(writes="o", writes_long=("--output", "--compress-program"), valued="kStT"),
+    "tree": Reader(writes="oR", writes_long=("--output",), valued="LPI"),
+    "file": Reader(writes="C", writes_long=("--compile",), valued="mFfeP"),
+    "date": Reader(
+        writes="s",
+        writes_long=("--set",),
+        valued="dfr",
+        valued_longs=frozenset({"--date", "--file", "--reference"}),
+        attached="I",
+        operand=lambda word: word.startswith("+"),
+    ),
+    "hostname": _HOSTNAME,
+    "uniq": Reader(valued="fsw", operands=1),
+    "xxd": Reader(valued="cglosn", operands=1),
+}
+
+
+def prefix_of(key: str, dangerous: Sequence[str]) -> bool:
+    """Whether long option ``key`` is one of ``dangerous`` or an abbreviation of one."""
+    return len(key) > 2 and any(d.startswith(key) or key == d for d in dangerous)
+
+
+def _long_obstacle(name: str, row: Reader, word: str) -> str | None:
+    key = word.split("=", 1)[0]
+    if prefix_of(key, row.writes_long):
+        return f"{name} {key} writes or runs something"
+    if row.longs is not None and key not in row.longs:
+        return f"{name} {key} is not known to only read"
+    return None
+
+
+def _short_obstacle(name: str, row: Reader, word: str) -> tuple[str | None, bool]:
+    """Why a cluster of short options does more than read, and whether the next word is the
+    value of its last option."""
+    letters = word[1:]
+    for k, ch in enumerate(letters):
+        if ch in row.writes:
+            return f"{name} -{ch} writes or runs something", False
+        if row.shorts is not None and ch not in row.shorts:
+            return f"{name} -{ch} is not known to only read", False
+        if ch in row.attached:
+            return None, False
+        if ch in row.valued:
+            return None, k == len(letters) - 1
+    return None, False
+
+
+def row_obstacle(name: str, row: Reader, args: Sequence[str], strict: bool = True) -> str | None:
+    """Why ``name args…`` does more than read by its row; ``strict=False`` reports only what
+    writes or changes something (not an option the row does not know)."""
+    operands = 0
+    i = 0
+    ended = False
+    while i < len(args):
+        word = args[i]
+        i += 1
+        if ended or word == "-" or not word.startswith("-"):
+            operands += 1
+            if row.operand is not None and not row.operand(word):
+                return f"{name} {word!r} changes something"
+            continue
+        if word == "--":
+            ended = True
+            continue
+        problem, takes_next = _option_obstacle(name, row, word)
+        if problem and (strict or "writes" in problem):
+            return problem
+        i += takes_next
+    if row.operands is not None and operands > row.operands:
+        return f"{name} with {operands} operands writes or changes something"
+    return None
+
+
+def _option_obstacle(name: str, row: Reader, word: str) -> tuple[str | None, bool]:
+    if word.startswith("--"):
+        return _long_obstacle(name, row, word), "=" not in word and word in row.valued_longs
+    return _short_obstacle(name, row, word)
+
+
+def writing_obstacle(name: str, args: Sequence[str]) -> str | None:
+    """Why a program of :data:`READERS` writes or changes something with these arguments, or
+    None (also for a program not in the table)."""
+    row = READERS.get(name)
+    return row_obstacle(name, row, args, strict=False) if row is not None else None
