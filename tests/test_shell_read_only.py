@@ -56,7 +56,7 @@ READ_ONLY = [
     "sort a.txt", "sort -u a.txt", "sort -k 2 a.txt", "sort -t o a.txt", "sort -rn a.txt",
     "uniq a.txt", "uniq -c a.txt", "sort a.txt | uniq -c | sort -rn | head",
     "xxd a.txt", "xxd -l 16 a.txt", "tree", "tree -L 2", "tree -a src", "file a.txt",
-    "file -b a.txt", "date", "date +%s", "date -u", "date -d yesterday +%F", "hostname",
+    "file -b a.txt", "date", "date +%s", "date -u", "date --date yesterday +%F", "date -d yesterday +%F", "hostname",
     "hostname -f", "hostname -I",
     # git that only reads
     "git status", "git status --short", "git -C src status", "git --no-pager log",
@@ -109,7 +109,7 @@ NOT_READ_ONLY = [
     "sort --co=sh a.txt", "tree -o x", "tree -ao x", "tree --output x", "tree -R -H . src",
     "file -C", "file -bC -m x", "file --compile", "hostname foo", "hostname -F name.txt",
     "hostname -b x", "hostname --file x", "date 010112002020", "date -s now",
-    "date --set=now", "date --se now", "uniq a.txt b.txt", "uniq -c a.txt b.txt",
+    "date --set=now", "date -I 0101", "date --date=now 0101", "date --se now", "uniq a.txt b.txt", "uniq -c a.txt b.txt",
     "xxd a.txt b.txt", "xxd -r a.txt b.txt", "printf -v x %s y", "test -v 'a[$(rm x)]'",
     "[ -v x ]", "find . -delete", "find . -name x -delete", "find . -exec rm {} ;",
     "find . -execdir ls ;", "find . -ok rm {} ;", "find . -fprint out.txt",
