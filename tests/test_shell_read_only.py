@@ -56,7 +56,8 @@ READ_ONLY = [
     "sort a.txt", "sort -u a.txt", "sort -k 2 a.txt", "sort -t o a.txt", "sort -rn a.txt",
     "uniq a.txt", "uniq -c a.txt", "sort a.txt | uniq -c | sort -rn | head",
     "xxd a.txt", "xxd -l 16 a.txt", "tree", "tree -L 2", "tree -a src", "file a.txt",
-    "file -b a.txt", "date", "date +%s", "date -u", "date --date yesterday +%F", "date -d yesterday +%F", "hostname",
+    "file -b a.txt", "date", "date +%s", "date -u", "date --date yesterday +%F",
+    "date -d yesterday +%F", "hostname",
     "hostname -f", "hostname -I",
     # git that only reads
     "git status", "git status --short", "git -C src status", "git --no-pager log",
@@ -109,7 +110,12 @@ NOT_READ_ONLY = [
     "sort --co=sh a.txt", "tree -o x", "tree -ao x", "tree --output x", "tree -R -H . src",
     "file -C", "file -bC -m x", "file --compile", "hostname foo", "hostname -F name.txt",
     "hostname -b x", "hostname --file x", "date 010112002020", "date -s now",
-    "date --set=now", "date -I 0101", "date --date=now 0101", "date --se now", "uniq a.txt b.txt", "uniq -c a.txt b.txt",
+    "date --set=now", "date -I 0101", "date --date=now 0101", "date --se now",
+    "uniq a.txt b.txt", "uniq -c a.txt b.txt",
+    # recursion that follows symbolic links (one may point out of the workspace)
+    "grep -R x .", "grep -rR x .", "grep --dereference-recursive x .", "grep --deref x .",
+    "rg -L x", "rg --follow x", "find -L .", "find . -follow", "ls -RL", "ls -R --dereference",
+    "tree -l", "du -L .",
     "xxd a.txt b.txt", "xxd -r a.txt b.txt", "printf -v x %s y", "test -v 'a[$(rm x)]'",
     "[ -v x ]", "find . -delete", "find . -name x -delete", "find . -exec rm {} ;",
     "find . -execdir ls ;", "find . -ok rm {} ;", "find . -fprint out.txt",
@@ -155,7 +161,7 @@ SNAPSHOT_ONLY = [
     "git stash show -p", "git status && git diff", "git log -U3", "git log --pat",
     "cat /etc/passwd", "ls /", "cat ../secret", "cd .. && ls", "cd / && ls",
     "grep -r x /home", "find / -name x", "ls -la ..", "cat /proc/self/environ", "ls /dev",
-    "git -C / status",
+    "git -C / status", "date -f ../outside/secret.txt", "date -r /etc/passwd",
     # a sed address that looks like a path is taken for one (an over-careful refusal)
     "sed -n '/foo/p' a.txt",
 ]  # fmt: skip

@@ -13,13 +13,12 @@ Breaks (xfail, strict) are written up in the attack report for the lead:
   ``git -C evil status`` is proved read-only and runs the program;
 - ``git status`` runs ``git status`` in every submodule, whose configuration
   (``.git/modules/NAME/config``) the repository check does not read: its fsmonitor runs;
-- ``grep -R x .`` follows a committed symlink (``docs -> ../outside``) out of the workspace:
-  only the words are checked, not what a recursive reader that follows links reaches;
 - awk's ``--source=PROGRAM`` (gawk) is allowed, its program never checked for ``system()``;
-  gawk's ``@include "lib.awk"`` loads a workspace file nobody reads first;
-- ``date -f FILE`` reads FILE (each line that is not a date is echoed in an error), but ``date``
-  is among the programs whose words are never paths, so a file outside the workspace is read
-  without asking.
+  gawk's ``@include "lib.awk"`` loads a workspace file nobody reads first.
+
+Fixed since (now among the lines the proof must refuse): ``grep -R x .`` following a committed
+symlink (``docs -> ../outside``) out of the workspace (the rows refuse the options that follow
+links), and ``date -f FILE`` reading a file outside it (date's words are checked as paths).
 """
 
 from __future__ import annotations
@@ -233,14 +232,10 @@ def test_holds_proof_refuses_a_line_with_an_effect(
                 "(.git/modules/NAME/config) is not checked: its core.fsmonitor runs",
             ),
         ),
-        pytest.param(
-            "grep-R-follows-link-out",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="grep -R (rg -L, find -L, ls -RL, tree -l) follows a symlink in the "
-                "workspace out of it; only the words are checked, not what recursion reaches",
-            ),
-        ),
+        # fixed: the reading table's rows refuse the options that follow links (grep -R,
+        # rg -L, find -L/-follow, ls -L, tree -l, du -L), and date's words are paths
+        "grep-R-follows-link-out",
+        "date-f-outside",
         pytest.param(
             "gawk-source-system",
             marks=[
@@ -273,14 +268,6 @@ def test_holds_proof_refuses_a_line_with_an_effect(
                     "system() runs",
                 ),
             ],
-        ),
-        pytest.param(
-            "date-f-outside",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="date is in _NO_FILE_ARGS, but date -f FILE reads FILE (echoed in errors):"
-                " a file outside the workspace reaches the model without a question",
-            ),
         ),
     ],
 )

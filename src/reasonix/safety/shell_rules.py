@@ -786,7 +786,7 @@ def rule_matches(pattern: str, forms: Iterable[Form]) -> bool:
 # Allow rules: side-effect-free forms only
 
 #: Commands that never read or write the files their arguments name.
-_NO_FILE_ARGS = frozenset({"echo", "printf", "true", "false", ":", "pwd", "date", "whoami"})
+_NO_FILE_ARGS = frozenset({"echo", "printf", "true", "false", ":", "pwd", "whoami"})
 #: Commands that only read what they are given (their own-config arguments are fine).
 _READERS = frozenset(
     {"cat", "head", "tail", "less", "more", "grep", "egrep", "fgrep", "rg", "ls", "wc", "diff",

@@ -26,7 +26,9 @@ class Reader:
     write or run something; ``valued``/``valued_longs``: those whose value may be the next word
     (a short one takes the rest of its word when something follows it); ``attached``: short
     options whose value can only be attached; ``operands``: at most this many operands;
-    ``operand``: what each operand must look like."""
+    ``operand``: what each operand must look like; ``follows``/``follows_words``: the options
+    that make a recursive reader follow symbolic links (a link in the workspace may point out
+    of it, and the words alone do not show where recursion goes)."""
 
     shorts: str | None = None
     longs: frozenset[str] | None = None
@@ -37,6 +39,8 @@ class Reader:
     attached: str = ""
     operands: int | None = None
     operand: Callable[[str], bool] | None = None
+    follows: str = ""
+    follows_words: tuple[str, ...] = ()
 
 
 _ANY = Reader()
@@ -58,6 +62,8 @@ _GREP_VALUED = frozenset(
      "--before-context", "--after-context", "--context", "--group-separator"}
 )  # fmt: skip
 _GREP = Reader(
+    follows="R",
+    follows_words=("--dereference-recursive",),
     longs=_GREP_LONGS,
     valued="efmABCdD",
     valued_longs=_GREP_VALUED,
@@ -104,11 +110,11 @@ _SED = Reader(
 
 #: programs that only read whatever options they are given
 _PLAIN = (
-    "ls", "cat", "tac", "nl", "head", "tail", "wc", "cut", "paste", "tr", "rev", "column", "od",
-    "hexdump", "strings", "basename", "dirname", "realpath", "readlink", "stat", "du", "df",
+    "cat", "tac", "nl", "head", "tail", "wc", "cut", "paste", "tr", "rev", "column", "od",
+    "hexdump", "strings", "basename", "dirname", "realpath", "readlink", "stat", "df",
     "cmp", "comm", "diff", "pwd", "echo", "true", "false", ":", "whoami", "id", "uname",
     "printenv", "which", "type", "jq", "seq", "nproc", "md5sum", "sha1sum", "sha224sum",
-    "sha256sum", "sha384sum", "sha512sum", "b2sum", "cksum", "find", "cd", "pushd", "popd",
+    "sha256sum", "sha384sum", "sha512sum", "b2sum", "cksum", "cd", "pushd", "popd",
 )  # fmt: skip
 
 #: Programs that only read, and how each takes its options (see the module docstring).
@@ -121,12 +127,20 @@ READERS: dict[str, Reader] = {
     "grep": _GREP,
     "egrep": _GREP,
     "fgrep": _GREP,
-    "rg": Reader(writes_long=("--pre", "--hostname-bin"), valued="eEfgjmMtTrdABC"),
+    "rg": Reader(
+        writes_long=("--pre", "--hostname-bin"),
+        valued="eEfgjmMtTrdABC",
+        follows="L",
+        follows_words=("--follow",),
+    ),
+    "find": Reader(follows="L", follows_words=("-follow",)),
+    "ls": Reader(follows="L", follows_words=("--dereference",)),
+    "du": Reader(follows="L", follows_words=("--dereference",)),
     "printf": Reader(writes="v"),
     "test": Reader(writes="v"),
     "[": Reader(writes="v"),
     "sort": Reader(writes="o", writes_long=("--output", "--compress-program"), valued="kStT"),
-    "tree": Reader(writes="oR", writes_long=("--output",), valued="LPI"),
+    "tree": Reader(writes="oR", writes_long=("--output",), valued="LPI", follows="l"),
     "file": Reader(writes="C", writes_long=("--compile",), valued="mFfeP"),
     "date": Reader(
         writes="s",
@@ -151,6 +165,8 @@ def _long_obstacle(name: str, row: Reader, word: str) -> str | None:
     key = word.split("=", 1)[0]
     if prefix_of(key, row.writes_long):
         return f"{name} {key} writes or runs something"
+    if prefix_of(key, row.follows_words):
+        return f"{name} {key} follows symbolic links, maybe out of the workspace"
     if row.longs is not None and key not in row.longs:
         return f"{name} {key} is not known to only read"
     return None
@@ -163,6 +179,8 @@ def _short_obstacle(name: str, row: Reader, word: str) -> tuple[str | None, bool
     for k, ch in enumerate(letters):
         if ch in row.writes:
             return f"{name} -{ch} writes or runs something", False
+        if ch in row.follows:
+            return f"{name} -{ch} follows symbolic links, maybe out of the workspace", False
         if row.shorts is not None and ch not in row.shorts:
             return f"{name} -{ch} is not known to only read", False
         if ch in row.attached:
@@ -199,6 +217,8 @@ def row_obstacle(name: str, row: Reader, args: Sequence[str], strict: bool = Tru
 
 
 def _option_obstacle(name: str, row: Reader, word: str) -> tuple[str | None, bool]:
+    if word in row.follows_words:  # find's -follow: a word of one dash
+        return f"{name} {word} follows symbolic links, maybe out of the workspace", False
     if word.startswith("--"):
         return _long_obstacle(name, row, word), "=" not in word and word in row.valued_longs
     return _short_obstacle(name, row, word)
