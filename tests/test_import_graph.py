@@ -35,6 +35,7 @@ LAYERS: dict[str, int] = {
             "config",
             "redaction",
             "terminal_text",
+            "fences",
             "images",
             "_version",
         ),

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reasonix.errors import SessionError
+from reasonix.fences import code_fence
 from reasonix.messages import AssistantMessage, SystemMessage, ToolMessage, UserMessage
 
 if TYPE_CHECKING:
@@ -33,9 +33,7 @@ def default_export_name(session_id: str) -> str:
 
 
 def _fence(text: str, info: str = "") -> str:
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{info}\n{text.rstrip()}\n{fence}"
+    return code_fence(text.rstrip(), info)
 
 
 def _arguments(raw: str) -> str:

@@ -44,6 +44,7 @@ from typing import Any
 
 from reasonix.errors import SessionStoreError
 from reasonix.events import Event, ToolCharged, UsageEvent, UsageSource, charge_source
+from reasonix.fences import fence_for
 from reasonix.messages import (
     AssistantMessage,
     Message,
@@ -854,11 +855,7 @@ def _agent_order(agent: str) -> tuple[int, str]:
 
 def _fence(text: str, info: str = "") -> list[str]:
     """A code fence longer than any backtick run inside ``text``."""
-    longest, run = 0, 0
-    for ch in text:
-        run = run + 1 if ch == "`" else 0
-        longest = max(longest, run)
-    fence = "`" * max(3, longest + 1)
+    fence = fence_for(text)
     return [fence + info, text, fence]
 
 
