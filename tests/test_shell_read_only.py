@@ -148,7 +148,8 @@ NOT_READ_ONLY = [
     "git remote add x y", "git remote remove x", "git remote show origin",
     "git remote prune origin", "git config user.name x", "git config --unset x",
     "git config --add x y", "git config set x y", "git config user.name",
-    "git config --edit", "git config -e", "git help log", "git ls-remote origin",
+    "git config --edit", "git config get --unset x", "git config -e", "git help log",
+    "git ls-remote origin",
     "git archive -o x.tar HEAD", "git bisect run ls", "git submodule foreach ls",
     "git notes add -m x", "git difftool", "git log --exec=x",
 ]  # fmt: skip
