@@ -38,6 +38,15 @@ async def test_export_writes_the_transcript_and_never_overwrites(
         (tmp_path / "target.md").write_text("precious\n")
         (tmp_path / "link.md").symlink_to(tmp_path / "target.md")
         through_link = await answer(session, "/export link.md", "run")
+        # a folder the repository made a symlink out of the workspace
+        elsewhere = tmp_path.parent / f"{tmp_path.name}-elsewhere"
+        elsewhere.mkdir()
+        (tmp_path / "docs").symlink_to(elsewhere)
+        out_of_tree = await answer(session, "/export docs/x.md", "run")
+        inside = tmp_path / "kept"
+        inside.mkdir()
+        (tmp_path / "in").symlink_to(inside)
+        in_tree = await answer(session, "/export in/x.md", "run")
     finally:
         await session.aclose()
     assert not first.error and first.text == f"Exported the transcript to {default}."
@@ -52,6 +61,10 @@ async def test_export_writes_the_transcript_and_never_overwrites(
     # a folder that does not exist is an error that says so, not a traceback
     assert named.error and "cannot create" in named.text
     assert through_link.error and (tmp_path / "target.md").read_text() == "precious\n"
+    assert out_of_tree.error and "leads outside the workspace" in out_of_tree.text
+    assert not (elsewhere / "x.md").exists()
+    # control: a symlink that stays inside the workspace is followed
+    assert not in_tree.error and (inside / "x.md").exists()
 
 
 @pytest.mark.slow

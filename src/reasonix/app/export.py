@@ -107,6 +107,15 @@ def export_transcript(session: AgentSession, name: str | None = None) -> Path:
     path = Path(os.path.expanduser(name)) if name else Path(default_export_name(session.session_id))
     if not path.is_absolute():
         path = session.workspace / path
+        # A relative name stays in the workspace: a folder on the way may be a symlink a
+        # repository committed (``notes -> ../elsewhere``), which would put the file outside.
+        root = os.path.realpath(session.workspace)
+        parent = os.path.realpath(path.parent)
+        if os.path.commonpath([root, parent]) != root:
+            raise SessionError(
+                f"{name} leads outside the workspace (through a symbolic link to {parent}); "
+                "nothing was written. Give an absolute path if you mean to write there."
+            )
     text = transcript_markdown(session)
     try:
         # O_EXCL: never replace a file (nor write through a symlink planted at the name).
