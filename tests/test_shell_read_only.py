@@ -77,7 +77,7 @@ READ_ONLY = [
     "git config get user.name", "git version", "git check-ignore -v a.txt",
     "git log --oneline | head -5",
     # structure of the line
-    "cd src && ls", "(ls; pwd)", "{ ls; pwd; }", "ls && pwd || true", "ls &",
+    "cd src && ls", "cd src && ls x*", "(ls; pwd)", "{ ls; pwd; }", "ls && pwd || true", "ls &",
     "cat a.txt 2>/dev/null", "ls 2>&1 | head", "ls > /dev/null", "cat < a.txt",
     "grep foo <<< 'a foo'", "if test -f a.txt; then cat a.txt; fi",
     "while false; do ls; done", "echo 'a;b' | cut -d';' -f1", "cat 'a.txt'", 'cat "a.txt"',
@@ -102,7 +102,7 @@ NOT_READ_ONLY = [
     "$cmd", "l* -la",
     # reads outside the workspace
     "cat /etc/passwd", "ls /", "head ~/.ssh/id_rsa", "cat ../secret", "cd .. && ls",
-    "cd / && ls", "cat /proc/self/environ", "ls /dev", "grep -r x /home",
+    "cd / && ls", "cat /proc/self/environ", "cd src && ls *.py", "ls /dev", "grep -r x /home",
     "git -C / status", "find / -name x", "ls -la ..",
     # near misses of the forms above
     "sort -o out.txt a.txt", "sort -uo out.txt a.txt", "sort --output=x a.txt",
@@ -110,7 +110,8 @@ NOT_READ_ONLY = [
     "sort --co=sh a.txt", "tree -o x", "tree -ao x", "tree --output x", "tree -R -H . src",
     "file -C", "file -bC -m x", "file --compile", "hostname foo", "hostname -F name.txt",
     "hostname -b x", "hostname --file x", "date 010112002020", "date -s now",
-    "date --set=now", "date -I 0101", "date --date=now 0101", "date --se now",
+    "date --set=now", "date -I 0101", "date --date=now 0101", "date --utc 0101",
+    "uniq -- a.txt -b.txt", "date --se now",
     "uniq a.txt b.txt", "uniq -c a.txt b.txt",
     # recursion that follows symbolic links (one may point out of the workspace)
     "grep -R x .", "grep -rR x .", "grep --dereference-recursive x .", "grep --deref x .",
@@ -266,6 +267,7 @@ ALLOW_SIDE_WRITES = [
     "file -bC", "date 010112002020", "date --se now", "hostname foo", "rg --hostname-bin=sh x",
     "rg --pre sh x", "git log --outp=x", "git diff --ext=x", "git grep --open foo",
     "git log --exe=x", "uniq a.txt b.txt", "xxd a.txt b.txt", "printf -v x y",
+    "hostname -F name.txt", "uniq -- a.txt -b.txt",
 ]  # fmt: skip
 #: and what it still covers (writing nothing, even with an option the proof does not know)
 ALLOW_SIDE_FINE = [
