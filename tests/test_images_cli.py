@@ -207,6 +207,12 @@ def test_image_tokens_appear_in_the_json_usage_and_in_cost(tmp_path: Path) -> No
         assert executor["image_tokens_estimated"] == images.image_tokens(900, 700)
         # the server counts them inside the input, as DeepSeek does
         assert executor["prompt_tokens"] > executor["image_tokens_estimated"]
+        # resumed: the whole-session table still knows the images' share (from the store)
+        code, out = run(["-c", "/cost"], repo, env)
+        assert code == 0, out
+        whole = out.split("Whole session")
+        assert len(whole) == 2, out
+        assert f"images: about {images.image_tokens(900, 700)} of the input" in whole[1], out
     from reasonix.control.cost import RoleCost, format_cost_table
 
     table = format_cost_table({"executor": RoleCost(1, image_tokens=358)})

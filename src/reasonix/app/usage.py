@@ -128,7 +128,10 @@ class SessionUsage:
             table += "\n\nSubagents (the subagent row above, per child):\n" + "\n".join(lines)
         stored = self._s.store.usage_summary(self._s.session_id)
         if sum(t.requests for t in stored.values()) > sum(c.requests for c in here.values()):
-            whole = {k: RoleCost(v.requests, v.usage, v.cost) for k, v in stored.items()}
+            whole = {
+                k: RoleCost(v.requests, v.usage, v.cost, image_tokens=v.image_tokens)
+                for k, v in stored.items()
+            }
             # the store keeps USD costs only
             table += "\n\nWhole session (all runs, USD):\n" + format_cost_table(whole)
         return table

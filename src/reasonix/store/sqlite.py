@@ -169,9 +169,18 @@ class UsageTotal:
     usage: Usage
     cost: float
     requests: int
+    #: our estimate of the images' share of ``usage.prompt_tokens`` (DeepSeek reports none)
+    image_tokens: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"usage": self.usage.to_dict(), "cost": self.cost, "requests": self.requests}
+        out: dict[str, Any] = {
+            "usage": self.usage.to_dict(),
+            "cost": self.cost,
+            "requests": self.requests,
+        }
+        if self.image_tokens:
+            out["image_tokens_estimated"] = self.image_tokens
+        return out
 
 
 def _storable(text: str) -> str:
@@ -686,11 +695,22 @@ class SessionStore:
                 "ORDER BY source",
                 (session_id,),
             ).fetchall()
+            # The images' share is an estimate each usage event carries (the usage table holds
+            # the server's figures only): summed from the events, so no schema change.
+            images = dict(
+                conn.execute(
+                    "SELECT json_extract(data, '$.source'), "
+                    "SUM(COALESCE(json_extract(data, '$.image_tokens'), 0)) FROM events "
+                    "WHERE session_id = ? AND kind = 'usage' GROUP BY 1",
+                    (session_id,),
+                ).fetchall()
+            )
         return {
             str(r[0]): UsageTotal(
                 Usage(int(r[1]), int(r[2]), int(r[3]), int(r[4]), int(r[5])),
                 float(r[6]),
                 int(r[7]),
+                int(images.get(r[0]) or 0),
             )
             for r in rows
         }
