@@ -27,6 +27,8 @@ TOOLS: list[tuple[str, dict[str, Any], str]] = [
 #: what the mode decides with no rule and no hook (the module docstring's table)
 BY_MODE = {
     Mode.ASK: {"read": "allow", "edit": "ask", "destructive": "ask", "other": "ask"},
+    # auto decides as ask does; the reviewer answers afterwards what is off the hard floor
+    Mode.AUTO: {"read": "allow", "edit": "ask", "destructive": "ask", "other": "ask"},
     Mode.AUTO_EDIT: {"read": "allow", "edit": "allow", "destructive": "ask", "other": "ask"},
     Mode.PLAN: {"read": "allow", "edit": "deny", "destructive": "deny", "other": "deny"},
     Mode.YOLO: {"read": "allow", "edit": "allow", "destructive": "allow", "other": "allow"},
@@ -103,6 +105,9 @@ def test_decide_table(
     if verdict.outcome == "ask":
         assert verdict.reason.startswith(f"{name} needs approval")
         assert verdict.session_rules  # something to allow for the session is proposed
+        # the hard floor: an ask rule the user wrote or a hook that asked is never reviewed
+        on_floor = rule == "ask" or hook == "ask"
+        assert (verdict.floor is not None) == on_floor, verdict
 
 
 IRREVERSIBLE_RULES: dict[str, Rules] = {
@@ -137,6 +142,7 @@ def test_irreversible_asks_every_time_unless_named(
             reason=f"bash needs approval every time, as no snapshot can undo it: {why}",
             session_rules=verdict.session_rules,
             irreversible=why,
+            floor=f"no snapshot can undo it: {why}",  # never to auto mode's reviewer
         )
 
 
