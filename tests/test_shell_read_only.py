@@ -128,6 +128,9 @@ NOT_READ_ONLY = [
     "awk --fi=x.awk a.txt", "awk -p '{print}' a.txt", "awk -o out '{print}' a.txt",
     "awk --so='BEGIN{system(\"x\")}'", "awk '{print | \"sh\"}' a.txt",
     "awk '{getline x < \"f\"}' a.txt", "gawk -l ext 1", "mawk -W exec x",
+    "gawk --source='BEGIN{system(\"x\")}'", "gawk -e'BEGIN{system(\"x\")}'", "awk -fx.awk a",
+    "gawk '@include \"x.awk\"' a.txt", "gawk 'BEGIN{f=\"system\"; @f(\"x\")}'",
+    "gawk -W source='BEGIN{system(\"x\")}'", "gawk -Wsource='BEGIN{system(\"x\")}'",
     "rg --pre sh x", "rg --pre=sh x", "rg --hostname-bin=sh x", "rg --hostname-bin sh x",
     "grep -o foo a.txt --exec rm", "grep --fi=x a", "grep --unknown x a.txt",
     # git near misses

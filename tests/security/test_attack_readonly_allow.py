@@ -236,39 +236,9 @@ def test_holds_proof_refuses_a_line_with_an_effect(
         # rg -L, find -L/-follow, ls -L, tree -l, du -L), and date's words are paths
         "grep-R-follows-link-out",
         "date-f-outside",
-        pytest.param(
-            "gawk-source-system",
-            marks=[
-                GAWK,
-                pytest.mark.xfail(
-                    strict=True,
-                    reason="awk's --source=PROGRAM is allowed but its program is not checked "
-                    "for system(): gawk runs it",
-                ),
-            ],
-        ),
-        pytest.param(
-            "gawk-indirect-system",
-            marks=[
-                GAWK,
-                pytest.mark.xfail(
-                    strict=True,
-                    reason='gawk\'s indirect call @f() with f="system" is not the system( the '
-                    "check looks for: it runs",
-                ),
-            ],
-        ),
-        pytest.param(
-            "gawk-include-system",
-            marks=[
-                GAWK,
-                pytest.mark.xfail(
-                    strict=True,
-                    reason="gawk's @include loads a workspace file the check never reads: its "
-                    "system() runs",
-                ),
-            ],
-        ),
+        pytest.param("gawk-source-system", marks=GAWK),
+        pytest.param("gawk-indirect-system", marks=GAWK),
+        pytest.param("gawk-include-system", marks=GAWK),
     ],
 )
 def test_break_proof_accepts_a_line_with_an_effect(

@@ -968,12 +968,31 @@ def _awk(args: list[str]) -> str | None:
         a = args[i]
         if a in ("-f", "--file", "-E", "--exec", "-i", "--include", "-l", "--load"):
             return f"awk {a} loads a program or an extension from a file"
+        if a.startswith("-W") and not operands:  # gawk's -W source=..., -W file=...
+            return "awk -W options are not modelled"
         if a in ("-v", "-F", "--assign", "--field-separator") and i + 1 < len(args):
             i += 2
             continue
         if a in ("-e", "--source") and i + 1 < len(args):
             programs.append(args[i + 1])
             i += 2
+            continue
+        name, eq, value = a.partition("=")
+        if a.startswith("--") and len(name) > 2 and not operands:
+            # gawk takes any unambiguous prefix of a long option, the value after = or next
+            if any(o.startswith(name) for o in ("--file", "--exec", "--include", "--load")):
+                return f"awk {name} loads a program or an extension from a file"
+            if "--source".startswith(name):
+                if not eq and i + 1 >= len(args):
+                    return "awk --source without a program"
+                programs.append(value if eq else args[i + 1])
+                i += 1 if eq else 2
+                continue
+        elif a.startswith("-") and len(a) > 2 and not operands and a[1] in "fEil":
+            return f"awk -{a[1]} loads a program or an extension from a file"
+        elif a.startswith("-e") and len(a) > 2 and not operands:
+            programs.append(a[2:])  # -ePROGRAM
+            i += 1
             continue
         if a.startswith("-") and a != "-" and not operands:
             i += 1
@@ -986,6 +1005,8 @@ def _awk(args: list[str]) -> str | None:
         code = re.sub(r'"(?:[^"\\]|\\.)*"', '""', program)
         if re.search(r"@load\b", code):
             return "gawk @load loads an extension"
+        if "@" in code:  # @include "file" reads code never checked; @f() calls f indirectly
+            return "gawk @include and indirect calls (@name()) run code the check cannot see"
         if re.search(r"\bsystem\s*\(", code):
             return "awk system() runs a command"
         if "|" in code.replace("||", ""):
