@@ -224,14 +224,7 @@ def test_holds_proof_refuses_a_line_with_an_effect(
     [
         "bare-layout-fsmonitor",
         "cd-bare-layout-fsmonitor",
-        pytest.param(
-            "submodule-fsmonitor",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="git status recurses into submodules, whose own config "
-                "(.git/modules/NAME/config) is not checked: its core.fsmonitor runs",
-            ),
-        ),
+        "submodule-fsmonitor",
         # fixed: the reading table's rows refuse the options that follow links (grep -R,
         # rg -L, find -L/-follow, ls -L, tree -l, du -L), and date's words are paths
         "grep-R-follows-link-out",

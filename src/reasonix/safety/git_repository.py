@@ -162,11 +162,32 @@ def repository_obstacle(start: Path) -> str | None:
     return git_dir_obstacle(git_dir)
 
 
+def _submodule_configs(git_dir: Path, most: int = 256) -> list[Path] | None:
+    """The configuration files of the submodules' git folders (``modules/**``, in the folder
+    and in its common folder): ``git status`` and others recurse into a submodule, which reads
+    its own; None past ``most`` of them."""
+    found: list[Path] = []
+    bases = dict.fromkeys([git_dir, *(f.parent for f in config_files(git_dir))])
+    for base in bases:
+        modules = base / "modules"
+        if not modules.is_dir():
+            continue
+        for path in modules.rglob("config*"):
+            if path.name in ("config", "config.worktree") and (path.parent / "HEAD").exists():
+                found.append(path)
+                if len(found) > most:
+                    return None
+    return found
+
+
 def git_dir_obstacle(git_dir: Path) -> str | None:
     """:func:`repository_obstacle` for the git folder itself."""
     if not git_dir.is_dir():
         return "the repository's .git file cannot be read"
-    for path in config_files(git_dir):
+    submodules = _submodule_configs(git_dir)
+    if submodules is None:
+        return "the repository has more submodules than can be checked"
+    for path in [*config_files(git_dir), *submodules]:
         try:
             if not path.exists():
                 continue
