@@ -86,6 +86,21 @@ def test_a_refused_upload_ends_the_turn_with_the_reason_and_sends_no_chat_reques
         assert srv.requests == []
 
 
+def test_a_refused_upload_in_a_planned_turn_is_said_and_sends_nothing(tmp_path: Path) -> None:
+    # The planner cannot see images: the executor's model describes them first, after the
+    # upload; a refused upload there ends the turn with the reason, not a traceback.
+    with FakeDeepSeekServer() as srv:
+        srv.files.max_files = 0
+        repo, env = setup(tmp_path, srv.base_url)
+        (repo / "chart.gif").write_bytes(large_gif(images.MAX_IMAGE_BYTES + 1))
+        code, out = run(["/plan what is this?", "--image", "chart.gif"], repo, env)
+        assert code != 0, out
+        assert "Traceback" not in out, out
+        assert "could not be prepared for the planner" in out and "file quota" in out, out
+        assert [u.status for u in srv.files.uploads] == [400]
+        assert srv.requests == []
+
+
 def test_a_small_image_stays_inline_and_uploads_nothing(tmp_path: Path) -> None:
     with FakeDeepSeekServer([Reply.text("small")]) as srv:
         repo, env = setup(tmp_path, srv.base_url)

@@ -31,7 +31,9 @@ from reasonix.control.watch import (
     refusal_note,
     step_list,
 )
+from reasonix.errors import ProviderError
 from reasonix.events import (
+    ErrorEvent,
     GateDecided,
     NoticeEvent,
     PlanApproval,
@@ -233,7 +235,14 @@ class TurnOrchestrator:
         if images:
             # The planner's model cannot see images: the executor's model describes each once,
             # the description is stored with the image, and the planner reads it as text.
-            images = await self.executor.describe_images(images)
+            try:
+                images = await self.executor.describe_images(images)
+            except ProviderError as exc:
+                # An upload or a description request that failed ends the turn as the
+                # executor's own failed upload does: said, nothing else sent, the session kept.
+                failed = f"The images could not be prepared for the planner: {exc}"
+                self.sink.emit(ErrorEvent("executor", type(exc).__name__, failed))
+                return result(failed, "error")
             planner_task = text_only((UserMessage(text, images),))[0].content
         new_plan = await self._plan(planner_task, brief=self._brief(), reason="", round_no=1)
         if (spent := self._over_budget()) is not None:
