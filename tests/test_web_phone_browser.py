@@ -45,7 +45,8 @@ def test_every_view_fits_390_px(project: Project, browser: Any) -> None:
         )
     )
     project.ex.push(
-        Reply.call("bash", {"command": "echo " + long_line + " | wc -c"}),
+        # it writes a file, so it asks (a command proved to only read would run unasked)
+        Reply.call("bash", {"command": "echo " + long_line + " > long.txt && wc -c long.txt"}),
         Reply.call("complete_step", {"step": "1", "evidence": "ran " + long_line}),
         Reply.text(f"## Done\n\n`{long_line}`\n\n| a | b |\n|---|---|\n| {long_line} | 2 |\n"),
     )

@@ -44,7 +44,6 @@ from typing import Any
 
 from reasonix.errors import SessionStoreError
 from reasonix.events import Event, ToolCharged, UsageEvent, UsageSource, charge_source
-from reasonix.fences import fence_for
 from reasonix.messages import (
     AssistantMessage,
     Message,
@@ -875,6 +874,8 @@ def _agent_order(agent: str) -> tuple[int, str]:
 
 def _fence(text: str, info: str = "") -> list[str]:
     """A code fence longer than any backtick run inside ``text``."""
+    from reasonix.fences import fence_for  # only for an export: not on the prompt's path
+
     fence = fence_for(text)
     return [fence + info, text, fence]
 
