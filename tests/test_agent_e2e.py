@@ -192,6 +192,7 @@ async def test_cancel_mid_tool_then_next_run_on_same_session(
 
 
 @pytest.mark.parametrize("unit", [64, 128])
+@pytest.mark.slow
 async def test_thirty_step_session_is_byte_stable_and_gets_every_possible_cache_hit(
     make_provider: ProviderFactory, unit: int
 ) -> None:

@@ -363,6 +363,7 @@ async def test_a_notification_hook_hears_of_each_question_the_approver_is_asked(
     assert not log.exists() and not (tmp_path / "b.txt").exists()
 
 
+@pytest.mark.slow
 async def test_mcp_status_and_problems_with_and_without_servers(
     tmp_path: Path, servers: Servers, store: SessionStore
 ) -> None:

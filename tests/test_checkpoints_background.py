@@ -12,6 +12,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from reasonix.safety.checkpoints import CheckpointManager
 from reasonix.store import SessionStore
 from reasonix.tools.builtin import default_tools
@@ -58,6 +60,7 @@ async def test_a_steps_changes_are_hashed_right_after_it(tmp_path: Path) -> None
     assert len(manager.steps()) == 1
 
 
+@pytest.mark.slow
 def test_the_stat_cache_misses_no_change(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()

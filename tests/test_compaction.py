@@ -6,6 +6,8 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from reasonix.agent import Agent, AgentOptions, TodoItem
 from reasonix.agent.compaction import (
     CONTINUE_NOTE,
@@ -57,6 +59,7 @@ def is_summary(request: RecordedRequest) -> bool:
     return request.messages[-1].get("content") == SUMMARY_INSTRUCTION
 
 
+@pytest.mark.slow
 async def test_compaction_fires_at_threshold_and_prefix_extensions_resume(
     make_provider: ProviderFactory,
 ) -> None:

@@ -163,6 +163,7 @@ def _agent(
     return agent
 
 
+@pytest.mark.slow
 async def test_economic_compaction_fires_at_the_predicted_step(tmp_path: Path) -> None:
     _workspace(tmp_path)
     # The reference run never compacts; after each step it records what the policy would weigh

@@ -12,12 +12,15 @@ import json
 from collections import Counter, defaultdict
 from pathlib import Path
 
+import pytest
+
 from reasonix.safety.sandbox import Sandbox
 from reasonix.tools.builtin.edit_corpus import build_edit_corpus, judge
 from reasonix.tools.builtin.files import file_tools
 from reasonix.tools.registry import ToolContext, ToolRegistry
 
 
+@pytest.mark.slow
 async def test_edit_corpus(tmp_path: Path) -> None:
     cases = build_edit_corpus(tmp_path, seed=1234, cases_per_file=10)
     registry = ToolRegistry(file_tools(Sandbox([tmp_path])))

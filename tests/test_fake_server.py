@@ -902,6 +902,7 @@ def test_stall_still_delivers_the_reply(http: httpx.Client) -> None:
     assert items[-1]["usage"]["prompt_tokens"] > 0
 
 
+@pytest.mark.slow
 def test_stall_trips_a_client_read_timeout() -> None:
     """A long stall mid-stream looks like an idle connection; closing the server ends it."""
     fault = Fault(stall_seconds=30, stall_after_bytes=100)

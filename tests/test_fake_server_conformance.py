@@ -323,6 +323,7 @@ def _read_until_silent(url: str, payload: dict[str, Any], received: bytearray) -
             received += piece
 
 
+@pytest.mark.slow
 def test_silent_stall_at_a_chosen_part(http: httpx.Client) -> None:
     reply = Reply(**{**FULL.__dict__, "fault": Fault(stall_in="text", stall_seconds=30)})
     received = bytearray()

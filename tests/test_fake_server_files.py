@@ -132,6 +132,7 @@ def test_an_image_upload_is_told_from_its_bytes(http: httpx.Client) -> None:
     assert r.status_code == 400 and "not a JPEG, PNG, GIF or WebP" in error(r)
 
 
+@pytest.mark.slow
 def test_an_image_over_64_mib_is_400_and_up_to_64_mib_is_kept(http: httpx.Client) -> None:
     head = gif(64, 64)
     with FakeDeepSeekServer() as srv:
@@ -249,6 +250,7 @@ def test_filename_is_accepted_only_with_file_data(http: httpx.Client) -> None:
     assert r.status_code == 400 and "filename is accepted only with file_data" in error(r)
 
 
+@pytest.mark.slow
 def test_a_file_image_skips_the_32_mib_inline_check_but_counts_toward_200_mib(
     http: httpx.Client,
 ) -> None:

@@ -134,6 +134,7 @@ def test_more_than_600_images_in_a_request_is_400(http: httpx.Client) -> None:
     assert r.status_code == 400 and "at most 600" in r.json()["error"]["message"]
 
 
+@pytest.mark.slow
 def test_one_image_over_32_mib_is_400(http: httpx.Client) -> None:
     big = gif(100, 100) + b"\0" * (images.MAX_IMAGE_BYTES)
     with FakeDeepSeekServer() as srv:

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from reasonix.agent import Agent
 from reasonix.control import Controller, Options
 from reasonix.events import CollectingSink, ErrorEvent, RetryEvent, UsageEvent, UsageSource
@@ -36,6 +38,7 @@ def _fail(**fault: Any) -> Reply:
     return Reply.failing(Fault(**fault))
 
 
+@pytest.mark.slow
 async def test_a_sequence_of_transient_failures_is_retried_then_succeeds(
     make_provider: ProviderFactory, tally: Tally
 ) -> None:

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+import pytest
+
 from reasonix.agent import Agent, AgentOptions
 from reasonix.events import CollectingSink, ErrorEvent, OutputRetracted, RetryEvent
 from reasonix.messages import Message, ToolCall
@@ -79,6 +81,7 @@ async def _run(
     return list(agent.session.snapshot()), sink, srv, ran
 
 
+@pytest.mark.slow
 async def test_breaks_after_the_first_token_are_retried_and_retracted(
     make_provider: ProviderFactory, tally: Tally
 ) -> None:

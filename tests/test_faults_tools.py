@@ -12,6 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from reasonix.agent import Agent, AgentOptions
 from reasonix.events import CollectingSink
 from reasonix.messages import ToolMessage
@@ -55,6 +57,7 @@ def _shell_registry(tmp_path: Path) -> ToolRegistry:
     )
 
 
+@pytest.mark.slow
 async def test_tools_that_hang_past_their_timeout_are_stopped(
     make_provider: ProviderFactory, tmp_path: Path, tally: Tally
 ) -> None:

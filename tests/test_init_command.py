@@ -24,6 +24,7 @@ __all__ = ["project"]
 AGENTS = "# AGENTS.md\n\nRun the tests with `pytest -q`.\n"
 
 
+@pytest.mark.slow
 async def test_init_asks_the_model_and_the_write_is_approved(
     tmp_path: Path, servers: Servers, store: SessionStore
 ) -> None:
@@ -54,6 +55,7 @@ async def test_init_asks_the_model_and_the_write_is_approved(
     assert not any(str(m.get("content", "")).startswith("/init") for m in first)
 
 
+@pytest.mark.slow
 async def test_an_existing_agents_md_is_refused_unless_asked_to_update(
     tmp_path: Path, servers: Servers, store: SessionStore
 ) -> None:

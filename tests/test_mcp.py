@@ -103,6 +103,7 @@ def _ctx(tmp_path: Path) -> ToolContext:
 # Start-up and status
 
 
+@pytest.mark.slow
 async def test_working_servers_run_and_broken_ones_are_reported(
     manager: McpManager, sink: CollectingSink
 ) -> None:
@@ -215,6 +216,7 @@ async def test_rich_content_is_described(manager: McpManager) -> None:
     assert result.content.endswith('{"count": 6}')  # structuredContent adds information here
 
 
+@pytest.mark.slow
 async def test_timed_out_call_is_cancelled_and_the_session_stays_usable(
     manager: McpManager,
 ) -> None:
@@ -236,6 +238,7 @@ async def test_calls_to_a_server_that_never_started_say_so(manager: McpManager) 
 # A server dying mid-session
 
 
+@pytest.mark.slow
 async def test_killed_server_gives_clear_errors_others_work_and_restart_restores_it(
     manager: McpManager, sink: CollectingSink, git_repo: Path, tmp_path: Path
 ) -> None:
@@ -454,6 +457,7 @@ async def test_a_tool_listed_twice_does_not_break_the_registry(tmp_path: Path) -
         assert (result.is_error, result.content) == (False, "once")
 
 
+@pytest.mark.slow
 async def test_refresh_snapshot_is_bounded_by_the_call_timeout(tmp_path: Path) -> None:
     """A server that announced a change and then never answers tools/list must not hang the
     frontend starting a new session (``/clear``); the old tools stay."""

@@ -484,6 +484,7 @@ async def test_rate_limit_message_includes_server_text() -> None:
             await collect(p, request("hi"))
 
 
+@pytest.mark.slow
 async def test_keepalives_reset_the_idle_watchdog() -> None:
     # Silent gaps shorter than idle_timeout, separated by keep-alive comments, adding up to more
     # than idle_timeout: the watchdog must measure silence, not total time.
@@ -767,6 +768,7 @@ async def test_loopback_idle_watchdog() -> None:
     assert events == []
 
 
+@pytest.mark.slow
 async def test_loopback_idle_stall_then_retry_succeeds() -> None:
     stall = Reply(content="late", fault=Fault(stall_seconds=60.0, stall_after_bytes=100))
     # A watchdog a loaded machine's scheduling cannot trip on the good answer.

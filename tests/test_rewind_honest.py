@@ -92,6 +92,7 @@ def test_undo_after_edit_then_test_restores_the_edit_in_one_step(project: Projec
         child.close(force=True)
 
 
+@pytest.mark.slow
 def test_rewind_steps_counts_steps_that_changed_files(project: Project) -> None:
     push_edit_then_test(project.ex)
     proc = project.reasonix("run", "--yes", "--no-planner", "fix add, then run the check")

@@ -63,6 +63,7 @@ async def test_stdin_is_closed(tmp_path: Path) -> None:
     assert result.content.startswith("done")
 
 
+@pytest.mark.slow
 async def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     command = "bash -c 'sleep 300 & echo $! > grandchild.pid; wait' ; echo never"
     # 3 s: time for the shell to start and write the pid file on a loaded machine

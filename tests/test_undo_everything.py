@@ -216,6 +216,7 @@ def test_rewind_cuts_the_conversation_so_the_session_continues_from_there(world:
     assert bad.returncode == 2 and "no turn 7" in bad.stderr
 
 
+@pytest.mark.slow
 def test_planted_fsmonitor_and_reference_transaction_hook_never_run(world: World) -> None:
     make_repo(world)
     marker = world.root.parent / "markers"
@@ -247,6 +248,7 @@ def test_planted_fsmonitor_and_reference_transaction_hook_never_run(world: World
     assert "hook" in ran and str(probe) in ran
 
 
+@pytest.mark.slow
 def test_snapshots_live_in_a_private_store_never_in_the_repository(world: World) -> None:
     make_repo(world)
     world.run_commands("rm .env")

@@ -144,6 +144,7 @@ def _victims(lab: Lab, templates: list[str]) -> list[tuple[str, Path]]:
     return out
 
 
+@pytest.mark.slow
 def test_rm_deny_rule_stops_every_bypass(lab: Lab, request: pytest.FixtureRequest) -> None:
     cases = _victims(lab, BYPASSES)
     lab.user_config('deny = ["bash(rm *)"]')
@@ -156,6 +157,7 @@ def test_rm_deny_rule_stops_every_bypass(lab: Lab, request: pytest.FixtureReques
     assert gone == []
 
 
+@pytest.mark.slow
 def test_control_without_the_deny_rule_every_bypass_removes_its_file(lab: Lab) -> None:
     cases = _victims(lab, BYPASSES)
     lab.user_config("")

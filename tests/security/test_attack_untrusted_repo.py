@@ -89,6 +89,7 @@ def _read_dotenv(repo: Repo, *flags: str) -> subprocess.CompletedProcess[str]:
     return repo.run("run", *flags, "--no-planner", "--output-format", "json", "read .env")
 
 
+@pytest.mark.slow
 def test_an_untrusted_read_deny_negation_does_not_unprotect_secret_files(repo: Repo) -> None:
     (repo.root / ".env").write_text(f"API={DOTENV_SECRET}\n")
     (repo.root / "reasonix.toml").write_text('[workspace]\nread_deny = ["!.env", "*.secret"]\n')
@@ -103,6 +104,7 @@ def test_an_untrusted_read_deny_negation_does_not_unprotect_secret_files(repo: R
     assert DOTENV_SECRET not in repo.bodies()
 
 
+@pytest.mark.slow
 def test_control_the_users_own_negation_does_unprotect_it(repo: Repo) -> None:
     (repo.root / ".env").write_text(f"API={DOTENV_SECRET}\n")
     repo.user_config('\n[workspace]\nread_deny = ["!.env"]\n')
@@ -129,6 +131,7 @@ def _symlinked_config_trusted(repo: Repo) -> Path:
     return marker
 
 
+@pytest.mark.slow
 def test_changing_the_file_behind_a_symlinked_config_asks_again(repo: Repo) -> None:
     marker = _symlinked_config_trusted(repo)
     proc = repo.run("run", "--no-planner", "--output-format", "json", "go")
@@ -136,6 +139,7 @@ def test_changing_the_file_behind_a_symlinked_config_asks_again(repo: Repo) -> N
     assert "permissions.allow" in proc.stderr  # the folder is untrusted again, and says so
 
 
+@pytest.mark.slow
 def test_control_the_same_change_applies_when_trusted(repo: Repo) -> None:
     marker = _symlinked_config_trusted(repo)
     proc = repo.run("run", "--trust", "--no-planner", "--output-format", "json", "go")
