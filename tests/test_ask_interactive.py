@@ -8,12 +8,11 @@ from __future__ import annotations
 import secrets
 import sys
 
-import pexpect
 import pytest
 
 from reasonix.testing import Reply
 from tests.security.support import processes_with_arg, still_running
-from tests.support.interactive import spawn
+from tests.support.interactive import quit_app, spawn
 from tests.support.project import Project, project
 from tests.support.questions import QUESTIONS
 
@@ -23,11 +22,6 @@ pytestmark = [
     pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty"),
     pytest.mark.slow,
 ]
-
-
-def quit_app(child: pexpect.spawn) -> None:
-    child.sendline("/exit")
-    child.expect(pexpect.EOF, timeout=30)
 
 
 def test_the_picker_takes_options_by_key_and_answers_in_own_words(project: Project) -> None:

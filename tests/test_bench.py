@@ -3,16 +3,14 @@ never asserted: timings depend on the machine."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.bench import run_quick_bench
+
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = (
     "cache",
     "cost",
@@ -29,20 +27,10 @@ SECTIONS = (
 
 
 def test_quick_bench_writes_every_section(tmp_path: Path) -> None:
-    out = tmp_path / "bench.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench", "--quick", "--json", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        # a loaded 2-core machine: generous, never a timing assertion (5.5 min measured at a
-        # load of 12 once batch on Ray, steps, long and dual joined); under the 600 s
-        # per-test limit so a hang still names this run
-        timeout=540,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    data = json.loads(out.read_text())
+    # a loaded 2-core machine: generous, never a timing assertion (5.5 min measured at a load
+    # of 12 once batch on Ray, steps, long and dual joined); under the 600 s per-test limit so
+    # a hang still names this run
+    _, data = run_quick_bench(tmp_path, timeout=540)
     assert data["meta"]["quick"] is True
     for name in SECTIONS:
         assert name in data, name

@@ -4,34 +4,20 @@ child chains keep 100% of the pure-append cache ideal. Figures are printed, neve
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+from tests.support.bench import run_quick_bench
 
-ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
 
 
 def test_delegation_bench_runs_and_child_chains_are_pure_append(tmp_path: Path) -> None:
-    out = tmp_path / "bench.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench", "--quick", "--only", "delegation", "--json", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    data = json.loads(out.read_text())["delegation"]
+    stdout, figures = run_quick_bench(tmp_path, "delegation")
+    data = figures["delegation"]
     assert "error" not in data, data
-    assert (
-        "Delegated survey" in proc.stdout and "Cache efficiency of the child chains" in proc.stdout
-    )
+    assert "Delegated survey" in stdout and "Cache efficiency of the child chains" in stdout
     chains = data["child_chains"]
     assert set(chains) == {"parser", "render", "store"}
     for chain in chains.values():

@@ -4,32 +4,20 @@ chain keeps 100% of the pure-append cache ideal. Costs are printed, never assert
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+from tests.support.bench import run_quick_bench
 
-ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
 
 
 def test_review_bench_reports_the_reviewer_next_to_the_executor(tmp_path: Path) -> None:
-    out = tmp_path / "bench.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench", "--quick", "--only", "review", "--json", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    data = json.loads(out.read_text())["review"]
+    stdout, figures = run_quick_bench(tmp_path, "review")
+    data = figures["review"]
     assert "error" not in data, data
-    assert "review $/approval" in proc.stdout and "exec $/step" in proc.stdout
+    assert "review $/approval" in stdout and "exec $/step" in stdout
     session = data["sessions"]["10"]
     assert session["allowed"] == session["approvals"] == session["files_written"] == 10
     assert session["reviewer"]["requests"] == 10

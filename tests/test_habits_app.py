@@ -8,12 +8,11 @@ import re
 import shutil
 import sys
 
-import pexpect
 import pytest
 
 from reasonix.safety.permissions import UNASKED_MODES, Mode, next_mode
 from reasonix.testing import Reply
-from tests.support.interactive import spawn
+from tests.support.interactive import quit_app, spawn
 from tests.support.project import Project, project
 from tests.support.tui import Terminal
 
@@ -25,11 +24,6 @@ pytestmark = [
     pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty"),
     pytest.mark.slow,
 ]
-
-
-def quit_app(child: pexpect.spawn) -> None:
-    child.sendline("/exit")
-    child.expect(pexpect.EOF, timeout=30)
 
 
 def last_user_text(project: Project) -> str:

@@ -24,6 +24,12 @@ def spawn(project: Project, *args: str) -> pexpect.spawn:
     return child
 
 
+def quit_app(child: pexpect.spawn) -> None:
+    """``/exit`` and wait for the app to end."""
+    child.sendline("/exit")
+    child.expect(pexpect.EOF, timeout=30)
+
+
 def wait_for(predicate: object, timeout: float = 120.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
