@@ -276,7 +276,7 @@ def test_no_cycle_inside_safety_or_between_tools_and_safety() -> None:
         ("tools/state.py", "from reasonix.safety.permissions import Rule", "contract sits below"),
         ("safety/patterns.py", "from reasonix.tools.builtin import shell", "contract sits below"),
         # inside safety: the lexer importing the rules that import it
-        ("safety/shell_lexer.py", "def f():\n    import reasonix.safety.shell_rules", "cycle"),
+        ("safety/shell/lexer.py", "def f():\n    import reasonix.safety.shell.rules", "cycle"),
     ],
 )
 def test_a_planted_cycle_is_found(tmp_path: Path, module: str, planted: str, said: str) -> None:

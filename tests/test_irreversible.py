@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reasonix.safety.irreversible import irreversible_reason
+from reasonix.safety.shell.irreversible import irreversible_reason
 from reasonix.testing import FakeDeepSeekServer, Reply
 from reasonix.testing.project import fake_project_toml
 from tests.support.cli import FAKE_KEY_ENV, cli_env, run_cli

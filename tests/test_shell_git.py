@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from reasonix.safety.irreversible import irreversible_reason
+from reasonix.safety.shell.deletes import deleting_forms
 from reasonix.safety.shell.git import GitCall, parse_git
-from reasonix.safety.shell_deletes import deleting_forms
-from reasonix.safety.shell_lexer import parse
-from reasonix.safety.shell_rules import (
+from reasonix.safety.shell.irreversible import irreversible_reason
+from reasonix.safety.shell.lexer import parse
+from reasonix.safety.shell.rules import (
     allow_obstacle,
     command_forms,
     runs_commands,

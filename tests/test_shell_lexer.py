@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from reasonix.safety.shell_lexer import parse
-from reasonix.safety.shell_rules import allow_obstacle, command_forms, rule_matches
+from reasonix.safety.shell.lexer import parse
+from reasonix.safety.shell.rules import allow_obstacle, command_forms, rule_matches
 
 
 def names(command: str) -> list[tuple[str, ...]]:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from reasonix.safety.permissions import Mode, Rule, Rules, call_subject, decide
+from reasonix.safety.shell.lexer import parse
 from reasonix.safety.shell.programs import READERS, writing_obstacle
 from reasonix.safety.shell.readers import (
     GIT_READS,
@@ -21,8 +22,7 @@ from reasonix.safety.shell.readers import (
     reader_obstacle,
     snapshot_skippable,
 )
-from reasonix.safety.shell_lexer import parse
-from reasonix.safety.shell_rules import allow_obstacle
+from reasonix.safety.shell.rules import allow_obstacle
 from reasonix.tools.builtin import default_registry
 from reasonix.tools.registry import Tool
 

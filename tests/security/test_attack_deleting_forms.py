@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from reasonix.safety.irreversible import irreversible_reason
-from reasonix.safety.shell_rules import command_forms, rule_matches
+from reasonix.safety.shell.irreversible import irreversible_reason
+from reasonix.safety.shell.rules import command_forms, rule_matches
 from tests.security.support import Attack, Lab, lab, record
 
 __all__ = ["lab"]

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from reasonix.safety.shell_rules import command_forms, rule_matches
+from reasonix.safety.shell.rules import command_forms, rule_matches
 from tests.security.support import Attack, Lab, lab, record
 
 __all__ = ["lab"]

@@ -23,11 +23,11 @@ from reasonix.errors import SessionError
 from reasonix.events import Event, Sink
 from reasonix.safety.patterns import escape_command_pattern
 from reasonix.safety.permissions import ApprovalAnswer, ApprovalRequest
-from reasonix.safety.shell_lexer import Command
-from reasonix.safety.shell_lexer import parse as parse_shell
-from reasonix.safety.shell_rules import command_forms as shell_command_forms
-from reasonix.safety.shell_rules import runs_commands
-from reasonix.safety.shell_scan import scan_command
+from reasonix.safety.shell.lexer import Command
+from reasonix.safety.shell.lexer import parse as parse_shell
+from reasonix.safety.shell.rules import command_forms as shell_command_forms
+from reasonix.safety.shell.rules import runs_commands
+from reasonix.safety.shell.scan import scan_command
 
 __all__ = [
     "ApprovalAnswered",
@@ -66,7 +66,7 @@ _SUBCOMMAND = re.compile(r"[A-Za-z][\w:.-]*\Z")
 
 def proposed_session_rules(request: ApprovalRequest) -> tuple[str, ...]:
     """The rules to propose for "allow for this session". A command is read by the shell lexer
-    (:mod:`reasonix.safety.shell_lexer`, what the rules engine reads too); each simple command in
+    (:mod:`reasonix.safety.shell.lexer`, what the rules engine reads too); each simple command in
     it gets its program and subcommand, ``bash(git status)`` and ``bash(git status *)``, or its
     program alone for a program without subcommands (``bash(pytest)``, ``bash(pytest *)``), so
     the next similar command does not ask again, while ``git statusx`` (or ``lsof`` after
@@ -79,7 +79,7 @@ def proposed_session_rules(request: ApprovalRequest) -> tuple[str, ...]:
 
     The rules engine still decides every later call: an allow rule never covers a side effect
     the command's text does not show (``git diff --output=x``, ``find -exec``), so a broad
-    proposal cannot let one through (see :func:`reasonix.safety.shell_rules.allow_obstacle`)."""
+    proposal cannot let one through (see :func:`reasonix.safety.shell.rules.allow_obstacle`)."""
     command = request.arguments.get("command")
     if request.category == "edit":
         # The natural scope of "don't ask again" for edits: every file edit in the workspace
@@ -113,7 +113,7 @@ EDIT_ANYWHERE = "edit(**)"
 
 #: Interpreters, which run whatever they are given (on stdin, in a file or an argument): a
 #: rule naming one of them alone would allow any code; so would one naming a shell or a
-#: wrapper (``bash(sh)`` for ``curl ... | sh``: :func:`~reasonix.safety.shell_rules.runs_commands`).
+#: wrapper (``bash(sh)`` for ``curl ... | sh``: :func:`~reasonix.safety.shell.rules.runs_commands`).
 _INTERPRETERS = frozenset(
     {"python", "python3", "python2", "node", "deno", "bun", "perl", "ruby", "php", "lua",
      "Rscript", "osascript", "pwsh", "powershell"}

@@ -37,9 +37,9 @@ Rules are written ``name`` or ``name(pattern)``. ``name`` is a tool's ``category
 ``edit``, ``bash``) or a tool's own name. The pattern is matched against the call's subject:
 
 - ``bash(...)``: the command, ``*`` matching anything (``bash(git status*)``). The line is read
-  by a shell lexer (:mod:`reasonix.safety.shell_lexer`: comments, newlines, quotes, here-docs,
+  by a shell lexer (:mod:`reasonix.safety.shell.lexer`: comments, newlines, quotes, here-docs,
   subshells, substitutions, redirections). An **allow** rule must cover every simple command in
-  it, and covers only side-effect-free forms (:func:`reasonix.safety.shell_rules.allow_obstacle`):
+  it, and covers only side-effect-free forms (:func:`reasonix.safety.shell.rules.allow_obstacle`):
   never a line it cannot analyse, a substitution, a redirection into a file, a read outside the
   workspace, ``find -exec``, ``sed -i``, ``awk 'system(...)'``, ``git -c``, ``rg --pre``, ... A
   **deny** or **ask** rule matches after normalisation (quotes and backslashes removed, flags
@@ -59,8 +59,8 @@ Rules are written ``name`` or ``name(pattern)``. ``name`` is a tool's ``category
 It runs past 500 lines because the decision order above is one function of many small checks
 (deny, mode, own-config writes, ask rules, allow rules, the session's remembered rules, the
 irreversible-command question), and each check must see the same normalised subject; what is
-a language of its own lives apart (the shell lexer in :mod:`~reasonix.safety.shell_lexer`,
-command forms and allow obstacles in :mod:`~reasonix.safety.shell_rules`, path patterns in
+a language of its own lives apart (the shell lexer in :mod:`~reasonix.safety.shell.lexer`,
+command forms and allow obstacles in :mod:`~reasonix.safety.shell.rules`, path patterns in
 :mod:`~reasonix.safety.patterns`).
 """
 
@@ -85,14 +85,14 @@ from reasonix.safety.patterns import (
     escape_path_pattern,
     normalize_command,
 )
+from reasonix.safety.shell.lexer import parse as parse_shell
 from reasonix.safety.shell.readers import read_only_obstacle
-from reasonix.safety.shell_lexer import parse as parse_shell
-from reasonix.safety.shell_rules import (
+from reasonix.safety.shell.rules import (
     allow_obstacle,
     rule_matches,
     script_forms,
 )
-from reasonix.safety.shell_scan import scan_command, scan_script
+from reasonix.safety.shell.scan import scan_command, scan_script
 from reasonix.terminal_text import printable
 from reasonix.tools.registry import Permission, PermissionDecision, Tool, ToolContext
 
@@ -765,7 +765,7 @@ def _match(rules: Iterable[Rule], tool: Tool, subject: Subject) -> Rule | None:
 
 def _match_any_form(rules: Iterable[Rule], tool: Tool, subject: Subject) -> Rule | None:
     """For deny and ask rules: a command matches if any form it may run does
-    (:func:`~reasonix.safety.shell_rules.rule_matches`); the whole line is tried too, so a
+    (:func:`~reasonix.safety.shell.rules.rule_matches`); the whole line is tried too, so a
     pattern written with operators in it (``bash(curl * | sh)``) works."""
     if subject.kind != "command":
         return _match(rules, tool, subject)
@@ -801,7 +801,7 @@ def _match_deny(deny: tuple[Rule, ...] | list[Rule], tool: Tool, subject: Subjec
 
 def _match_allow(rules: Iterable[Rule], tool: Tool, subject: Subject) -> Rule | None:
     """An allow rule must cover every part of a command, and only a command with no
-    obstacle (:func:`~reasonix.safety.shell_rules.allow_obstacle`: a substitution, a
+    obstacle (:func:`~reasonix.safety.shell.rules.allow_obstacle`: a substitution, a
     redirection into a file, a side effect, a read outside the workspace, ...)."""
     rules = tuple(rules)
     if subject.kind != "command":
@@ -850,7 +850,7 @@ def own_config_write(tool: Tool, subject: Subject) -> str | None:
     configuration, other agents', shell start-up files, ``.git/`` and what the repository's own
     git configuration names: a hooks path, an included file, ...) always asks: it changes what
     the next run, the user's next ``git commit`` or another program obeys. (bash: no allow rule
-    covers a command naming them, see :func:`~reasonix.safety.shell_rules.allow_obstacle`.)"""
+    covers a command naming them, see :func:`~reasonix.safety.shell.rules.allow_obstacle`.)"""
     if subject.kind != "path" or tool.read_only or tool.category == "read":
         return None
     if subject.protected is None:
@@ -880,7 +880,7 @@ def _irreversible(tool: Tool, arguments: Mapping[str, Any], workspace: Path) -> 
     command = arguments.get("command")
     if tool.category != "bash" or not isinstance(command, str):
         return None
-    from reasonix.safety.irreversible import irreversible_reason
+    from reasonix.safety.shell.irreversible import irreversible_reason
 
     return irreversible_reason(command, workspace)
 

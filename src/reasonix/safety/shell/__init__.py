@@ -7,7 +7,14 @@
   nothing (``snapshot_skippable``: the same proof without the question of where it reads, so
   every proved read-only command is skippable).
 - :mod:`~reasonix.safety.shell.git`: a git command line parsed once, for every view.
+- :mod:`~reasonix.safety.shell.lexer`: the parser every view reads a line through.
+- :mod:`~reasonix.safety.shell.rules`: what a command may run (wrappers seen through), the
+  deny side's forms and the allow side's obstacles.
+- :mod:`~reasonix.safety.shell.deletes`: what a deleting program deletes.
+- :mod:`~reasonix.safety.shell.irreversible`: commands no snapshot can undo.
+- :mod:`~reasonix.safety.shell.scan`: the simple commands of a line as text, for the proposed
+  session rules.
 
-The package imports nothing itself, so :mod:`reasonix.safety.shell_rules` can use its parts
+The package imports nothing itself, so :mod:`reasonix.safety.shell.rules` can use its parts
 while :mod:`~reasonix.safety.shell.readers` builds on the allow side.
 """

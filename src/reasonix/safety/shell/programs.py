@@ -3,7 +3,7 @@
 :data:`READERS` is read twice. The proof that a command only reads
 (:mod:`~reasonix.safety.shell.readers`) accepts a program of the table given only options its
 row knows (:func:`row_obstacle`); the allow side
-(:func:`reasonix.safety.shell_rules.allow_obstacle`) refuses the options and operands a row
+(:func:`reasonix.safety.shell.rules.allow_obstacle`) refuses the options and operands a row
 says write or change something (:func:`writing_obstacle`: ``sort -o``, ``sort -uo``, ``sort
 --out=x``, ``tree -o``, ``file -C``, ``sed -i``, ``date 0101``, ``hostname foo``, ``uniq a b``).
 

@@ -13,7 +13,7 @@ that could expand to an option (a file named ``-delete``), a git repository whos
 configuration names a program (:mod:`reasonix.safety.git_repository`), a git command that
 computes diffs (``git diff``, ``git show``, ``git log -p``: the diff and textconv drivers the
 files' attributes select run). The checks the allow
-side already makes (:func:`reasonix.safety.shell_rules.allow_obstacle`) come first; the rows here
+side already makes (:func:`reasonix.safety.shell.rules.allow_obstacle`) come first; the rows here
 add what a program must not be given to count as reading only.
 
 GNU programs accept any unambiguous prefix of a long option (``sort --out=x`` is ``--output``):
@@ -28,9 +28,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from reasonix.safety.shell.git import parse_git
+from reasonix.safety.shell.lexer import Script, parse
 from reasonix.safety.shell.programs import READERS, prefix_of, row_obstacle
-from reasonix.safety.shell_lexer import Script, parse
-from reasonix.safety.shell_rules import _unwrap, allow_obstacle
+from reasonix.safety.shell.rules import _unwrap, allow_obstacle
 
 __all__ = [
     "GIT_READS",

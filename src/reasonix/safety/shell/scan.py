@@ -1,7 +1,7 @@
 """The simple commands of a shell line and the forms each may run, as text: what the
 permission rules, the irreversible-command check, the snapshots' read-only test and the
-proposed session rules read a line through (:mod:`~reasonix.safety.shell_lexer` parses it,
-:func:`~reasonix.safety.shell_rules.command_forms` sees through wrappers). It imports nothing
+proposed session rules read a line through (:mod:`~reasonix.safety.shell.lexer` parses it,
+:func:`~reasonix.safety.shell.rules.command_forms` sees through wrappers). It imports nothing
 that imports it, so those views can sit beside each other without an import cycle."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import shlex
 from dataclasses import dataclass
 
 from reasonix.safety.patterns import normalize_command
-from reasonix.safety.shell_lexer import Script
-from reasonix.safety.shell_lexer import parse as parse_shell
-from reasonix.safety.shell_rules import HARMLESS_DEVICES
-from reasonix.safety.shell_rules import command_forms as shell_command_forms
+from reasonix.safety.shell.lexer import Script
+from reasonix.safety.shell.lexer import parse as parse_shell
+from reasonix.safety.shell.rules import HARMLESS_DEVICES
+from reasonix.safety.shell.rules import command_forms as shell_command_forms
 
 __all__ = ["HARMLESS_TARGETS", "CommandScan", "command_forms", "scan_command", "scan_script"]
 
@@ -34,7 +34,7 @@ HARMLESS_TARGETS = HARMLESS_DEVICES
 
 
 def scan_command(command: str) -> CommandScan:
-    """The line's simple commands, as :mod:`~reasonix.safety.shell_lexer` reads them."""
+    """The line's simple commands, as :mod:`~reasonix.safety.shell.lexer` reads them."""
     return scan_script(parse_shell(command))
 
 
@@ -50,7 +50,7 @@ def scan_script(script: Script) -> CommandScan:
 
 def command_forms(part: str) -> set[str]:
     """The commands one part of a line may run, as text, for checks written over words: the
-    part itself, and each form :func:`~reasonix.safety.shell_rules.command_forms` finds (quotes
+    part itself, and each form :func:`~reasonix.safety.shell.rules.command_forms` finds (quotes
     removed, wrappers seen through), words shell-quoted and an unknown word written ``*``."""
     forms = {normalize_command(part)}
     for form in shell_command_forms(part):

@@ -1,6 +1,6 @@
 """What a shell command may really do, in the terms permission rules are written in.
 
-Two questions, answered from :mod:`reasonix.safety.shell_lexer`'s parse:
+Two questions, answered from :mod:`reasonix.safety.shell.lexer`'s parse:
 
 - **Could a deny (or ask) rule's command be run?** :func:`command_forms` lists every command the
   line may run, as token lists where ``None`` stands for a token not known before it runs (a
@@ -12,7 +12,7 @@ Two questions, answered from :mod:`reasonix.safety.shell_lexer`'s parse:
   -c``, ``man -P``, ``vim -c '!...'``; ``$(...)`` written inside quoted text, which arithmetic and
   array subscripts evaluate later), and what programs delete themselves is also written as the
   ``rm`` that would delete the same (``find -delete``, ``rsync --delete``, ``git clean``,
-  ``shred``, ...: :mod:`reasonix.safety.shell_deletes`). What cannot be known becomes a form of
+  ``shred``, ...: :mod:`reasonix.safety.shell.deletes`). What cannot be known becomes a form of
   one unknown token, which every rule matches: deny when unsure (a ``$var`` in command position,
   ``/dev/tcp``, a shell or ``source`` reading its script from stdin or a descriptor, ``hash -p``,
   ``at``, sed ``e``, awk ``system()``, a wrapper whose options are not modelled, a line the lexer
@@ -35,7 +35,7 @@ Two questions, answered from :mod:`reasonix.safety.shell_lexer`'s parse:
 
 One description per program: what it runs is its row of ``_RUNS`` (git's through
 :func:`reasonix.safety.shell.git.parse_git`, which reads git's own options for every view),
-what it deletes its row of :data:`reasonix.safety.shell_deletes.DELETERS`, which options and
+what it deletes its row of :data:`reasonix.safety.shell.deletes.DELETERS`, which options and
 operands of a reading program write its row of :data:`reasonix.safety.shell.programs.READERS`;
 the wrappers are ``_VALUE_OPTS``, ``_SHELLS`` and ``_OPAQUE_WRAPPERS`` (:func:`runs_commands`),
 and the harmless devices :data:`HARMLESS_DEVICES`. Rules are the guard rail, the sandbox is
@@ -64,10 +64,10 @@ from reasonix.safety.git_repository import (
     has_hooks,
     repository_obstacle,
 )
+from reasonix.safety.shell.deletes import deleting_forms
 from reasonix.safety.shell.git import parse_git
+from reasonix.safety.shell.lexer import Command, Script, Word, embedded_substitutions, parse
 from reasonix.safety.shell.programs import writing_obstacle
-from reasonix.safety.shell_deletes import deleting_forms
-from reasonix.safety.shell_lexer import Command, Script, Word, embedded_substitutions, parse
 
 Token = str | None
 Form = tuple[Token, ...]

@@ -6,7 +6,7 @@ programs delete files themselves: ``find … -delete``, ``rsync --delete``, ``gi
 ``tar --remove-files``. For each, the table
 below gives the ``rm`` form of what it deletes — ``find src -delete`` is ``rm -rf src``,
 ``rsync -a --delete a/ b/`` is ``rm -rf b/``, ``shred -u key`` is ``rm -f key`` — and
-:func:`reasonix.safety.shell_rules.script_forms` adds it to the forms a command may run. So
+:func:`reasonix.safety.shell.rules.script_forms` adds it to the forms a command may run. So
 every rule about ``rm`` (``bash(rm *)``, ``bash(rm -rf *)``, ``bash(rm ~/*)``) also covers
 them, and so does irreversible detection, which reads the same forms (a deleted target outside
 the workspace is what no snapshot can bring back). ``find -exec rm`` and ``xargs rm`` need no

@@ -39,8 +39,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from reasonix.safety.shell.git import parse_git
-from reasonix.safety.shell_lexer import parse
-from reasonix.safety.shell_rules import HARMLESS_DEVICES, word_forms, written_targets
+from reasonix.safety.shell.lexer import parse
+from reasonix.safety.shell.rules import HARMLESS_DEVICES, word_forms, written_targets
 
 __all__ = ["irreversible_reason"]
 
@@ -70,7 +70,7 @@ _NOT_FILES = ("/dev/fd/", "/dev/tcp/", "/dev/udp/")
 def irreversible_reason(command: str, workspace: Path) -> str | None:
     """Why ``command`` destroys what no snapshot of ``workspace`` can bring back, or None.
     The line is read by the shell lexer once; each simple command's forms (wrappers and
-    ``sh -c`` seen through: :func:`reasonix.safety.shell_rules.word_forms`) and the files its
+    ``sh -c`` seen through: :func:`reasonix.safety.shell.rules.word_forms`) and the files its
     redirections write are judged."""
     cwd = Path(os.path.realpath(workspace))
     root = cwd
