@@ -320,6 +320,9 @@ class AgentSession:
             executor_only=len(executor_tools),
         )
 
+        #: closed with the session: it ends what the tools hold (bash's kept sandbox)
+        self._tools = registry
+
         def copy_tools(root: Path) -> ToolRegistry:
             # A writer child's tools: the built-in ones on its copy, the same rules, approver
             # and hooks, bash confined to the copy; no MCP servers (they act on the real
@@ -843,7 +846,8 @@ class AgentSession:
 
     async def aclose(self) -> None:
         """Interrupt a running turn, stop the background jobs that are not kept and the MCP
-        servers, release the providers' connections and the session's claim."""
+        servers, end bash's kept sandbox (its whole process tree), release the providers'
+        connections and the session's claim."""
         turn = self._events.turn
         if turn is not None:
             turn.interrupt()
@@ -856,7 +860,10 @@ class AgentSession:
             await self._controller.aclose()
             await asyncio.to_thread(self._checkpoints.wait, pending=False)
         finally:
-            self._record.release()
+            try:
+                self._tools.close()
+            finally:
+                self._record.release()
 
     async def __aenter__(self) -> AgentSession:
         return self

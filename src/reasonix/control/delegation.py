@@ -464,6 +464,8 @@ class Delegator:
             child.requests = agent.requests
             child.usage = agent.usage_total
             child.cost = agent.cost_total
+            if worktree is not None:  # the copy's own tools: its bash sandbox ends with it
+                registry.close()
         report = self._report(child, answer or _last_text(session))
         if worktree is None:
             return report

@@ -202,6 +202,9 @@ class Tool:
     #: approving it, without doing it; an error result means the call would fail, and it is
     #: refused with that error before anyone is asked.
     preview: Callable[[Mapping[str, Any], ToolContext], ToolResult] | None = None
+    #: ends what the tool holds between calls (``bash``'s kept sandbox) when the host that
+    #: built it closes (:meth:`ToolRegistry.close`); a later call may start it again
+    close: Callable[[], None] | None = None
 
     def __post_init__(self) -> None:
         if not TOOL_NAME_RE.match(self.name):
@@ -244,6 +247,7 @@ class Tool:
         aliases: tuple[str, ...] = (),
         subjects: tuple[str, ...] = (),
         writes: bool = False,
+        close: Callable[[], None] | None = None,
     ) -> Tool:
         """Build a tool from a typed callable. Parameter descriptions come from
         ``Annotated[T, "description"]``; the description from the docstring."""
@@ -263,6 +267,7 @@ class Tool:
             aliases=aliases,
             subjects=subjects,
             writes=writes,
+            close=close,
         )
 
 
@@ -676,6 +681,21 @@ class ToolRegistry:
         reg.deferred = hidden
         reg.add(discovery_tool(reg))
         return reg
+
+    def close(self) -> None:
+        """End what the tools hold between calls (see :attr:`Tool.close`): the host calls it
+        when the session that built this registry closes. Every tool's hook runs (one that
+        fails does not keep the others open); the first failure is raised afterwards."""
+        failure: Exception | None = None
+        for t in self._tools.values():
+            if t.close is None:
+                continue
+            try:
+                t.close()
+            except Exception as exc:  # each hook runs; the first failure is raised after
+                failure = failure or exc
+        if failure is not None:
+            raise failure
 
     # -- reading -------------------------------------------------------------------------------
 

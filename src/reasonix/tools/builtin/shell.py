@@ -494,4 +494,5 @@ class ShellTool:
             aliases=("Bash",),
             subjects=("command",),
             timeout=self.options.max_timeout + 30,
+            close=self.close,
         )
