@@ -140,6 +140,26 @@ class _State:
     heredocs: list[tuple[str, bool, bool]] = field(default_factory=list)
 
 
+#: what :meth:`_Parser.command_step` says: the simple command ends here, or goes on
+_DONE = "done"
+_NEXT = "next"
+
+
+@dataclass
+class _Simple:
+    """The simple command being read: where its text starts, where it runs, what it has."""
+
+    start: int
+    context: str
+    words: list[Word] = field(default_factory=list)
+    assignments: list[Word] = field(default_factory=list)
+    redirects: list[Redirect] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not self.words and not self.assignments
+
+
 class _Parser:
     def __init__(self, text: str, state: _State, depth: int = 0) -> None:
         self.s = text
@@ -257,89 +277,113 @@ class _Parser:
     # -- commands --------------------------------------------------------------------------------
 
     def parse_command(self, context: str, stop: str) -> None:
-        start = self.i
-        words: list[Word] = []
-        assignments: list[Word] = []
-        redirects: list[Redirect] = []
+        cmd = _Simple(self.i, context)
         while self.i < self.n:
             self.skip_blanks()
             c = self.peek()
-            if not c or c in "\n;&|" or (c == ")" and stop == ")"):
+            if not c or c in "\n;&|)":
                 break
-            if c == ")":
-                break
-            if c == "#" and (self.i == start or self.s[self.i - 1] in " \t"):
+            if c == "#" and (self.i == cmd.start or self.s[self.i - 1] in " \t"):
                 self.skip_comment()
                 break
-            if c == "(" and not words and not assignments and self.startswith("(("):
-                self.parse_arithmetic_command()
+            step = self.command_step(cmd, c)
+            if step == _DONE:
                 return
-            if c == "(":
-                if not words and not assignments:
-                    self.i += 1
-                    self.nested(")", "subshell")
-                    self.after_compound(context, redirects)
-                    return
-                if len(words) == 1 and self.startswith(("()", "( )")):
-                    # name() { body; }: the body's commands count wherever it is called.
-                    self.i = self.s.index(")", self.i) + 1
-                    words.clear()
-                    context = "function"
-                    continue
-                self.problem("an unexpected '('")
-                self.i += 1
+            if step == _NEXT:
                 continue
-            redirect = self.try_redirect()
-            if redirect is not None:
-                redirects.append(redirect)
-                continue
-            if not words:
-                keyword = self.word_ahead()
-                if keyword in _OPENERS and not assignments:
-                    self.i += len(keyword)
-                    if keyword == "time":
-                        self.skip_blanks()
-                        if self.word_ahead() == "-p":
-                            self.i += 2
-                    start = self.i
-                    continue
-                if keyword in _CLOSERS and not assignments:
-                    self.i += len(keyword)
-                    self.after_compound(context, redirects)
-                    return
-                if keyword in ("for", "select") and not assignments:
-                    self.parse_for(keyword)
-                    return
-                if keyword == "case" and not assignments:
-                    self.parse_case()
-                    return
-                if keyword == "function" and not assignments:
-                    self.i += len(keyword)
-                    self.skip_blanks()
-                    self.read_word()
-                    self.skip_blanks()
-                    if self.startswith("()"):
-                        self.i += 2
-                    context = "function"
-                    start = self.i
-                    continue
-                if keyword == "coproc":
-                    self.problem("coproc is not analysed")
-                if keyword == "[[" and not assignments:
-                    self.parse_conditional(context)
-                    return
-            word = self.read_word(assignment_ok=not words)
+            word = self.read_word(assignment_ok=not cmd.words)
             if word is None:
                 break
-            if not words and _ASSIGN.match(word.text) and not word.text.startswith("="):
-                assignments.append(word)
+            if not cmd.words and _ASSIGN.match(word.text) and not word.text.startswith("="):
+                cmd.assignments.append(word)
             else:
-                words.append(word)
-        text = self.s[start : self.i].strip()
-        if words or assignments or redirects:
-            cmd = Command(tuple(words), tuple(assignments), tuple(redirects), text, context)
-            self.state.commands.append(cmd)
-            self.check_command(cmd)
+                cmd.words.append(word)
+        text = self.s[cmd.start : self.i].strip()
+        if cmd.words or cmd.assignments or cmd.redirects:
+            done = Command(
+                tuple(cmd.words), tuple(cmd.assignments), tuple(cmd.redirects), text, cmd.context
+            )
+            self.state.commands.append(done)
+            self.check_command(done)
+
+    def command_step(self, cmd: _Simple, c: str) -> str | None:
+        """What comes next in a simple command besides a word: a parenthesis, a redirection,
+        or a keyword in command position. :data:`_DONE` when the command ends here,
+        :data:`_NEXT` when more follows, None when a word comes."""
+        if c == "(":
+            return self.paren(cmd)
+        redirect = self.try_redirect()
+        if redirect is not None:
+            cmd.redirects.append(redirect)
+            return _NEXT
+        if cmd.words:
+            return None
+        return self.keyword(cmd)
+
+    def paren(self, cmd: _Simple) -> str:
+        if cmd.empty:
+            if self.startswith("(("):
+                self.parse_arithmetic_command()
+                return _DONE
+            self.i += 1
+            self.nested(")", "subshell")
+            self.after_compound(cmd.context, cmd.redirects)
+            return _DONE
+        if len(cmd.words) == 1 and self.startswith(("()", "( )")):
+            # name() { body; }: the body's commands count wherever it is called.
+            self.i = self.s.index(")", self.i) + 1
+            cmd.words.clear()
+            cmd.context = "function"
+            return _NEXT
+        self.problem("an unexpected '('")
+        self.i += 1
+        return _NEXT
+
+    def keyword(self, cmd: _Simple) -> str | None:
+        """A reserved word in command position (none counts after an assignment)."""
+        keyword = self.word_ahead()
+        if keyword == "coproc":
+            self.problem("coproc is not analysed")
+        if cmd.assignments:
+            return None
+        if keyword in _OPENERS:
+            self.i += len(keyword)
+            if keyword == "time":
+                self.skip_blanks()
+                if self.word_ahead() == "-p":
+                    self.i += 2
+            cmd.start = self.i
+            return _NEXT
+        if keyword in _CLOSERS:
+            self.i += len(keyword)
+            self.after_compound(cmd.context, cmd.redirects)
+            return _DONE
+        compound = self.compound_keyword(keyword, cmd.context)
+        if compound:
+            return _DONE
+        if keyword == "function":
+            self.i += len(keyword)
+            self.skip_blanks()
+            self.read_word()
+            self.skip_blanks()
+            if self.startswith("()"):
+                self.i += 2
+            cmd.context = "function"
+            cmd.start = self.i
+            return _NEXT
+        return None
+
+    def compound_keyword(self, keyword: str, context: str) -> bool:
+        """``for``/``select``, ``case``, ``[[``: parsed whole; whether ``keyword`` was one."""
+        if keyword in ("for", "select"):
+            self.parse_for(keyword)
+        elif keyword == "case":
+            self.parse_case()
+        elif keyword == "[[":
+            self.parse_conditional(context)
+        else:
+            return False
+        return True
 
     def check_command(self, cmd: Command) -> None:
         if cmd.argv[:1] == ("shopt",) and "expand_aliases" in cmd.argv:

@@ -960,62 +960,86 @@ def _sed_script(script: str) -> str | None:
     return None
 
 
+_AWK_LOADS = ("--file", "--exec", "--include", "--load")
+_AWK_LOAD_WORDS = frozenset({"-f", "-E", "-i", "-l", *_AWK_LOADS})
+_AWK_VALUED = frozenset({"-v", "-F", "--assign", "--field-separator"})
+
+
 def _awk(args: list[str]) -> str | None:
+    programs, problem = _awk_programs(args)
+    for program in programs:
+        problem = problem or _awk_code(program)
+    return problem
+
+
+def _awk_programs(args: list[str]) -> tuple[list[str], str | None]:
+    """The awk programs the arguments give (``-e``, ``--source`` or the first operand), or why
+    an argument is refused."""
     programs: list[str] = []
     operands: list[str] = []
     i = 0
     while i < len(args):
-        a = args[i]
-        if a in ("-f", "--file", "-E", "--exec", "-i", "--include", "-l", "--load"):
-            return f"awk {a} loads a program or an extension from a file"
-        if a.startswith("-W") and not operands:  # gawk's -W source=..., -W file=...
-            return "awk -W options are not modelled"
-        if a in ("-v", "-F", "--assign", "--field-separator") and i + 1 < len(args):
-            i += 2
-            continue
-        if a in ("-e", "--source") and i + 1 < len(args):
-            programs.append(args[i + 1])
-            i += 2
-            continue
-        name, eq, value = a.partition("=")
-        if a.startswith("--") and len(name) > 2 and not operands:
-            # gawk takes any unambiguous prefix of a long option, the value after = or next
-            if any(o.startswith(name) for o in ("--file", "--exec", "--include", "--load")):
-                return f"awk {name} loads a program or an extension from a file"
-            if "--source".startswith(name):
-                if not eq and i + 1 >= len(args):
-                    return "awk --source without a program"
-                programs.append(value if eq else args[i + 1])
-                i += 1 if eq else 2
-                continue
-        elif a.startswith("-") and len(a) > 2 and not operands and a[1] in "fEil":
-            return f"awk -{a[1]} loads a program or an extension from a file"
-        elif a.startswith("-e") and len(a) > 2 and not operands:
-            programs.append(a[2:])  # -ePROGRAM
-            i += 1
-            continue
-        if a.startswith("-") and a != "-" and not operands:
-            i += 1
-            continue
-        operands.append(a)
-        i += 1
+        taken, program, problem = _awk_word(args, i, bool(operands))
+        if problem:
+            return [], problem
+        if program is not None:
+            programs.append(program)
+        if not taken:
+            operands.append(args[i])
+        i += taken or 1
     if not programs and operands:
         programs.append(operands[0])
-    for program in programs:
-        code = re.sub(r'"(?:[^"\\]|\\.)*"', '""', program)
-        if re.search(r"@load\b", code):
-            return "gawk @load loads an extension"
-        if "@" in code:  # @include "file" reads code never checked; @f() calls f indirectly
-            return "gawk @include and indirect calls (@name()) run code the check cannot see"
-        if re.search(r"\bsystem\s*\(", code):
-            return "awk system() runs a command"
-        if "|" in code.replace("||", ""):
-            return "an awk pipe runs a command"
-        if re.search(r"\bgetline\b", code):
-            return "awk getline reads files or runs commands"
-        for statement in re.split(r"[;{}\n]", code):
-            if re.search(r"\bprintf?\b", statement) and ">" in statement:
-                return "awk print > writes a file"
+    return programs, None
+
+
+def _awk_word(args: list[str], i: int, after_operands: bool) -> tuple[int, str | None, str | None]:
+    """How many words awk's argument ``i`` takes (0: it is an operand), the program it gives
+    and why it is refused."""
+    a = args[i]
+    if a in _AWK_LOAD_WORDS:
+        return 1, None, f"awk {a} loads a program or an extension from a file"
+    more = i + 1 < len(args)
+    if a in _AWK_VALUED and more:
+        return 2, None, None
+    if a in ("-e", "--source") and more:
+        return 2, args[i + 1], None
+    if after_operands or not a.startswith("-") or a == "-":
+        return 0, None, None
+    if a.startswith("-W"):  # gawk's -W source=..., -W file=...
+        return 1, None, "awk -W options are not modelled"
+    name, eq, value = a.partition("=")
+    if a.startswith("--") and len(name) > 2:
+        # gawk takes any unambiguous prefix of a long option, the value after = or next
+        if any(o.startswith(name) for o in _AWK_LOADS):
+            return 1, None, f"awk {name} loads a program or an extension from a file"
+        if "--source".startswith(name):
+            if eq:
+                return 1, value, None
+            return (2, args[i + 1], None) if more else (1, None, "awk --source without a program")
+    elif len(a) > 2 and a[1] in "fEil":
+        return 1, None, f"awk -{a[1]} loads a program or an extension from a file"
+    elif a.startswith("-e") and len(a) > 2:
+        return 1, a[2:], None  # -ePROGRAM
+    return 1, None, None
+
+
+def _awk_code(program: str) -> str | None:
+    """Why an awk program may do more than read its input and print (the program's own text,
+    not the command line, is what these patterns read)."""
+    code = re.sub(r'"(?:[^"\\]|\\.)*"', '""', program)
+    if re.search(r"@load\b", code):
+        return "gawk @load loads an extension"
+    if "@" in code:  # @include "file" reads code never checked; @f() calls f indirectly
+        return "gawk @include and indirect calls (@name()) run code the check cannot see"
+    if re.search(r"\bsystem\s*\(", code):
+        return "awk system() runs a command"
+    if "|" in code.replace("||", ""):
+        return "an awk pipe runs a command"
+    if re.search(r"\bgetline\b", code):
+        return "awk getline reads files or runs commands"
+    for statement in re.split(r"[;{}\n]", code):
+        if re.search(r"\bprintf?\b", statement) and ">" in statement:
+            return "awk print > writes a file"
     return None
 
 
