@@ -412,3 +412,60 @@ def test_ray_task_keeps_the_environment_its_driver_gave(batch: Batch) -> None:
     row = _ray_task(task.to_dict(), dataclasses.asdict(settings), None)
     assert row["error_class"] is None, row
     assert row["solved"] is True and row["stop_reason"] == "done"
+
+
+def test_local_tasks_do_not_wait_on_each_others_blocking_work(batch: Batch) -> None:
+    """On the local engine a task's work that does not await (here: the git its session asks
+    about the copy, held until the other task has had its first answer) holds up only that
+    task. On one event loop shared by every task the other task could not even read its
+    answer while this git ran, so the git would give up waiting."""
+    real_git = subprocess.run(["which", "git"], capture_output=True, text=True, check=True)
+    bin_dir = batch.root / "bin"
+    bin_dir.mkdir()
+    started, answered, log = (batch.root / n for n in ("git-held", "b-answered", "git.log"))
+    wrapper = bin_dir / "git"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        # Only the first `rev-parse --is-inside-work-tree` in task slow-a's copy waits (2.5 s at
+        # most: the session's own timeout for this git is 3 s).
+        f'case "$PWD $*" in *slow-a/repo*--is-inside-work-tree*)\n'
+        f"  if [ ! -e {started} ]; then touch {started}; i=0\n"
+        f"    while [ ! -e {answered} ] && [ $i -lt 25 ]; do sleep 0.1; i=$((i+1)); done\n"
+        f"    if [ -e {answered} ]; then echo saw >> {log}; else echo gave-up >> {log}; fi\n"
+        "  fi;;\n"
+        "esac\n"
+        f'exec {real_git.stdout.strip()} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    inner = scripted()
+
+    def handler(request: RecordedRequest) -> Reply:
+        text = _first_user_text(request)
+        step = sum(1 for m in request.messages if m.get("role") == "assistant")
+        if text.startswith("[ok-b]") and step == 0:
+            # Task ok-b gets its first answer only once slow-a's git is running.
+            for _ in range(200):
+                if started.exists():
+                    break
+                time.sleep(0.05)
+        if text.startswith("[ok-b]") and step == 1:
+            answered.touch()  # ok-b read its answer, ran its tool and asked again
+        reply: Reply = inner(request)
+        return reply
+
+    batch.server.handler = handler
+    lines = [
+        {"id": "slow-a", "repo": str(batch.repo("a")), "task": "[slow-a] answer"},
+        {"id": "ok-b", "repo": str(batch.repo("b")), "task": "[ok-b] create done.txt"},
+    ]
+    env = batch.env(PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}")
+    proc = run_cli(
+        ["batch", str(batch.tasks(lines)), "--out", "out", "--yes", "--concurrency", "2"],
+        cwd=batch.root,
+        env=env,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = {r["id"]: r for r in rows_of(batch.root / "out")}
+    assert set(rows) == {"slow-a", "ok-b"} and not any(r["error_class"] for r in rows.values())
+    assert log.read_text().split() == ["saw"], "slow-a's git was held, and ok-b went on"

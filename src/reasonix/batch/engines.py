@@ -1,4 +1,5 @@
-"""Where the tasks run: ``local`` (asyncio within a concurrency bound, in this process) or
+"""Where the tasks run: ``local`` (in this process within a concurrency bound, each task on an
+event loop of its own in a thread) or
 ``ray`` (one ``ray.remote`` task each, on a local Ray instance or an existing cluster).
 
 Both engines share a :class:`Ledger`: the batch's budget. A task starts only while the budget
@@ -15,10 +16,13 @@ A task whose Ray worker died (killed, out of memory, node lost) is retried by Ra
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from reasonix.batch.runner import RunSettings, baselines_dir, run_task
 from reasonix.batch.tasks import BatchTask
@@ -29,6 +33,7 @@ __all__ = ["ENGINES", "Ledger", "LocalEngine", "RayEngine"]
 
 OnRow = Callable[[dict[str, Any]], None]
 OnStart = Callable[[BatchTask], None]
+T = TypeVar("T")
 
 
 @dataclass
@@ -50,8 +55,39 @@ class Ledger:
         self.spent += float((row.get("cost_usd") or {}).get("total", 0.0))
 
 
+class _OwnLoop:
+    """One task's coroutine run on an event loop of its own, in the thread that calls
+    :meth:`run`; :meth:`cancel` (from any thread) cancels it there, before or after it began."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cancelled = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._job: asyncio.Task[Any] | None = None
+
+    def run(self, make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+        with asyncio.Runner() as runner:
+            return runner.run(self._body(make))
+
+    async def _body(self, make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+        with self._lock:
+            if self._cancelled:
+                raise asyncio.CancelledError
+            self._loop, self._job = asyncio.get_running_loop(), asyncio.current_task()
+        return await make()
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._cancelled = True
+            if self._loop is not None and self._job is not None:
+                self._loop.call_soon_threadsafe(self._job.cancel)
+
+
 class LocalEngine:
-    """Tasks as coroutines in this process, at most ``concurrency`` at a time."""
+    """Tasks in this process, at most ``concurrency`` at a time, each in a thread with an event
+    loop of its own: what a task does without awaiting (loading its config, opening its store,
+    git and snapshots, its subprocesses' start) then holds up only that task, not every task
+    of the batch as on one shared loop (0.6x linear at 8 against a latency-bound model)."""
 
     name = "local"
 
@@ -65,6 +101,8 @@ class LocalEngine:
         on_start: OnStart,
     ) -> None:
         bound = asyncio.Semaphore(concurrency)
+        loop = asyncio.get_running_loop()
+        pool = ThreadPoolExecutor(max_workers=max(concurrency, 1), thread_name_prefix="batch")
 
         async def one(task: BatchTask) -> None:
             async with bound:
@@ -72,12 +110,26 @@ class LocalEngine:
                     ledger.not_started.append(task.id)
                     return
                 on_start(task)
-                row = await run_task(task, settings, ledger.left())
+                left = ledger.left()
+                own = _OwnLoop()
+                ran = loop.run_in_executor(pool, own.run, lambda: run_task(task, settings, left))
+                try:
+                    row = await asyncio.shield(ran)
+                except asyncio.CancelledError:
+                    # The batch was stopped: the task stops too (its session closes), then
+                    # the batch goes on stopping.
+                    own.cancel()
+                    with contextlib.suppress(BaseException):
+                        await ran
+                    raise
                 ledger.spend(row)
                 on_row(row)
 
-        # run_task reports every failure in its row, so one task cannot cancel the others.
-        await asyncio.gather(*(one(task) for task in tasks))
+        try:
+            # run_task reports every failure in its row, so one task cannot cancel the others.
+            await asyncio.gather(*(one(task) for task in tasks))
+        finally:
+            pool.shutdown(wait=False)
 
 
 #: The API keys a Ray worker took out of its environment (once: a worker runs many tasks).
