@@ -26,11 +26,12 @@ pytestmark = pytest.mark.skipif(
 
 def _sandbox_processes() -> set[int]:
     """This test's processes that are a kept sandbox: bubblewrap and the supervisor."""
-    return {
-        pid
-        for pid in descendants()
-        if "reasonix-supervisor" in command_line(pid) or "bwrap" in command_line(pid).split()[0]
-    }
+    found = set()
+    for pid in descendants():
+        line = command_line(pid)
+        if "reasonix-supervisor" in line or line.split(" ", 1)[0].endswith("bwrap"):
+            found.add(pid)
+    return found
 
 
 async def _session_with_a_sandbox(

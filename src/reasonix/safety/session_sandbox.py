@@ -42,6 +42,7 @@ import asyncio
 import contextlib
 import json
 import os
+import select
 import signal
 import socket
 import struct
@@ -334,7 +335,20 @@ class _Box:
             os.killpg(self.proc.pid, signal.SIGKILL)
 
     def kill(self) -> None:
+        """End the sandbox and wait until its PID namespace is gone: the outer bubblewrap is
+        our child, but the namespace's init (its child, in a session of its own) dies only
+        after it, so it is killed too and waited for through a pidfd (readable once it and,
+        with it, every process of the namespace have exited)."""
+        init = None
+        children = f"/proc/{self.proc.pid}/task/{self.proc.pid}/children"
+        with contextlib.suppress(OSError, IndexError, ValueError), open(children) as f:
+            init = os.pidfd_open(int(f.read().split()[0]))
         self.terminate()
+        if init is not None:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(init, signal.SIGKILL)
+                select.select([init], [], [], 10)
+            os.close(init)
         with contextlib.suppress(OSError):
             self.sock.close()
         with contextlib.suppress(subprocess.TimeoutExpired):
