@@ -1,0 +1,114 @@
+"""attacker4: the proved read-only view (safety/shell/readers.py) through the real CLI, ask mode,
+headless (nobody to ask: a command not proved read-only is refused, one that is runs).
+
+The view leaves out ``git show``/``git diff``/``git log -p`` because the diff and textconv
+drivers a file's attributes select would run. These probes reach the same drivers through git
+subcommands the view still proves: ``git cat-file --textconv``/``--filters``, ``git grep
+--textconv``, ``git stash list -p``. The driver is the user's own (``~/.gitconfig``: what a user
+who reads images, PDFs or office files in diffs has), the selection and the bytes it runs on are
+the repository's (``.gitattributes``). The probe is the marker file the driver writes; runs use
+``--sandbox off`` (where the read-only proof is the only line: macOS, no bubblewrap). Control:
+the same line approved (``--yes``) writes the marker, so the probe sees the driver run.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from reasonix.testing import FakeDeepSeekServer, Reply
+from reasonix.testing.project import fake_project_toml
+from tests.support.cli import FAKE_KEY_ENV, cli_env, run_cli
+
+pytestmark = pytest.mark.slow
+
+
+@dataclass
+class Repo:
+    root: Path
+    home: Path
+    cfg: Path
+    data: Path
+    ex: FakeDeepSeekServer
+
+    @property
+    def marker(self) -> Path:
+        return self.home / "DRIVER-RAN"
+
+    def bash(self, command: str, *flags: str) -> subprocess.CompletedProcess[str]:
+        self.ex.push(Reply.call("bash", {"command": command}), Reply.text("done"))
+        env = cli_env(self.data, self.cfg, inherit=False, HOME=str(self.home))
+        argv = ["run", "--no-planner", "--sandbox", "off", *flags, "--output-format", "json"]
+        return run_cli([*argv, "look around"], cwd=self.root, env=env)
+
+
+def _git(cwd: Path, home: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=cwd,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1"},
+        check=True,
+        capture_output=True,
+    )
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Iterator[Repo]:
+    root, home, cfg, data = (tmp_path / n for n in ("repo", "home", "cfg", "data"))
+    for folder in (root, home, cfg, data):
+        folder.mkdir()
+    marker = home / "DRIVER-RAN"
+    # The user's own drivers (a textconv for diffs of documents, a filter such as git-lfs's).
+    (home / ".gitconfig").write_text(
+        f'[diff "doc"]\n\ttextconv = "touch {marker}; cat"\n'
+        f'[filter "doc"]\n\tsmudge = "touch {marker}; cat"\n\tclean = cat\n'
+    )
+    # The repository's: which files go through them, and the bytes.
+    (root / "report.doc").write_text("quarterly figures\n")
+    (root / ".gitattributes").write_text("*.doc diff=doc filter=doc\n")
+    _git(root, home, "init", "-q")
+    _git(root, home, "add", ".")
+    _git(root, home, "commit", "-qm", "report")
+    (root / "report.doc").write_text("quarterly figures, revised\n")
+    _git(root, home, "stash", "-q")
+    marker.unlink(missing_ok=True)
+    with FakeDeepSeekServer() as ex:
+        text = fake_project_toml(ex.base_url, ex.base_url, key_env=FAKE_KEY_ENV, max_steps=4)
+        (cfg / "config.toml").write_text(text + f'\n[trust]\nfolders = ["{root}"]\n')
+        yield Repo(root, home, cfg, data, ex)
+
+
+DRIVER_LINES = [
+    "git cat-file --textconv HEAD:report.doc",
+    "git cat-file --filters HEAD:report.doc",
+    "git grep --textconv figures",
+    "git stash list -p",
+]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="B5: git subcommands the view proves read-only run the diff/textconv/filter drivers "
+    "the repository's .gitattributes select (attacks4.md)",
+)
+@pytest.mark.parametrize("line", DRIVER_LINES)
+def test_break_a_proved_git_read_runs_no_driver(repo: Repo, line: str) -> None:
+    proc = repo.bash(line)
+    assert not repo.marker.exists(), f"{line!r} ran the driver unasked: {proc.stdout[-400:]}"
+
+
+@pytest.mark.parametrize("line", DRIVER_LINES)
+def test_control_approved_the_same_line_runs_the_driver(repo: Repo, line: str) -> None:
+    proc = repo.bash(line, "--yes")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert repo.marker.exists()
+
+
+def test_control_git_show_is_not_proved_and_is_refused(repo: Repo) -> None:
+    proc = repo.bash("git show HEAD:report.doc")
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert not repo.marker.exists()
