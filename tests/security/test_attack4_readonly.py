@@ -4,15 +4,18 @@ headless (nobody to ask: a command not proved read-only is refused, one that is 
 The view leaves out ``git show``/``git diff``/``git log -p`` because the diff and textconv
 drivers a file's attributes select would run. These probes reach the same drivers through git
 subcommands the view still proves: ``git cat-file --textconv``/``--filters``, ``git grep
---textconv``, ``git stash list -p``. The driver is the user's own (``~/.gitconfig``: what a user
-who reads images, PDFs or office files in diffs has), the selection and the bytes it runs on are
-the repository's (``.gitattributes``). The probe is the marker file the driver writes; runs use
-``--sandbox off`` (where the read-only proof is the only line: macOS, no bubblewrap). Control:
-the same line approved (``--yes``) writes the marker, so the probe sees the driver run.
+--textconv``, ``git stash list -p``; and ``git status`` itself runs a filter's ``clean``
+program on a file whose time stamp changed. The driver is the user's own (``~/.gitconfig``:
+what a user who reads images, PDFs or office files in diffs has, or git-lfs's filter); which
+files go through it, and the bytes, are the repository's (``.gitattributes``). The probe is the
+marker file the driver writes; runs use ``--sandbox off`` (where the proof is the only line:
+macOS, no bubblewrap). Control: the same line approved (``--yes``) writes the marker, so the
+probe sees the driver run.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -65,7 +68,7 @@ def repo(tmp_path: Path) -> Iterator[Repo]:
     # The user's own drivers (a textconv for diffs of documents, a filter such as git-lfs's).
     (home / ".gitconfig").write_text(
         f'[diff "doc"]\n\ttextconv = "touch {marker}; cat"\n'
-        f'[filter "doc"]\n\tsmudge = "touch {marker}; cat"\n\tclean = cat\n'
+        f'[filter "doc"]\n\tsmudge = "touch {marker}; cat"\n\tclean = "touch {marker}; cat"\n'
     )
     # The repository's: which files go through them, and the bytes.
     (root / "report.doc").write_text("quarterly figures\n")
@@ -75,6 +78,8 @@ def repo(tmp_path: Path) -> Iterator[Repo]:
     _git(root, home, "commit", "-qm", "report")
     (root / "report.doc").write_text("quarterly figures, revised\n")
     _git(root, home, "stash", "-q")
+    # a new time stamp: the next git status reads the file again, through the clean filter
+    os.utime(root / "report.doc", (1_000_000_000, 1_000_000_000))
     marker.unlink(missing_ok=True)
     with FakeDeepSeekServer() as ex:
         text = fake_project_toml(ex.base_url, ex.base_url, key_env=FAKE_KEY_ENV, max_steps=4)
@@ -87,6 +92,7 @@ DRIVER_LINES = [
     "git cat-file --filters HEAD:report.doc",
     "git grep --textconv figures",
     "git stash list -p",
+    "git status",
 ]
 
 
