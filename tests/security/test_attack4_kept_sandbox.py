@@ -1,0 +1,73 @@
+"""attacker4: the kept sandbox (safety/session_sandbox.py) through the real CLI: one command
+plants, the next must find the sandbox as a fresh one would be.
+
+The supervisor's reset compares what was there at start by mode, size, mtime and inode (and a
+link's target): extended attributes of ``/tmp`` and the home folder (tmpfs keeps ``user.*``
+attributes and POSIX ACLs, e.g. a default ACL that sets the mode of every file the next
+command creates there) are not part of it. Control: ``REASONIX_SANDBOX=per-call`` gives every
+command a fresh ``/tmp`` and home, and the same look finds nothing; the plant step reports it
+worked.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from tests.security.support import Attack, Lab, lab
+
+__all__ = ["lab"]
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed; CI installs it"
+    ),
+]
+
+PLANT = """import os
+for where in ("/tmp", os.path.expanduser("~")):
+    os.setxattr(where, "user.plant", b"EVIL-XATTR")
+print("planted-xattr")
+"""
+LOOK = """import os
+for where in ("/tmp", os.path.expanduser("~")):
+    try:
+        print(where, os.getxattr(where, "user.plant"))
+    except OSError as exc:
+        print(where, "none", exc.errno)
+"""
+
+
+def _two_steps(lab: Lab, **env: str) -> tuple[str, str]:
+    (lab.root / "plant.py").write_text(PLANT)
+    (lab.root / "look.py").write_text(LOOK)
+    outcome = lab.attack(
+        [
+            Attack("plant", "bash", {"command": "python3 plant.py"}),
+            Attack("look", "bash", {"command": "python3 look.py"}),
+        ],
+        "--mode",
+        "yolo",
+        env=lab.env(**env) if env else None,
+    )
+    assert outcome.proc.returncode == 0, outcome.proc.stdout[-2000:]
+    plant, look = outcome.results
+    assert "planted-xattr" in plant, plant
+    return plant, look
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="B6: the kept sandbox's reset ignores extended attributes of /tmp and home "
+    "(attacks4.md)",
+)
+def test_break_an_attribute_on_tmp_reaches_the_next_command(lab: Lab) -> None:
+    _, look = _two_steps(lab)
+    assert "EVIL-XATTR" not in look, look
+
+
+def test_control_per_call_the_attribute_is_gone(lab: Lab) -> None:
+    _, look = _two_steps(lab, REASONIX_SANDBOX="per-call")
+    assert "EVIL-XATTR" not in look and "none" in look, look
