@@ -153,3 +153,24 @@ def test_the_bash_tool_uses_the_kept_sandbox_unless_told_otherwise(
     assert len(starts(ShellTool(tmp_path, options=off))) == 3
     monkeypatch.setenv("REASONIX_SANDBOX", "per-call")
     assert len(starts(ShellTool(tmp_path, options=ShellOptions(confiner=confiner)))) == 3
+
+
+def test_a_command_in_the_kept_sandbox_has_the_signal_handling_of_a_fresh_shell(
+    tmp_path: Path,
+) -> None:
+    # The supervisor is Python, which ignores SIGPIPE and SIGXFSZ: a command it started
+    # inherited that (`yes | head -1` then printed "Broken pipe"); a per-call sandbox's
+    # bubblewrap starts the shell with no signal ignored. Compared with that one.
+    confiner = bash_confinement("bwrap").confiner
+    probe = "yes | head -1; grep SigIgn /proc/self/status"
+
+    def output(kept: bool) -> str:
+        tool = ShellTool(tmp_path, options=ShellOptions(confiner=confiner, kept_sandbox=kept))
+        try:
+            return asyncio.run(tool.run_command(probe)).output
+        finally:
+            tool.close()
+
+    fresh = output(False)
+    assert fresh == "y\nSigIgn:\t0000000000000000"
+    assert output(True) == fresh

@@ -183,6 +183,11 @@ class UnavailableConfiner:
         return f"bash is refused: {self.reason}"
 
 
+#: The shell's ``ulimit`` flag for each bound of :meth:`BwrapConfiner.rlimits`, and the bytes
+#: (or processes) in one of its units.
+ULIMIT_FLAGS = {"RLIMIT_NPROC": ("-u", 1), "RLIMIT_AS": ("-v", 1024)}
+
+
 @dataclass(frozen=True)
 class BwrapConfiner:
     """bubblewrap confinement; see the module docstring for what it confines.
@@ -278,14 +283,23 @@ class BwrapConfiner:
         args += ["--remount-ro", "/", "--chdir", str(workspace)]
         return args
 
-    def limited(self, argv: Sequence[str]) -> list[str]:
-        """``argv`` (a shell command line) behind the process and memory bounds, set inside the
-        sandbox's own user namespace so only the sandbox's processes count."""
-        limits = []
+    def rlimits(self) -> list[tuple[str, int]]:
+        """The bounds of each command, as ``resource`` names and values: ``RLIMIT_NPROC``
+        processes, ``RLIMIT_AS`` bytes (the kept sandbox's supervisor sets them itself)."""
+        out = []
         if self.max_processes > 0:
-            limits.append(f"ulimit -u {self.max_processes}")
+            out.append(("RLIMIT_NPROC", self.max_processes))
         if self.max_memory_mb > 0:
-            limits.append(f"ulimit -v {self.max_memory_mb * 1024}")
+            out.append(("RLIMIT_AS", self.max_memory_mb * 1024 * 1024))
+        return out
+
+    def limited(self, argv: Sequence[str]) -> list[str]:
+        """``argv`` (a shell command line) behind the bounds of :meth:`rlimits`, set inside the
+        sandbox's own user namespace so only the sandbox's processes count."""
+        limits = [
+            f"ulimit {ULIMIT_FLAGS[name][0]} {value // ULIMIT_FLAGS[name][1]}"
+            for name, value in self.rlimits()
+        ]
         if not limits or len(argv) < 3:
             return list(argv)
         shell, flag, *rest = argv
@@ -585,6 +599,13 @@ class PidsCgroup:
     def hit_bound(self) -> bool:
         """Whether a fork was refused because the bound was reached."""
         return self.refusals() > 0
+
+    def current(self) -> int:
+        """How many processes the cgroup holds now (-1 when it cannot be read)."""
+        try:
+            return int((self.path / "pids.current").read_text())
+        except (OSError, ValueError):
+            return -1
 
     def refusals(self) -> int:
         """How many forks the bound has refused so far (a kept sandbox compares the count

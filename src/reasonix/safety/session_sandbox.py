@@ -5,24 +5,27 @@ most of a step's host time. A :class:`SessionSandbox` starts one sandbox (the sa
 :meth:`~reasonix.safety.confinement.BwrapConfiner.arguments` a per-call sandbox gets) running a
 Python supervisor (:data:`SUPERVISOR`), and hands it each command over a Unix socket together
 with the write end of that command's output pipe. The supervisor starts the command in its own
-session and process group with the environment it was sent, behind the same ``ulimit`` bounds
-(:meth:`~reasonix.safety.confinement.BwrapConfiner.limited`), forwards a stop signal when the
-host asks, and when the command ends:
+session and process group with the environment it was sent, the same bounds (it sets
+:meth:`~reasonix.safety.confinement.BwrapConfiner.rlimits` itself, where a sandbox of its own
+has a shell run ``ulimit``) and default signal handling, forwards a stop signal when the host
+asks, and when the command ends:
 
 - kills every other process of the sandbox (``kill(-1)`` from inside the PID namespace reaches
   all of them, ``setsid`` daemons included) and waits until the namespace holds only the
   sandbox's init and itself, as the end of a per-call sandbox did;
-- empties ``/tmp``, ``/dev``, ``/dev/shm`` and the home folder back to what they held at start
+- answers the host, then (the next command waits for it, this one's result does not)
+  empties ``/tmp``, ``/dev``, ``/dev/shm`` and the home folder back to what they held at start
   (the next command finds no ``~/.gitconfig`` or ``/tmp`` file a previous one left), and
   reports the sandbox unclean when that fails, when something that was there at start was
   changed (``/dev/fd`` replaced by a folder of the command's own), or when System V IPC objects
   or POSIX message queues remain.
 
-The host trusts none of this: after every command it counts the processes of the sandbox's PID
-namespace itself, and kills the sandbox (the next command gets a fresh one) when more than the
-init and the supervisor remain, when the supervisor reports the sandbox unclean, stops
-answering, or dies. The supervisor makes itself non-dumpable so no command can ptrace it or
-read its memory and forge its answers.
+The host trusts none of this: after every command it counts the sandbox's processes itself
+(its ``pids`` cgroup's count where it has one, else the PID namespace of every process), and
+kills the sandbox (the next command gets a fresh one) when more than the init and the
+supervisor remain, when the supervisor reports the sandbox unclean, stops answering, or dies.
+The supervisor makes itself non-dumpable so no command can ptrace it or read its memory and
+forge its answers.
 
 A sandbox is reused only while a fresh one would be the same: its key is the bubblewrap argument
 list computed anew for every command (the protected paths and secrets that exist, the settings)
@@ -70,7 +73,7 @@ BOOTSTRAP = (
 
 #: The supervisor (see the module docstring).
 SUPERVISOR = r"""
-import ctypes, json, os, select, signal, socket, stat, struct, sys, time
+import ctypes, json, os, resource, select, signal, socket, stat, struct, sys, time
 ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: no ptrace, no /proc/PID/mem
 sock = s
 os.set_inheritable(sock.fileno(), False)
@@ -206,19 +209,41 @@ def send(**msg):
     sock.sendall(json.dumps(msg).encode() + b"\n")
 
 
-def run(msg, fds):
-    out = fds[0]
-    actions = [
-        (os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
-        (os.POSIX_SPAWN_DUP2, out, 1),
-        (os.POSIX_SPAWN_DUP2, out, 2),
-        (os.POSIX_SPAWN_CLOSE, out),
-    ]
+def start(argv, env, out, limits):
+    # In the child: its own session, the signal handling a shell started by bubblewrap would
+    # have (Python ignores SIGPIPE and SIGXFSZ), the bounds, the output pipe, then the shell.
+    pid = os.fork()
+    if pid:
+        return pid
     try:
-        argv = msg["argv"]
-        pid = os.posix_spawn(argv[0], argv, msg["env"], file_actions=actions, setsid=True)
-    except OSError as exc:
-        os.write(out, ("reasonix: cannot start the shell: %s\n" % exc).encode())
+        os.setsid()
+        for sig in range(1, signal.NSIG):
+            try:
+                signal.signal(sig, signal.SIG_DFL)
+            except (OSError, ValueError):
+                pass
+        for name, value in limits:
+            try:  # as the shell's ulimit: a lower hard limit stays
+                resource.setrlimit(getattr(resource, name), (value, value))
+            except (OSError, ValueError):
+                pass
+        os.dup2(os.open("/dev/null", os.O_RDONLY), 0)
+        os.dup2(out, 1)
+        os.dup2(out, 2)
+        os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+        os.execve(argv[0], argv, env)
+    except BaseException as exc:
+        try:
+            os.write(2, ("reasonix: cannot start the shell: %s\n" % exc).encode())
+        finally:
+            os._exit(127)
+
+
+def run(msg, fds):
+    try:
+        pid = start(msg["argv"], msg["env"], fds[0], msg.get("limits", ()))
+    except OSError as exc:  # no fork (the process bound): the command did not start
+        os.write(fds[0], ("reasonix: cannot start the shell: %s\n" % exc).encode())
         return 127
     finally:
         for fd in fds:
@@ -253,11 +278,13 @@ while True:
         break
     code = run(msg, fds) if msg.get("argv") and fds else 126
     clean = end_all()
+    send(op="exit", code=code, clean=clean)
+    # The host waits for this before its next command, not for this one's result.
     try:
         reset()
     except OSError:
         clean = False
-    send(op="exit", code=code, clean=clean and ipc_empty())
+    send(op="reset", clean=clean and ipc_empty())
 """
 
 
@@ -324,6 +351,10 @@ class _Box:
         self.pids = pids
         self.fingerprint = _fingerprint(args)
         self.refusals = pids.refusals() if pids is not None else 0
+        #: the processes its cgroup holds between commands (bubblewrap, init, supervisor)
+        self.idle = -1
+        #: the supervisor still owes the report of its reset after the last command
+        self.resetting = False
         self.buffer = b""
 
     def alive(self) -> bool:
@@ -487,7 +518,11 @@ class SessionSandbox:
 
     async def _box_for(self, args: tuple[str, ...]) -> _Box:
         box = self._box
-        if box is not None and not (box.alive() and self.reusable(box.args, box.fingerprint, args)):
+        if box is not None and not (
+            await self._reset_done(box)
+            and box.alive()
+            and self.reusable(box.args, box.fingerprint, args)
+        ):
             self.close()
             box = None
         if box is None:
@@ -498,6 +533,7 @@ class SessionSandbox:
                 self.broken = str(exc)
                 raise
             box.fingerprint = _fingerprint(args)  # after bubblewrap made its mount points
+            box.idle = box.pids.current() if box.pids is not None else -1
             self._slot[:] = [box]
             self.started += 1
         return box
@@ -511,8 +547,8 @@ class SessionSandbox:
         limit: float,
         grace: float,
     ) -> SupervisedRun:
-        """Run ``argv`` (a limited shell command line) with its stdout and stderr on
-        ``out_fd`` (closed here); see the module docstring."""
+        """Run ``argv`` (a shell command line) under the confiner's bounds with its stdout and
+        stderr on ``out_fd`` (closed here); see the module docstring."""
         if self.broken is not None or not self._lock.acquire(blocking=False):
             raise SandboxUnavailable(self.broken or "the kept sandbox is busy")
         try:
@@ -538,7 +574,8 @@ class SessionSandbox:
         done = False
         try:
             try:
-                await box.send({"argv": list(argv), "env": dict(env)}, out_fd)
+                limits = self.confiner.rlimits()
+                await box.send({"argv": list(argv), "env": dict(env), "limits": limits}, out_fd)
             except OSError as exc:  # the supervisor went since the last command
                 raise SandboxUnavailable(f"the kept sandbox is gone: {exc}") from exc
             finally:
@@ -573,7 +610,7 @@ class SessionSandbox:
             box.refusals = refusals
         clean = message is not None and message.get("clean") is True
         # Trust, but count: only the sandbox's init and the supervisor may be left.
-        if clean and await asyncio.to_thread(sandbox_process_count, box.proc.pid) > 2:
+        if clean and not await self._only_supervisor_left(box):
             clean = False
         code_value = message.get("code") if message is not None else None
         if not isinstance(code_value, int):
@@ -581,7 +618,28 @@ class SessionSandbox:
         code = code_value if isinstance(code_value, int) else -1
         if not clean:
             self._discard(box)
+        box.resetting = clean
         return SupervisedRun(code, timed_out, over_limit, not clean)
+
+    async def _reset_done(self, box: _Box) -> bool:
+        """Wait for the supervisor's report that the last command's ``/tmp``, ``/dev`` and home
+        are back to how they started: whether the sandbox is fit for the next command."""
+        if not box.resetting:
+            return True
+        box.resetting = False
+        try:
+            message = await box.receive(30)
+        except (TimeoutError, OSError, ValueError):
+            return False
+        return message is not None and message.get("op") == "reset" and message.get("clean") is True
+
+    async def _only_supervisor_left(self, box: _Box) -> bool:
+        """Whether the sandbox holds no process but its init and the supervisor: its cgroup's
+        count where there is one (a file read, exact), else a look at every process's PID
+        namespace."""
+        if box.pids is not None and box.idle > 0:
+            return box.pids.current() == box.idle
+        return await asyncio.to_thread(sandbox_process_count, box.proc.pid) <= 2
 
     async def _stop(self, box: _Box, grace: float) -> dict[str, object] | None:
         """Out of time: SIGTERM to the command's group, SIGKILL after ``grace``; a supervisor
@@ -600,6 +658,8 @@ class SessionSandbox:
         sandbox once its PID namespace holds more than the bound (plus the supervisor)."""
         bound = self.confiner.max_processes
         if bound <= 0 or not hasattr(os, "geteuid") or os.geteuid() != 0:
+            return None
+        if box.pids is not None:  # the cgroup's bound holds for root too, and cannot be outrun
             return None
 
         async def watch() -> bool:

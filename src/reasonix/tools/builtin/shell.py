@@ -219,13 +219,14 @@ class ShellTool:
         limit = min(timeout or opts.timeout, opts.max_timeout)
         if run_in_background and self.jobs is None:
             return ToolResult.error("background jobs are not available here; run it in front")
-        argv = self._argv(command)
+        # The kept sandbox makes its own arguments: a per-call command line only when needed.
+        argv = None if not run_in_background and self.kept_sandbox() else self._argv(command)
         if isinstance(argv, str):
             return ToolResult.error(argv)
         manager = CHECKPOINTS_KEY.get(ctx.state) or self.checkpoints
         if manager is not None:
             await asyncio.to_thread(manager.before_command, ctx, command)
-        if run_in_background and self.jobs is not None:
+        if run_in_background and self.jobs is not None and argv is not None:
             pids = self._pids_cgroup()
             if pids is not None:
                 argv = pids.wrap(argv)
@@ -270,9 +271,8 @@ class ShellTool:
         a batch task's ``setup`` and ``verify``. Raises :class:`ConfinementError` when the
         command cannot be confined as configured."""
         inner = self._inner(command)
-        argv = self.confiner.wrap(inner, workspace=self.workspace, roots=self.roots)
         limit = min(timeout or self.options.timeout, self.options.max_timeout)
-        return await self._execute(argv, limit, inner)
+        return await self._execute(None, limit, inner)
 
     def _environment(self) -> tuple[dict[str, str], str]:
         """A command's environment and the marker in it that finds its strays."""
@@ -281,12 +281,15 @@ class ShellTool:
         env[MARKER_ENV] = marker
         return env, marker
 
-    async def _execute(self, argv: list[str], limit: float, inner: list[str]) -> CommandRun:
+    async def _execute(self, argv: list[str] | None, limit: float, inner: list[str]) -> CommandRun:
+        """Run ``inner`` in the kept sandbox, else as ``argv`` (made from ``inner`` when None)."""
         kept = self.kept_sandbox()
         if kept is not None:
             run = await self._execute_kept(kept, inner, limit)
             if run is not None:
                 return run
+        if argv is None:
+            argv = self.confiner.wrap(inner, workspace=self.workspace, roots=self.roots)
         opts = self.options
         pids = self._pids_cgroup()
         if pids is not None:
@@ -365,13 +368,7 @@ class ShellTool:
         read_fd, write_fd = os.pipe()
         reader = asyncio.create_task(pump(read_fd, output))
         try:
-            run = await kept.run(
-                self.confiner.limited(inner),
-                env,
-                write_fd,
-                limit=limit,
-                grace=self.options.kill_grace,
-            )
+            run = await kept.run(inner, env, write_fd, limit=limit, grace=self.options.kill_grace)
         except SandboxUnavailable:
             run = None
         finally:
