@@ -42,10 +42,12 @@ class Repo:
     def marker(self) -> Path:
         return self.home / "DRIVER-RAN"
 
-    def bash(self, command: str, *flags: str) -> subprocess.CompletedProcess[str]:
+    def bash(
+        self, command: str, *flags: str, sandbox: str = "off"
+    ) -> subprocess.CompletedProcess[str]:
         self.ex.push(Reply.call("bash", {"command": command}), Reply.text("done"))
         env = cli_env(self.data, self.cfg, inherit=False, HOME=str(self.home))
-        argv = ["run", "--no-planner", "--sandbox", "off", *flags, "--output-format", "json"]
+        argv = ["run", "--no-planner", "--sandbox", sandbox, *flags, "--output-format", "json"]
         return run_cli([*argv, "look around"], cwd=self.root, env=env)
 
 
@@ -118,3 +120,38 @@ def test_control_git_show_is_not_proved_and_is_refused(repo: Repo) -> None:
     proc = repo.bash("git show HEAD:report.doc")
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert not repo.marker.exists()
+
+
+# -- B10: sed's script is not the word the check reads ---------------------------------------------
+
+#: ``-l 5`` is the line length and ``1e touch …`` the script; ``-ne X`` gives the script X. Its
+#: ``e`` command runs a shell command.
+SED_LINES = [
+    "sed -l 5 '1e touch SED-RAN' report.doc",
+    "sed --line-length 5 '1e touch SED-RAN' report.doc",
+    # -ne: -e's script is the next word, but the check takes -e only alone or attached
+    "sed -ne '1e touch SED-RAN' -e p report.doc",
+]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="B10: `sed -l N SCRIPT` is proved read-only with SCRIPT unchecked; its e command "
+    "runs (attacks4.md)",
+)
+@pytest.mark.parametrize("line", SED_LINES)
+def test_break_sed_after_a_valued_option_is_checked(repo: Repo, line: str) -> None:
+    repo.bash(line, sandbox="auto")
+    assert not (repo.root / "SED-RAN").exists(), f"{line!r} ran its e command unasked"
+
+
+@pytest.mark.parametrize("line", SED_LINES)
+def test_control_approved_the_line_runs_its_command(repo: Repo, line: str) -> None:
+    assert repo.bash(line, "--yes", sandbox="auto").returncode == 0
+    assert (repo.root / "SED-RAN").exists()
+
+
+def test_control_the_plain_script_is_refused(repo: Repo) -> None:
+    proc = repo.bash("sed -n '1e touch SED-RAN' report.doc", sandbox="auto")
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert not (repo.root / "SED-RAN").exists()
