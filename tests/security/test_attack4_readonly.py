@@ -15,6 +15,7 @@ probe sees the driver run.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Iterator
@@ -155,3 +156,37 @@ def test_control_the_plain_script_is_refused(repo: Repo) -> None:
     proc = repo.bash("sed -n '1e touch SED-RAN' report.doc", sandbox="auto")
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert not (repo.root / "SED-RAN").exists()
+
+
+# -- B11: diff -r follows a committed symbolic link out of the workspace --------------------------
+
+SECRET = "sk-live-OUTSIDE-THE-WORKSPACE-5150"
+
+
+def _linked_out(repo: Repo) -> None:
+    outside = repo.root.parent / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text(f"{SECRET}\n")
+    (repo.root / "docs").symlink_to("../outside")  # a repository may commit this link
+    (repo.root / "empty").mkdir()
+
+
+def _model_saw(repo: Repo, text: str) -> bool:
+    return any(text in json.dumps(r.messages) for r in repo.ex.requests)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="B11: diff -r (which follows links) is proved read-only; the fix for grep -R, rg -L, "
+    "find -L, ls -L, tree -l and du -L left diff out (attacks4.md)",
+)
+def test_break_diff_r_does_not_follow_a_link_out_unasked(repo: Repo) -> None:
+    _linked_out(repo)
+    repo.bash("diff -rN empty .")
+    assert not _model_saw(repo, SECRET), "a file outside the workspace reached the model"
+
+
+def test_control_approved_diff_r_reads_through_the_link(repo: Repo) -> None:
+    _linked_out(repo)
+    assert repo.bash("diff -rN empty .", "--yes").returncode == 0
+    assert _model_saw(repo, SECRET)
