@@ -366,7 +366,7 @@ def _together(count: int) -> Any:
 
 
 def test_ray_runs_as_many_tasks_at_once_as_asked_whatever_its_cpus(batch: Batch) -> None:
-    # A task waits on the model: on one CPU, four of them run at once (each asks a quarter).
+    # A task waits on the model: on one CPU, four of them run at once, in one worker.
     pytest.importorskip("ray")
     batch.server.handler = _together(4)
     lines = [
@@ -382,6 +382,8 @@ def test_ray_runs_as_many_tasks_at_once_as_asked_whatever_its_cpus(batch: Batch)
     rows = rows_of(batch.root / "out")
     assert sorted(r["id"] for r in rows) == [f"ok-{i}" for i in range(4)]
     assert all(not r.get("error_class") for r in rows), rows
+    # One worker process per CPU holds them all: no process start and import per task.
+    assert len({r["worker"] for r in rows}) == 1, rows
     assert re.search(r"effective concurrency \d+\.\d of 4 asked", proc.stdout), proc.stdout
 
 

@@ -1,6 +1,7 @@
 """Where the tasks run: ``local`` (in this process within a concurrency bound, each task on an
 event loop of its own in a thread) or
-``ray`` (one ``ray.remote`` task each, on a local Ray instance or an existing cluster).
+``ray`` (on Ray worker processes, one per CPU, each running several tasks at once in threads, on
+a local Ray instance or an existing cluster).
 
 Both engines share a :class:`Ledger`: the batch's budget. A task starts only while the budget
 has money left, and its own session budget is what is left at its start, so running tasks
@@ -10,7 +11,8 @@ batch never has more than ``concurrency`` requests open against the provider's c
 limit (DeepSeek: 2,500 for flash, 500 for pro per account).
 
 A task whose Ray worker died (killed, out of memory, node lost) is retried by Ray
-(``max_retries``); after the last retry it becomes a row with ``error_class: worker_died``.
+(``max_retries``), and so are the other tasks that worker was running; after the last retry it
+becomes a row with ``error_class: worker_died``.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from reasonix.batch.runner import RunSettings, baselines_dir, run_task
+from reasonix.batch.runner import RunSettings, baselines_dir, preload, run_task
 from reasonix.batch.tasks import BatchTask
 from reasonix.batch.workspace import prepare_baselines
 from reasonix.errors import ConfigError
@@ -166,11 +168,56 @@ def task_cpus(cpus: float, concurrency: int) -> float:
     return max(0.0001, min(1.0, round(cpus / max(concurrency, 1), 4)))
 
 
+@dataclass(frozen=True)
+class HostPlan:
+    """How a batch's tasks are spread over Ray worker processes: ``hosts`` processes (one per
+    CPU of the cluster, never more than ``concurrency``), each running up to ``per_host``
+    tasks at once in threads and asking for ``cpus`` CPUs."""
+
+    hosts: int
+    per_host: int
+    cpus: float
+
+
+def host_plan(cpus: float, concurrency: int) -> HostPlan:
+    """The :class:`HostPlan` for ``concurrency`` tasks at once on a cluster of ``cpus`` CPUs:
+    a task waits on the model nearly all the time, so a process per CPU holds several of them
+    (the shares of a CPU each task has, :func:`task_cpus`, added up), rather than a process per
+    task that starts and imports everything while the batch waits."""
+    concurrency = max(concurrency, 1)
+    hosts = max(1, min(concurrency, int(cpus)))
+    per_host = -(-concurrency // hosts)
+    share = min(per_host * task_cpus(cpus, concurrency), cpus / hosts)
+    return HostPlan(hosts, per_host, max(0.0001, int(share * 10_000) / 10_000))
+
+
+class _Host:
+    """A Ray worker process that runs batch tasks (an actor, up to ``per_host`` of its method
+    calls at once, each in a thread of its own: :func:`_ray_task`'s event loop). It takes the
+    keys out of its environment before any task, and loads the task machinery while the batch
+    prepares its copies."""
+
+    def __init__(self, key_vars: Sequence[str]) -> None:
+        from reasonix.app.launch import take_keys
+
+        _HELD_KEYS.update(take_keys(names=key_vars))
+        preload()
+
+    def run(self, task: dict[str, Any], settings: dict[str, Any], budget: float | None) -> Any:
+        return _ray_task(task, settings, budget)
+
+
+#: The Ray exceptions that say a task's worker process died (its actor, or its node).
+_DIED = ("WorkerCrashedError", "NodeDiedError", "RayActorError", "ActorDiedError")
+
+
 class RayEngine:
-    """One ``ray.remote`` task per batch task. ``address`` is an existing cluster (``auto`` or
-    ``ray://host:port``); None starts a local instance with ``num_cpus`` CPUs for this batch.
-    ``env`` (the API-key variables) is passed to the workers through Ray's runtime
-    environment."""
+    """The batch's tasks on Ray worker processes (:class:`_Host` actors, one per CPU, each
+    running several tasks at once: :func:`host_plan`). ``address`` is an existing cluster
+    (``auto`` or ``ray://host:port``); None starts a local instance with ``num_cpus`` CPUs for
+    this batch. ``env`` (the API-key variables) is passed to the workers through Ray's runtime
+    environment. A worker that dies is started again and the tasks it was running run again,
+    each at most ``max_retries`` times."""
 
     name = "ray"
 
@@ -202,7 +249,8 @@ class RayEngine:
             raise ConfigError(
                 "the ray engine needs Ray: pip install 'reasonix[ray]' (or use --engine local)"
             ) from None
-        # The tasks' shared clones are made while Ray starts (11-24 s on a loaded machine).
+        # The tasks' shared clones are made while Ray starts (11-24 s on a loaded machine) and
+        # while its workers load the task machinery.
         local = [t.repo for t in tasks if not t.is_url]
         preparing = asyncio.ensure_future(
             asyncio.to_thread(prepare_baselines, local, baselines_dir(settings))
@@ -219,43 +267,73 @@ class RayEngine:
             elif self.num_cpus:
                 options["num_cpus"] = self.num_cpus
             await asyncio.to_thread(ray.init, **options)
-        # A task waits on the model most of the time: give each a share of a CPU so that
-        # ``concurrency`` of them run at once whatever the cluster's CPU count (a whole CPU
-        # each ran 2 at a time on 2 cores, whatever --concurrency said).
-        resources: dict[str, float] = await asyncio.to_thread(ray.cluster_resources)
-        await preparing
-        cpus = float(resources.get("CPU", 1.0))
-        remote = ray.remote(max_retries=self.max_retries, num_cpus=task_cpus(cpus, concurrency))(
-            _ray_task
-        )
-        keys = sorted(k for k in self.env if k not in ("REASONIX_CONFIG_DIR", "REASONIX_DATA_DIR"))
-        plain = dataclasses.asdict(settings)
-        queue = list(tasks)
-        pending: dict[Any, BatchTask] = {}
+        hosts: list[Any] = []
         try:
-            while queue or pending:
-                while queue and len(pending) < concurrency:
-                    if ledger.exhausted():
-                        ledger.not_started.extend(t.id for t in queue)
-                        queue.clear()
-                        break
-                    task = queue.pop(0)
-                    on_start(task)
-                    ref = remote.options(name=f"reasonix-batch:{task.id}").remote(
-                        task.to_dict(), plain, ledger.left(), keys
-                    )
-                    pending[ref] = task
-                if not pending:
-                    break
-                done, _ = await asyncio.to_thread(ray.wait, list(pending), num_returns=1)
-                for ref in done:
-                    task = pending.pop(ref)
-                    row = await asyncio.to_thread(self._collect, ray, ref, task, settings)
-                    ledger.spend(row)
-                    on_row(row)
+            resources: dict[str, float] = await asyncio.to_thread(ray.cluster_resources)
+            hosts = self._start_hosts(ray, float(resources.get("CPU", 1.0)), concurrency, tasks)
+            await preparing
+            await self._dispatch(ray, hosts, tasks, settings, ledger, concurrency, on_row, on_start)
         finally:
+            for host in hosts:
+                with contextlib.suppress(Exception):
+                    ray.kill(host)
             if started_here:
                 await asyncio.to_thread(ray.shutdown)
+
+    def _start_hosts(
+        self, ray: Any, cpus: float, concurrency: int, tasks: Sequence[BatchTask]
+    ) -> list[Any]:
+        plan = host_plan(cpus, concurrency)
+        actor = ray.remote(
+            num_cpus=plan.cpus,
+            max_concurrency=plan.per_host,
+            # Each death restarts the worker; every task it ran runs again, max_retries times.
+            max_restarts=(self.max_retries + 1) * max(len(tasks), 1),
+            max_task_retries=self.max_retries,
+        )(_Host)
+        keys = sorted(k for k in self.env if k not in ("REASONIX_CONFIG_DIR", "REASONIX_DATA_DIR"))
+        return [actor.remote(keys) for _ in range(min(plan.hosts, max(len(tasks), 1)))]
+
+    async def _dispatch(
+        self,
+        ray: Any,
+        hosts: list[Any],
+        tasks: Sequence[BatchTask],
+        settings: RunSettings,
+        ledger: Ledger,
+        concurrency: int,
+        on_row: OnRow,
+        on_start: OnStart,
+    ) -> None:
+        plain = dataclasses.asdict(settings)
+        queue = list(tasks)
+        pending: dict[Any, tuple[BatchTask, int]] = {}
+        load = [0] * len(hosts)
+        while queue or pending:
+            while queue and len(pending) < concurrency:
+                if ledger.exhausted():
+                    ledger.not_started.extend(t.id for t in queue)
+                    queue.clear()
+                    break
+                task = queue.pop(0)
+                on_start(task)
+                at = load.index(min(load))  # the host running the fewest tasks
+                load[at] += 1
+                ref = (
+                    hosts[at]
+                    .run.options(name=f"reasonix-batch:{task.id}")
+                    .remote(task.to_dict(), plain, ledger.left())
+                )
+                pending[ref] = (task, at)
+            if not pending:
+                break
+            done, _ = await asyncio.to_thread(ray.wait, list(pending), num_returns=1)
+            for ref in done:
+                task, at = pending.pop(ref)
+                load[at] -= 1
+                row = await asyncio.to_thread(self._collect, ray, ref, task, settings)
+                ledger.spend(row)
+                on_row(row)
 
     @staticmethod
     def _collect(ray: Any, ref: Any, task: BatchTask, settings: RunSettings) -> dict[str, Any]:
@@ -265,8 +343,7 @@ class RayEngine:
             from reasonix.batch.runner import base_row
 
             row = base_row(task, settings)
-            died = type(exc).__name__ in ("WorkerCrashedError", "NodeDiedError")
-            row["error_class"] = "worker_died" if died else "ray_error"
+            row["error_class"] = "worker_died" if type(exc).__name__ in _DIED else "ray_error"
             row["error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
         return row
 

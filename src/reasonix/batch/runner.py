@@ -35,7 +35,23 @@ from reasonix.errors import ConfigError, ReasonixError
 if TYPE_CHECKING:
     from reasonix.messages import ImagePart
 
-__all__ = ["RunSettings", "base_row", "run_task"]
+__all__ = ["RunSettings", "base_row", "preload", "run_task"]
+
+#: The modules a task loads on first use (:func:`_run` and what it calls): a Ray worker loads
+#: them before its first task (:func:`preload`), while the batch still prepares its copies,
+#: rather than in every task it runs at first, all at once.
+TASK_MODULES = (
+    "reasonix.app.commands",
+    "reasonix.app.environment",
+    "reasonix.app.headless",
+    "reasonix.app.launch",
+    "reasonix.app.session",
+    "reasonix.images",
+    "reasonix.mcp.manager",
+    "reasonix.providers.openai_compat",
+    "reasonix.redaction",
+    "reasonix.tools.builtin.web_search",
+)
 
 #: How much of a verify command's output a row keeps.
 TAIL_CHARS = 2_000
@@ -65,6 +81,14 @@ class RunSettings:
 def baselines_dir(settings: RunSettings) -> Path:
     """Where the batch keeps the shared clones its tasks' copies start from."""
     return Path(settings.out) / ".baselines"
+
+
+def preload() -> None:
+    """Import :data:`TASK_MODULES` now."""
+    import importlib
+
+    for name in TASK_MODULES:
+        importlib.import_module(name)
 
 
 def _tail(text: str) -> str:
