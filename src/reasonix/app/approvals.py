@@ -23,11 +23,8 @@ from reasonix.errors import SessionError
 from reasonix.events import Event, Sink
 from reasonix.safety.patterns import escape_command_pattern
 from reasonix.safety.permissions import ApprovalAnswer, ApprovalRequest
-from reasonix.safety.shell.lexer import Command
-from reasonix.safety.shell.lexer import parse as parse_shell
-from reasonix.safety.shell.rules import command_forms as shell_command_forms
+from reasonix.safety.shell.effects import Step, broad_rule_ok, effects, program
 from reasonix.safety.shell.rules import runs_commands
-from reasonix.safety.shell.scan import scan_command
 
 __all__ = [
     "ApprovalAnswered",
@@ -44,22 +41,6 @@ ApprovalChoice = Literal["allow_once", "allow_session", "deny"]
 CHOICES: tuple[ApprovalChoice, ...] = ("allow_once", "allow_session", "deny")
 
 
-#: programs whose every use is approved on its own: a rule by program and subcommand would
-#: allow too much (deleting, fetching and running code, changing owners, elevating)
-_EXACT_ONLY = frozenset(
-    {"rm", "rmdir", "dd", "mkfs", "chmod", "chown", "chgrp", "curl", "wget", "kill", "pkill",
-     "killall", "python", "python3", "node", "perl", "ruby", "php", "scp", "rsync", "mv", "cp",
-     "ln", "tee", "truncate", "shred", "install", "nc", "ncat", "socat", "crontab", "systemctl",
-     "docker", "podman"}
-)  # fmt: skip
-#: programs whose second word names what they do (``git status``, ``npm test``, ``make lint``):
-#: their rule keeps that word; any other program's rule is by program alone
-_WITH_SUBCOMMANDS = frozenset(
-    {"git", "npm", "pnpm", "yarn", "bun", "deno", "cargo", "go", "pip", "pip3", "uv", "poetry",
-     "pipenv", "pdm", "hatch", "tox", "nox", "conda", "make", "just", "gh", "kubectl", "helm",
-     "terraform", "dotnet", "mvn", "gradle", "rustup", "brew", "apt", "apt-get", "dnf",
-     "pacman", "bundle", "rake", "mix", "composer", "cmake", "ctest"}
-)  # fmt: skip
 _PROGRAM = re.compile(r"[A-Za-z0-9_][\w.+-]*\Z")
 _SUBCOMMAND = re.compile(r"[A-Za-z][\w:.-]*\Z")
 
@@ -71,8 +52,10 @@ def proposed_session_rules(request: ApprovalRequest) -> tuple[str, ...]:
     program alone for a program without subcommands (``bash(pytest)``, ``bash(pytest *)``), so
     the next similar command does not ask again, while ``git statusx`` (or ``lsof`` after
     ``ls``) is not covered. A command keeps its exact rule when a broader one would allow too
-    much or is unclear: a program in :data:`_EXACT_ONLY`, a wrapper that runs another command
-    (``nice``, ``timeout``: the rule would cover whatever it wraps), a path or an unusual name
+    much or is unclear: a program whose row in :data:`~reasonix.safety.shell.effects.PROGRAMS`
+    says every use acts (deletes, writes, fetches, changes processes) or runs code given to it,
+    a wrapper that runs another command (``nice``, ``timeout``: the rule would cover whatever
+    it wraps), a path or an unusual name
     as the program, a word known only at run time, environment assignments, or a line the
     lexer cannot fully analyse, with a substitution or a redirection into a file. Other tools
     get the request's own (exact) rules. A frontend shows them for the user to accept or edit.
@@ -87,16 +70,14 @@ def proposed_session_rules(request: ApprovalRequest) -> tuple[str, ...]:
         return (EDIT_ANYWHERE,)
     if request.category != "bash" or not isinstance(command, str):
         return request.session_rules
-    script = parse_shell(command)
-    scan = scan_command(command)
-    if not script.sure or script.substitutions or scan.redirects or not scan.parts:
-        return _meaningful(request.session_rules)
-    commands = [c for c in script.commands if c.words and c.text]
-    if len(commands) != len(scan.parts):
+    line = effects(command)
+    if line.opaque or line.redirects or not line.parts:
         return _meaningful(request.session_rules)
     rules: list[str] = []
-    for cmd, part in zip(commands, scan.parts, strict=True):
-        proposed = _command_rules(request.category, cmd, part)
+    for step in line.steps:
+        if not (step.command.words and step.text):
+            continue
+        proposed = _command_rules(request.category, step)
         if not proposed:
             return ()  # one part no rule can describe: allow once, or write a rule yourself
         for rule in proposed:
@@ -111,14 +92,6 @@ _VARIABLE = re.compile(r"\$(?:[\w@*#?!$-]|\{)")
 #: The rule "allow for this session" proposes for the file-editing tools.
 EDIT_ANYWHERE = "edit(**)"
 
-#: Interpreters, which run whatever they are given (on stdin, in a file or an argument): a
-#: rule naming one of them alone would allow any code; so would one naming a shell or a
-#: wrapper (``bash(sh)`` for ``curl ... | sh``: :func:`~reasonix.safety.shell.rules.runs_commands`).
-_INTERPRETERS = frozenset(
-    {"python", "python3", "python2", "node", "deno", "bun", "perl", "ruby", "php", "lua",
-     "Rscript", "osascript", "pwsh", "powershell"}
-)  # fmt: skip
-
 
 def _meaningful(rules: tuple[str, ...]) -> tuple[str, ...]:
     """The request's own exact rules, without those that could never match what was asked or
@@ -132,28 +105,31 @@ def _bare_interpreter(rule: str) -> bool:
     return bool(words) and _runs_code(words[0]) and all(w.startswith("-") for w in words[1:])
 
 
-def _runs_code(program: str) -> bool:
-    return program in _INTERPRETERS or runs_commands(program)
+def _runs_code(name: str) -> bool:
+    """An interpreter, a shell or a wrapper: a rule naming it alone would allow any code
+    (``bash(sh)`` for ``curl ... | sh``)."""
+    return program(name).runs_code or runs_commands(name)
 
 
-def _command_rules(category: str, cmd: Command, part: str) -> tuple[str, ...]:
+def _command_rules(category: str, step: Step) -> tuple[str, ...]:
+    cmd, part = step.command, step.text
     exact = (f"{category}({escape_command_pattern(part)})",)
     argv = cmd.argv
-    program = argv[0]
+    name = argv[0]
     if not all(w.literal for w in cmd.words) or _VARIABLE.search(part):
         return ()  # a word known only at run time: an exact rule would never match again
-    if _runs_code(program) and all(a.startswith("-") for a in argv[1:]):
+    if _runs_code(name) and all(a.startswith("-") for a in argv[1:]):
         return ()  # ``sh`` reading a pipe: a rule for it would allow any script
     if (
         cmd.assignments
-        or not _PROGRAM.match(program)
-        or program in _EXACT_ONLY
-        or runs_commands(program)  # a shell, ssh, sudo, env, xargs, find: every use on its own
-        or len(shell_command_forms(part)) > 1  # a wrapper: the rule would cover what it runs
+        or not _PROGRAM.match(name)
+        or not broad_rule_ok(name)  # it acts (deletes, fetches, runs code...) every time
+        or len(step.forms) > 1  # a wrapper: the rule would cover what it runs
+        or any(r.op in ("<<", "<<-") for r in cmd.redirects)  # its text leaves out the body
     ):
         return exact
-    words = [program]
-    if program in _WITH_SUBCOMMANDS:
+    words = [name]
+    if program(name).subcommands:
         if len(argv) < 2 or not _SUBCOMMAND.match(argv[1]):
             return exact  # ``git -C dir status``, a bare ``make``: no subcommand to name
         words.append(argv[1])

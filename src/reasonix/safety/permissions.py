@@ -85,14 +85,9 @@ from reasonix.safety.patterns import (
     escape_path_pattern,
     normalize_command,
 )
-from reasonix.safety.shell.lexer import parse as parse_shell
+from reasonix.safety.shell.effects import Effects, effects
 from reasonix.safety.shell.readers import read_only_obstacle
-from reasonix.safety.shell.rules import (
-    allow_obstacle,
-    rule_matches,
-    script_forms,
-)
-from reasonix.safety.shell.scan import scan_command, scan_script
+from reasonix.safety.shell.rules import allow_obstacle, rule_matches
 from reasonix.terminal_text import printable
 from reasonix.tools.registry import Permission, PermissionDecision, Tool, ToolContext
 
@@ -222,11 +217,17 @@ class Subject:
         return printable(" ; ".join(self.values))
 
 
+def scan_command(command: str) -> Effects:
+    """What the permission checks read of a command line (its simple commands as ``parts``,
+    whether some are hidden, whether it writes a file through a redirection)."""
+    return effects(command)
+
+
 def split_command(command: str) -> tuple[list[str], bool]:
     """The simple commands of a line (as written) and whether some are hidden inside
     ``$(...)``, backticks or ``<(...)``/``>(...)`` or could not be analysed."""
-    scan = scan_command(command)
-    return scan.parts, scan.opaque
+    line = effects(command)
+    return line.parts, line.opaque
 
 
 def call_subject(tool: Tool, arguments: Mapping[str, Any], workspace: Path) -> Subject:
@@ -250,20 +251,19 @@ def call_subject(tool: Tool, arguments: Mapping[str, Any], workspace: Path) -> S
 
 
 def _command_subject(command: str, workspace: Path) -> Subject:
-    script = parse_shell(command)
-    scan = scan_script(script)
+    line = effects(command)
+    script = line.script
     whole = normalize_command(command)
-    parts = tuple(scan.parts) or (whole,)
     plain = tuple(
         " ".join(c.argv) for c in script.commands if c.words and all(w.literal for w in c.words)
     )
     return Subject(
         "command",
-        parts,
-        scan.opaque,
+        tuple(line.parts) or (whole,),
+        line.opaque,
         whole,
-        redirects=scan.redirects,
-        forms=frozenset(script_forms(script)),
+        redirects=line.redirects,
+        forms=line.runs,
         obstacle=allow_obstacle(script, workspace),
         plain=plain,
         read_only=read_only_obstacle(script, workspace) is None,

@@ -12,8 +12,10 @@
   deny side's forms and the allow side's obstacles.
 - :mod:`~reasonix.safety.shell.deletes`: what a deleting program deletes.
 - :mod:`~reasonix.safety.shell.irreversible`: commands no snapshot can undo.
-- :mod:`~reasonix.safety.shell.scan`: the simple commands of a line as text, for the proposed
-  session rules.
+- :mod:`~reasonix.safety.shell.effects`: what a command line does (runs, writes, reaches
+  off-host), computed once per text, and :data:`~reasonix.safety.shell.effects.PROGRAMS`, the
+  table of what each program does besides reading; the permission subject, the irreversible
+  list, the snapshots' read-only test and the proposed session rules read the line through it.
 
 The package imports nothing itself, so :mod:`reasonix.safety.shell.rules` can use its parts
 while :mod:`~reasonix.safety.shell.readers` builds on the allow side.

@@ -38,9 +38,9 @@ import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from reasonix.safety.shell.effects import effects, written_operands
 from reasonix.safety.shell.git import parse_git
-from reasonix.safety.shell.lexer import parse
-from reasonix.safety.shell.rules import HARMLESS_DEVICES, word_forms, written_targets
+from reasonix.safety.shell.rules import HARMLESS_DEVICES
 
 __all__ = ["irreversible_reason"]
 
@@ -57,38 +57,32 @@ _PUSH_FLAGS = frozenset(
     {"--force", "--force-with-lease", "--force-if-includes", "--mirror", "--delete", "--prune"}
 )
 _CLOUD_VERB = re.compile(r"^(?:delete|terminate|remove|deregister|purge)(?:-|$)")
-#: programs that write or delete every operand, and those that write their last one
-_ALL_ARGS = frozenset(
-    {"rm", "rmdir", "unlink", "shred", "truncate", "touch", "mkdir", "chmod", "chown", "chgrp",
-     "tee", "mv", "setfacl", "chattr"}
-)  # fmt: skip
-_LAST_ARG = frozenset({"cp", "ln", "install", "rsync", "scp"})
 #: what a redirection may name that is no file: a descriptor, bash's network connections
 _NOT_FILES = ("/dev/fd/", "/dev/tcp/", "/dev/udp/")
 
 
 def irreversible_reason(command: str, workspace: Path) -> str | None:
     """Why ``command`` destroys what no snapshot of ``workspace`` can bring back, or None.
-    The line is read by the shell lexer once; each simple command's forms (wrappers and
-    ``sh -c`` seen through: :func:`reasonix.safety.shell.rules.word_forms`) and the files its
+    Read through the line's :func:`~reasonix.safety.shell.effects.effects`: each simple
+    command's forms (wrappers and ``sh -c`` seen through), the files its operands write (its
+    program's row of :data:`~reasonix.safety.shell.effects.PROGRAMS`) and the files its
     redirections write are judged."""
     cwd = Path(os.path.realpath(workspace))
     root = cwd
-    for cmd in parse(command).commands:
-        why = _outside_targets(written_targets(cmd), cwd, root)
+    for step in effects(command).steps:
+        why = _outside_targets(step.redirected, cwd, root)
         if why:
             return why
-        if not cmd.words:
-            continue
-        argv = tuple(w.value for w in cmd.words)
-        for form in word_forms(argv):
+        for form in step.as_written:
             words = [t for t in form if t is not None]
             if not words:
                 continue
-            why = _destroys(words, " ".join(words)) or _outside(words, cwd, root)
+            why = _destroys(words, " ".join(words))
+            why = why or _outside_targets(written_operands(words), cwd, root)
             if why:
                 return why
-        cwd = _after_cd(list(argv), cwd)
+        if step.command.words:
+            cwd = _after_cd([w.value for w in step.command.words], cwd)
     return None
 
 
@@ -279,30 +273,6 @@ _DESTROYERS: dict[str, Callable[[str, list[str]], str | None]] = {
     **dict.fromkeys(("curl", "wget", "http", "https", "xh"), _http),
     "rsync": _rsync,
 }
-
-
-def _outside(words: list[str], cwd: Path, root: Path) -> str | None:
-    """Files written or deleted outside the workspace: no snapshot holds them."""
-    return _outside_targets(_targets(words), cwd, root)
-
-
-def _targets(words: list[str]) -> list[str]:
-    name = words[0].rsplit("/", 1)[-1]
-    args = [a for a in words[1:] if not a.startswith("-")]
-    if name in _ALL_ARGS:
-        if name in ("chmod", "chown", "chgrp", "setfacl", "chattr") and args:
-            args = args[1:]  # the mode or owner
-        return args
-    if name in _LAST_ARG and args:
-        return [args[-1]]
-    if name == "dd":
-        return [a[3:] for a in words[1:] if a.startswith("of=")]
-    if name == "sed" and any(a.startswith(("-i", "--in-place")) for a in words[1:]):
-        scripted = any(a in ("-e", "-f") or a.startswith(("--expression", "--file")) for a in words)
-        return args if scripted else args[1:]
-    if name == "find" and any(a in ("-delete", "-exec", "-execdir") for a in words):
-        return [a for a in words[1:] if not a.startswith(("-", "(", ")", "!", "{"))][:1]
-    return []
 
 
 def _outside_targets(targets: Sequence[str], cwd: Path, root: Path) -> str | None:

@@ -27,8 +27,9 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from reasonix.safety.shell.effects import effects
 from reasonix.safety.shell.git import parse_git
-from reasonix.safety.shell.lexer import Script, parse
+from reasonix.safety.shell.lexer import Script
 from reasonix.safety.shell.programs import READERS, prefix_of, row_obstacle
 from reasonix.safety.shell.rules import _unwrap, allow_obstacle
 
@@ -291,11 +292,11 @@ def read_only_obstacle(
 
 def proved_read_only(command: str, workspace: Path, roots: Sequence[Path] = ()) -> bool:
     """Whether ``command`` is proved to only read inside the workspace."""
-    return read_only_obstacle(parse(command), workspace, roots) is None
+    return read_only_obstacle(effects(command).script, workspace, roots) is None
 
 
 def snapshot_skippable(command: str, workspace: Path | None = None) -> bool:
     """Whether ``command`` is proved to change nothing, wherever it reads: no snapshot is
     needed before it. Every :func:`proved_read_only` command is skippable."""
     where = workspace if workspace is not None else Path.cwd()
-    return read_only_obstacle(parse(command), where, confined=False) is None
+    return read_only_obstacle(effects(command).script, where, confined=False) is None

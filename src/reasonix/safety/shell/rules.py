@@ -83,27 +83,32 @@ def _tokens(words: Sequence[Word]) -> Form:
     return tuple(w.value if w.literal else None for w in words)
 
 
-def _references_dev_net(script: Script) -> bool:
-    for cmd in script.commands:
-        words = [*cmd.words, *(r.target for r in cmd.redirects if r.target is not None)]
-        if any("/dev/tcp/" in w.value or "/dev/udp/" in w.value for w in words):
-            return True
-    return False
+def _references_dev_net(cmd: Command) -> bool:
+    words = [*cmd.words, *(r.target for r in cmd.redirects if r.target is not None)]
+    return any("/dev/tcp/" in w.value or "/dev/udp/" in w.value for w in words)
 
 
 def script_forms(script: Script, depth: int = 0) -> set[Form]:
     """Every command ``script`` may run (see the module docstring)."""
     forms: set[Form] = set()
-    if script.problems or _references_dev_net(script):
+    if script.problems:
         forms.add((None,))
     for cmd in script.commands:
-        if cmd.words:
-            forms |= _unwrap(_tokens(cmd.words), depth)
-        forms |= _quoted_substitutions((*cmd.assignments, *cmd.words), depth)
+        forms |= simple_forms(cmd, depth)
         if len(forms) > _MAX_FORMS:
             forms.add((None,))
             break
     return forms
+
+
+def simple_forms(cmd: Command, depth: int = 0) -> set[Form]:
+    """Every command one simple command may run: itself, what its wrappers run, and the
+    commands in quoted substitutions that bash may still run; an unknown command when it
+    opens one of bash's network connections."""
+    forms = _unwrap(_tokens(cmd.words), depth) if cmd.words else set()
+    if _references_dev_net(cmd):
+        forms.add((None,))  # bash's network connections: what goes over them is not known
+    return forms | _quoted_substitutions((*cmd.assignments, *cmd.words), depth)
 
 
 def _quoted_substitutions(words: Sequence[Word], depth: int) -> set[Form]:
