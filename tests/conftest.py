@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,13 @@ from reasonix.store import SessionStore
 from reasonix.testing import FakeDeepSeekServer
 from tests.support.network import loopback_only
 from tests.support.timeout import limit_seconds, time_limit
+
+# pytest-xdist's workers export COLUMNS=80 and LINES=24. The apps we start in a pseudo-terminal
+# would take those over the terminal's own size (rich and prompt_toolkit read them first), so a
+# test that sizes its terminal wide would see lines wrapped at 80 only when the suite runs in
+# parallel. A user's shell does not export them; neither do we.
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
 
 
 @pytest.fixture(autouse=True)
