@@ -96,6 +96,9 @@ DRIVER_LINES = [
     "git grep --textconv figures",
     "git stash list -p",
     "git status",
+    # pickaxe: git log compares each commit's diff, through the textconv driver
+    "git log -G figures --oneline",
+    "git log -S figures --oneline",
 ]
 
 
