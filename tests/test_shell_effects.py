@@ -12,7 +12,7 @@ from reasonix.app.approvals import proposed_session_rules
 from reasonix.safety.permissions import ApprovalRequest, Mode, Rule, Rules, call_subject, decide
 from reasonix.safety.shell.deletes import DELETERS
 from reasonix.safety.shell.effects import PROGRAMS, effects
-from reasonix.safety.shell.irreversible import _DESTROYERS
+from reasonix.safety.shell.irreversible import _DESTROYERS, irreversible_reason
 from reasonix.safety.shell.lexer import parse
 from reasonix.safety.shell.programs import READERS
 from reasonix.safety.shell.rules import _CHECKS, allow_obstacle, runs_commands
@@ -169,3 +169,25 @@ def test_the_probe_sees_a_rule_that_overreaches(bash: Tool, tmp_path: Path) -> N
     blind = dataclasses.replace(subject, obstacle=None)
     assert decide(bash, blind, Mode.ASK, rules).outcome == "allow"
     assert allow_obstacle(parse("sort -o out a"), tmp_path) is not None
+
+
+#: git takes any unambiguous prefix of a long option: an abbreviation of one that deletes or
+#: rewrites the remote's history is that option
+ABBREVIATED_PUSH = [
+    "git push --del origin x", "git push --forc", "git push --mirr backup",
+    "git push --pru origin", "git push --force-w", "git push --delete=x",
+]  # fmt: skip
+PLAIN_PUSH = [
+    "git push --dry-run", "git push --progress", "git push --porcelain",
+    "git push --follow-tags", "git push --set-upstream origin x", "git push --",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("command", ABBREVIATED_PUSH)
+def test_an_abbreviated_push_option_is_irreversible(command: str, tmp_path: Path) -> None:
+    assert irreversible_reason(command, tmp_path), command
+
+
+@pytest.mark.parametrize("command", PLAIN_PUSH)
+def test_other_push_options_are_not(command: str, tmp_path: Path) -> None:
+    assert irreversible_reason(command, tmp_path) is None, command

@@ -40,6 +40,7 @@ from pathlib import Path
 
 from reasonix.safety.shell.effects import effects, written_operands
 from reasonix.safety.shell.git import parse_git
+from reasonix.safety.shell.programs import prefix_of
 from reasonix.safety.shell.rules import HARMLESS_DEVICES
 
 __all__ = ["irreversible_reason"]
@@ -200,7 +201,10 @@ def _git_push(rest: list[str]) -> str | None:
     for arg in rest:
         flag = arg.split("=", 1)[0]
         short = arg.startswith("-") and not arg.startswith("--")
-        if flag in _PUSH_FLAGS or (short and ("f" in arg or "d" in arg)):
+        # git takes any unambiguous prefix of a long option: --del is --delete
+        if (flag.startswith("--") and prefix_of(flag, _PUSH_FLAGS)) or (
+            short and ("f" in arg or "d" in arg)
+        ):
             return "`git push` with this option rewrites or deletes history on the remote"
     positional = [a for a in rest if not a.startswith("-")]
     if any(p.startswith(("+", ":")) for p in positional[1:]):

@@ -13,7 +13,7 @@ a long option that is a prefix of one that writes counts as that one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 __all__ = ["READERS", "Reader", "prefix_of", "row_obstacle", "writing_obstacle"]
@@ -156,7 +156,7 @@ READERS: dict[str, Reader] = {
 }
 
 
-def prefix_of(key: str, dangerous: Sequence[str]) -> bool:
+def prefix_of(key: str, dangerous: Iterable[str]) -> bool:
     """Whether long option ``key`` is one of ``dangerous`` or an abbreviation of one."""
     return len(key) > 2 and any(d.startswith(key) or key == d for d in dangerous)
 
