@@ -117,6 +117,8 @@ def test_run(project: Project, name: str) -> None:
     proc = project.run("run", f"/{name} {arg}".strip())
     assert proc.returncode == (2 if name in ERRORS else 0), proc.stdout + proc.stderr
     assert said in proc.stdout + proc.stderr
+    if name in AFTER:  # what the command says once its turn ended
+        assert AFTER[name] in proc.stdout, proc.stdout
     _never_sent_as_text(project, name)
 
 
@@ -180,8 +182,10 @@ def test_batch(project: Project) -> None:
         elif name in ERRORS:
             if not (row["error_class"] == "SessionError" and said in row["error"]):
                 wrong[name] = row
-        elif not (row["error_class"] is None and said in row["result"]):
-            wrong[name] = row
+        else:  # its answer, and what it said once its turn ended
+            fine = row["error_class"] is None and said in row["result"]
+            if not fine or row.get("closing") != AFTER.get(name):
+                wrong[name] = row
     assert wrong == {}
     for name in names("run"):
         _never_sent_as_text(project, name)
@@ -201,6 +205,8 @@ async def test_acp(project: Project, name: str) -> None:
         done = await conn.prompt(session_id=new.session_id, prompt=text(f"/{name} {arg}".strip()))
     assert done.stop_reason == "end_turn"
     assert said in client.text()
+    if name in AFTER:  # what the command says once its turn ended
+        assert AFTER[name] in client.text()
     (offered,) = client.of(s.AvailableCommandsUpdate)
     assert [c.name for c in offered.available_commands] == names("acp")
     _never_sent_as_text(project, name)

@@ -11,6 +11,7 @@ last failed check).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -89,6 +90,8 @@ def result_object(session: AgentSession, outcome: TurnOutcome) -> dict[str, Any]
     return {
         "type": "result",
         "result": result.text,
+        # what a slash command said after its turn (``/init``: the file it wrote), or ""
+        "closing": outcome.closing,
         "session_id": session.session_id,
         "turns": outcome.requests,
         "duration_ms": outcome.duration_ms,
@@ -138,7 +141,10 @@ async def run_text(
         raise SessionError(answer.text)
     if answer.turn is None:
         return answer.text
-    return await answer.turn(session).result()
+    outcome = await answer.turn(session).result()
+    if answer.then is None:
+        return outcome
+    return dataclasses.replace(outcome, closing=answer.then(session))
 
 
 def reply_object(session: AgentSession, command: str, text: str) -> dict[str, Any]:

@@ -43,6 +43,9 @@ class TurnOutcome:
     duration_ms: int = 0
     requests: int = 0
     interrupted: bool = False
+    #: what the slash command that started the turn says once it has ended (``/init``:
+    #: "AGENTS.md written: PATH"); empty for a plain turn
+    closing: str = ""
 
     @property
     def is_error(self) -> bool:

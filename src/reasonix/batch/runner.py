@@ -241,6 +241,8 @@ async def _run(
                     "result": _tail(result["result"]),
                 }
             )
+            if result.get("closing"):  # what a slash command said after its turn (/init)
+                row["closing"] = result["closing"]
             if result["questions"]:
                 # The task stopped to ask the user (stop reason needs_input): what it asked,
                 # for whoever reads the results.

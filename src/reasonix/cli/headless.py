@@ -462,6 +462,8 @@ async def _turn(
             for d in dict.fromkeys(shown_denials):
                 refusal = f"refused {d.tool} ({d.subject}): {d.reason}"
                 print(f"reasonix: {shown(refusal)}", file=sys.stderr)
+        if outcome.closing:
+            print(shown(outcome.closing))
         for note in ending_notes(session.jobs.running()):
             print(f"reasonix: {shown(note)}", file=sys.stderr)
     else:
