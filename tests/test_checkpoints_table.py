@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from reasonix.safety import checkpoints as cp
+from reasonix.safety import snapshot_restore as sr
 from reasonix.safety.checkpoints import RewindResult, Step, command_is_read_only
 
 
@@ -134,11 +135,11 @@ def test_the_journal_name_of_a_session(session: str, name: str) -> None:
     [("100755", 0o755), ("100744", 0o755), ("100644", 0o644), ("100600", 0o644), ("100100", 0o755)],
 )
 def test_git_modes_map_to_plain_permissions(mode: str, perms: int) -> None:
-    assert cp._canonical(mode) == perms
+    assert sr._canonical(mode) == perms
 
 
 def test_parent_folders_names_and_paths() -> None:
-    assert cp._parent_dirs(["a/b/c.txt", "d.txt", "a/e"]) == {"a", "a/b"}
+    assert sr._parent_dirs(["a/b/c.txt", "d.txt", "a/e"]) == {"a", "a/b"}
     assert cp._rel(Path("/ws/a/b"), Path("/ws")) == "a/b"
     assert cp._rel(Path("/elsewhere"), Path("/ws")) == "/elsewhere"
     eight = [f"f{i}" for i in range(8)]
