@@ -19,19 +19,22 @@ Where snapshots live, and why there
     never runs and the stored bytes are the file's bytes.
 
 What a snapshot costs
-    Each tracked file is stat'ed once per snapshot; a stat cache (size, mtime, ctime, mode,
-    inode as the last snapshot saw them) says which changed, and only those are hashed; git
-    lists only files that are new. A file written within ``_RACY_NS`` of the last look is read
-    again whatever its stat says (a write in the same clock tick can leave the stat as it was).
-    The cache is held for the store's last snapshot only; after another process's snapshot,
-    or in a new process, git's own index compares instead. A folder's very first snapshot
-    starts from the folder's own git index where that is exact (:meth:`_Store.seed`): the
-    index's blobs are copied over packed as they are and its stat data says which files
-    changed, so only those are hashed. A session takes the folder's first
-    snapshot in the background as it opens (:meth:`CheckpointManager.prepare_in_background`)
-    and hashes what each step changed right after it (:meth:`CheckpointManager.after_step`),
-    while the model answers; a step's own snapshot then only checks, and waits for a
-    background one still running.
+    After the store's own last snapshot, a quick look: git compares every file's stat with
+    what our index recorded (``diff-files``, in C, no file read) while it lists the new files
+    (``ls-files -o``), and only those are stat'ed and hashed; permission bits git does not
+    keep are carried over from the last snapshot (a change of them changes the inode time,
+    which git sees). git compares times in whole seconds, so a file whose times were within
+    the racy window of the last look is read again whatever its stat says
+    (:mod:`reasonix.safety.snapshot_scan`). After another process's snapshot, or in a new
+    process, a full look: git's listing of changed files and one stat of every file. A
+    folder's very first snapshot starts from the folder's own git index where that is exact,
+    and borrows the blobs it names from the user's repository until a background copy has put
+    them in our store (:mod:`reasonix.safety.snapshot_seed`), so only the files changed since
+    the user's last ``git add`` are hashed and nothing is copied while a step waits. A session
+    takes the folder's first snapshot in the background as it opens
+    (:meth:`CheckpointManager.prepare_in_background`) and hashes what each step changed right
+    after it (:meth:`CheckpointManager.after_step`), while the model answers; a step's own
+    snapshot then only checks, and waits for a background one still running.
 
 What is not covered
     Folders named in :data:`DEFAULT_EXCLUDE` plus ``[checkpoints] exclude`` (gitignore syntax;
@@ -53,8 +56,11 @@ than ``max_store_mb``.
 It runs past 500 lines because its two parts, the snapshot store (``_Store``) and the manager,
 share the invariants that make a rewind safe: the git environment that makes a snapshot
 byte-exact and runs nothing of the workspace's, the lock around the store, and a rewind that
-snapshots first. The restorer, which writes only through real folders, is
-:mod:`reasonix.safety.snapshot_restore`.
+snapshots first. Its pieces live beside it: the git settings and records in
+:mod:`reasonix.safety.snapshot_git`, a snapshot's look at the files in
+:mod:`reasonix.safety.snapshot_scan`, the first snapshot from the user's index in
+:mod:`reasonix.safety.snapshot_seed`, and the restorer, which writes only through real
+folders, in :mod:`reasonix.safety.snapshot_restore`.
 """
 
 from __future__ import annotations
@@ -66,21 +72,32 @@ import json
 import os
 import re
 import shutil
-import stat
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reasonix.config.schema import CheckpointsConfig
+from reasonix.safety.snapshot_git import (
+    _ATTRIBUTES,
+    _escape_pattern,
+    _feed,
+    _GitError,
+    _nul,
+    _rel,
+    _Snapshot,
+)
+from reasonix.safety.snapshot_git import _GIT_FLAGS as _GIT_FLAGS  # worktree.py's too
+from reasonix.safety.snapshot_git import _IDENTITY as _IDENTITY
 from reasonix.tools.state import StateKey
 
 if TYPE_CHECKING:
     from reasonix.safety.snapshot_restore import _Restorer
+    from reasonix.safety.snapshot_scan import _Scan
 
 __all__ = [
     "CHECKPOINTS_KEY",
@@ -114,39 +131,6 @@ DEFAULT_EXCLUDE: tuple[str, ...] = (
     "build/",
 )
 
-_SNAPSHOT_LINE = "reasonix snapshot"
-_IDENTITY = {
-    "GIT_AUTHOR_NAME": "reasonix",
-    "GIT_AUTHOR_EMAIL": "reasonix@localhost",
-    "GIT_COMMITTER_NAME": "reasonix",
-    "GIT_COMMITTER_EMAIL": "reasonix@localhost",
-    # A fixed date: an unchanged tree gives the same commit, so repeated snapshots add nothing.
-    "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z",
-    "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z",
-}
-#: Settings passed on every call, whatever the store's own config file says.
-_GIT_FLAGS = (
-    "-c", "core.hooksPath=/dev/null",
-    "-c", "core.fsmonitor=false",
-    "-c", "core.untrackedCache=false",
-    "-c", "core.autocrlf=false",
-    "-c", "core.safecrlf=false",
-    "-c", "core.symlinks=true",
-    "-c", "core.filemode=true",
-    "-c", "core.ignorecase=false",
-    "-c", "core.quotepath=false",
-    "-c", "core.splitIndex=false",
-    "-c", "gc.auto=0",
-    "-c", "maintenance.auto=false",
-    "-c", "safe.directory=*",
-)  # fmt: skip
-#: Unset every attribute that would make the stored bytes differ from the file's bytes; the
-#: store's ``info/attributes`` outranks the workspace's ``.gitattributes``.
-_ATTRIBUTES = "* -text -eol -filter -ident -working-tree-encoding -diff -merge\n"
-_LINK = 0o120000
-#: A file written within this long of a snapshot's look at it is read again by the next one:
-#: a write in the same clock tick can leave size, times and inode as they were (racy git).
-_RACY_NS = 2_000_000_000
 #: How long after a tool call's result the background snapshot starts (a next call sooner
 #: cancels it): calls that come back to back, and a model that answers at once, pay no second
 #: snapshot; a real model's answer takes longer, so the snapshot still overlaps it.
@@ -209,31 +193,6 @@ class Step:
 
 
 @dataclass(frozen=True, slots=True)
-class _Snapshot:
-    """A snapshot's content: the git tree, exact permission bits that git does not keep
-    (anything but 0644/0755), and the paths it could not cover, with why."""
-
-    tree: str
-    modes: Mapping[str, int] = field(default_factory=dict)
-    skipped: Mapping[str, str] = field(default_factory=dict)
-
-    def message(self) -> str:
-        meta = {"modes": dict(sorted(self.modes.items())), "skipped": dict(self.skipped)}
-        return f"{_SNAPSHOT_LINE}\n\n{json.dumps(meta, sort_keys=True)}\n"
-
-    @classmethod
-    def parse(cls, tree: str, message: str) -> _Snapshot:
-        _, _, body = message.partition("\n\n")
-        try:
-            meta = json.loads(body) if body.strip() else {}
-        except json.JSONDecodeError:
-            meta = {}
-        modes = {str(k): int(v) for k, v in dict(meta.get("modes", {})).items()}
-        skipped = {str(k): str(v) for k, v in dict(meta.get("skipped", {})).items()}
-        return cls(tree, modes, skipped)
-
-
-@dataclass(frozen=True, slots=True)
 class FileChange:
     """One path that differs between two snapshots: git's ``status`` letter (``A`` added,
     ``D`` deleted, ``M`` modified, ``T`` type changed), the bytes before and after (None where
@@ -276,10 +235,6 @@ class RewindResult:
             + len(self.modes)
             + 2 * len(self.renamed)
         )
-
-
-class _GitError(Exception):
-    pass
 
 
 # ---------------------------------------------------------------------------------------------
@@ -329,12 +284,11 @@ class _Store:
         self.sessions = self.dir / "sessions"
         self._env: dict[str, str] | None = None
         self._meta_cache: dict[str, _Snapshot] = {}
-        # The stat cache: every file of our index as the last snapshot saw it (size, mtime,
-        # ctime, mode, inode), valid while the store's last snapshot is the one it was taken
-        # for (another process may snapshot the same workspace in between).
-        self._stats: dict[str, tuple[int, int, int, int, int]] = {}
-        self._stats_commit: str | None = None
-        self._stats_time = 0
+        # Our last look: (its commit, our index's stamp after it, the files too recent for
+        # their stat to be trusted). While the store's last snapshot is that commit and the
+        # index is as we left it (another process may snapshot the workspace in between),
+        # git's stat comparison against our index says what changed.
+        self._look: tuple[str, tuple[int, int, int, int] | None, set[str]] | None = None
         #: the store's first snapshot started from the workspace repository's index
         self.seeded = False
 
@@ -398,13 +352,31 @@ class _Store:
             self._env = env
         return self._env
 
+    def read_env(self) -> dict[str, str]:
+        """:meth:`env` for a command that only reads objects: while the first snapshot's
+        objects are borrowed from the user's repository (:mod:`reasonix.safety.snapshot_seed`)
+        it reads them there too. A command that writes objects never sees that folder."""
+        from reasonix.safety.snapshot_seed import borrowed_from
+
+        objects = borrowed_from(self)
+        if objects is None:
+            return self.env()
+        return {**self.env(), "GIT_ALTERNATE_OBJECT_DIRECTORIES": objects}
+
     def run(
-        self, *args: str, stdin: bytes | None = None, env: dict[str, str] | None = None
+        self,
+        *args: str,
+        stdin: bytes | None = None,
+        env: dict[str, str] | None = None,
+        reads: bool = False,
     ) -> bytes:
+        """Run git on the store; ``reads``: a command that only reads objects."""
+        if env is None:
+            env = self.read_env() if reads else self.env()
         proc = subprocess.run(
             ["git", *_GIT_FLAGS, *args],
             cwd=self.workspace,
-            env=env if env is not None else self.env(),
+            env=env,
             input=stdin,
             capture_output=True,
             timeout=300,
@@ -459,94 +431,12 @@ class _Store:
                 others.add(name)
         return tracked, changed, others, nested
 
-    def _untracked(self) -> tuple[set[str], list[str]]:
-        """(others, nested): what ``_listing`` says of files not in the index, read without
-        git looking at the tracked files (the stat cache does that, one stat per file)."""
-        out = self.run("ls-files", "-z", "-o", f"--exclude-from={self.exclude}")
-        others: set[str] = set()
-        nested: list[str] = []
-        for entry in out.split(b"\0"):
-            if not entry:
-                continue
-            name = entry.decode("utf-8", "surrogateescape")
-            (nested.append if name.endswith("/") else others.add)(name)
-        return others, nested
-
     def seed(self) -> bool:
-        """Start our (absent) index from the workspace repository's own index, so the first
-        snapshot hashes only what changed since the user's last ``git add``: the blobs it names
-        are copied into our store as they are packed (``pack-objects | index-pack``, no file
-        read), and git's stat comparison against the copied index (its file time kept, which
-        git's check for a change in the same second as the index needs) finds the changed
-        files. Only where the stored bytes are the files' bytes: no attributes, no line-ending
-        conversion, no sparse, assume-unchanged or conflicted entries (submodules and what our
-        exclusions cover are dropped). False, with nothing left behind, otherwise."""
-        git = self.workspace / ".git"
-        index = git / "index"
-        if git.is_symlink() or not git.is_dir() or not index.is_file() or not _seedable(git):
-            return False
-        try:
-            shutil.copy2(index, self.index)
-            names: dict[str, str] = {}
-            drop: list[str] = []
-            for entry in self.run("ls-files", "-z", "-s", "-v").split(b"\0"):
-                if not entry:
-                    continue
-                head, _, raw = entry.partition(b"\t")
-                tag, mode, sha, stage = head.decode().split()
-                name = raw.decode("utf-8", "surrogateescape")
-                if tag != "H" or stage != "0" or name.rpartition("/")[2] == ".gitattributes":
-                    raise _GitError(f"not a plain entry: {name}")
-                if mode == "160000":
-                    drop.append(name)
-                else:
-                    names[name] = sha
-            out = self.run("ls-files", "-z", "-c", "-i", f"--exclude-from={self.exclude}")
-            drop += [n.decode("utf-8", "surrogateescape") for n in out.split(b"\0") if n]
-            for name in drop:
-                names.pop(name, None)
-            if drop:
-                self.run("update-index", "-z", "--force-remove", "--stdin", stdin=_nul(drop))
-            self._import(git, sorted(set(names.values())))
-        except (OSError, _GitError, subprocess.SubprocessError, ValueError):
-            self.index.unlink(missing_ok=True)
-            return False
-        return True
+        """Start our (absent) index from the workspace repository's own index
+        (:func:`reasonix.safety.snapshot_seed.seed`)."""
+        from reasonix.safety.snapshot_seed import seed
 
-    def _import(self, git: Path, shas: Sequence[str]) -> None:
-        """Copy the objects ``shas`` from the repository ``git`` (only read) into our store."""
-        if not shas:
-            return
-        env = {k: v for k, v in self.env().items() if not k.startswith("GIT_")}
-        env.update({"GIT_DIR": str(git), "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C"})
-        env["GIT_CONFIG_GLOBAL"] = os.devnull
-        packer = subprocess.Popen(
-            ["git", *_GIT_FLAGS, "pack-objects", "--stdout", "-q"],
-            cwd=self.workspace,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
-        assert packer.stdin is not None and packer.stdout is not None
-        feeder = threading.Thread(target=_feed, args=(packer.stdin, shas), daemon=True)
-        feeder.start()
-        try:
-            indexer = subprocess.run(
-                ["git", *_GIT_FLAGS, "index-pack", "--stdin"],
-                cwd=self.workspace,
-                env=self.env(),
-                stdin=packer.stdout,
-                capture_output=True,
-                timeout=300,
-                check=False,
-            )
-        finally:
-            feeder.join(timeout=30)
-            packer.stdout.close()
-            packed = packer.wait(timeout=300)
-        if packed != 0 or indexer.returncode != 0:
-            raise _GitError("the repository's objects could not be copied")
+        return seed(self)
 
     def last(self) -> _Snapshot | None:
         commit = self._read_last()
@@ -560,6 +450,8 @@ class _Store:
     def snapshot(self) -> str:
         """Record the workspace as it is now; returns the snapshot's commit. Caller holds the
         lock."""
+        from reasonix.safety.snapshot_scan import _Scan
+
         previous_commit = self._read_last()
         previous = self.load(previous_commit) if previous_commit else None
         seeded = False
@@ -568,124 +460,114 @@ class _Store:
             # workspace repository's own index.
             self.index.unlink(missing_ok=True)
             seeded = self.seed()
-        self.seeded = self.seeded or seeded
-        cached = previous is not None and self._stats_commit == previous_commit
-        started = time.time_ns()
-        if cached:
-            # Changed files come from our stat cache; git lists only what is new.
-            others, nested = self._untracked()
-            tracked: set[str] = set(self._stats)
-            changed: set[str] = set()
-        else:
-            tracked, changed, others, nested = self._listing()
-        old_stats, racy_after = self._stats, self._stats_time - _RACY_NS
-        stats: dict[str, tuple[int, int, int, int, int]] = {}
-        limit = int(self.settings.max_file_mb * 1024 * 1024)
-        modes: dict[str, int] = {}
-        skipped: dict[str, str] = {}
-        add: list[str] = []
-        remove: list[str] = []
-        fd = os.open(self.workspace, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+            self.seeded = self.seeded or seeded
+        look = self._look
+        quick = (
+            previous is not None
+            and look is not None
+            and look[:2]
+            == (
+                previous_commit,
+                _stamp(self.index),
+            )
+        )
+        scan = _Scan(self.workspace, self.settings.max_file_mb)
         try:
-            real_dirs: dict[str, bool] = {"": True}
-
-            def real_dir(folder: str) -> bool:
-                """Whether ``folder`` and every folder above it are real folders (a path below
-                a symlink is not the file it was: the link is what the snapshot keeps)."""
-                known = real_dirs.get(folder)
-                if known is None:
-                    try:
-                        known = real_dir(folder.rpartition("/")[0]) and stat.S_ISDIR(
-                            os.lstat(folder, dir_fd=fd).st_mode
-                        )
-                    except OSError:
-                        known = False
-                    real_dirs[folder] = known
-                return known
-
-            lstat = os.lstat
-            plain = (0o644, 0o755)
-            candidates: dict[str, os.stat_result] = {}
-            # Every tracked file is stat'ed once, here: its exact permission bits (git does not
-            # keep them), and with the stat cache whether it changed. This loop is the cost of
-            # a step; keep it lean.
-            for name in tracked - changed:
-                try:
-                    parent = name.rpartition("/")[0]
-                    if not (real_dirs.get(parent) or real_dir(parent)):
-                        raise FileNotFoundError(name)
-                    st = lstat(name, dir_fd=fd)
-                except OSError:
-                    remove.append(name)
-                    continue
-                mode, mtime, ctime = st.st_mode, st.st_mtime_ns, st.st_ctime_ns
-                key = (st.st_size, mtime, ctime, mode, st.st_ino)
-                # Racy: written so close to the last look that a later write in the same
-                # clock tick could leave the same stat; read it again (as git does).
-                if (
-                    cached
-                    and (old_stats.get(name) != key or ctime >= racy_after or mtime >= racy_after)
-                ) or (seeded and st.st_size > limit):
-                    candidates[name] = st
-                    continue
-                stats[name] = key
-                if mode & 0o7777 not in plain and stat.S_ISREG(mode):
-                    modes[name] = mode & 0o7777
-            for name in changed | others:
-                try:
-                    if not real_dir(name.rpartition("/")[0]):
-                        raise FileNotFoundError(name)
-                    candidates[name] = lstat(name, dir_fd=fd)
-                except OSError:
-                    remove.append(name)
-            for name, st in candidates.items():
-                kind = stat.S_IFMT(st.st_mode)
-                if kind not in (stat.S_IFREG, stat.S_IFLNK):
-                    remove.append(name)
-                    continue
-                why = ""
-                if kind == stat.S_IFREG and st.st_size > limit:
-                    why = f"larger than max_file_mb = {self.settings.max_file_mb:g}"
-                elif kind == stat.S_IFREG and not os.access(name, os.R_OK, dir_fd=fd):
-                    why = "unreadable"
-                if why:
-                    skipped[name] = why
-                    remove.append(name)
-                    continue
-                perms = stat.S_IMODE(st.st_mode)
-                if kind == stat.S_IFREG and perms not in plain:
-                    modes[name] = perms
-                add.append(name)
-                stats[name] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode, st.st_ino)
+            if quick:
+                assert previous is not None and look is not None
+                self._scan_changes(scan, previous, look[2])
+            else:
+                self._scan_all(scan, seeded)
+            self._update_index(scan)
+            if quick and not scan.add and not scan.remove:
+                # Nothing changed since our own last snapshot, whose tree our index describes.
+                # (Without the quick look the index may be ahead of it: a process that died
+                # between updating the index and recording its snapshot. git writes the tree.)
+                assert previous is not None
+                tree = previous.tree
+            else:
+                tree = self._write_tree()
+            commit = self._record(_Snapshot(tree, scan.modes, scan.skipped), previous_commit)
+            self._look = (commit, _stamp(self.index), scan.recent())
         finally:
-            os.close(fd)
-        for name in nested:
-            skipped[name] = "a repository of its own"
+            scan.close()
+        return commit
+
+    def _scan_all(self, scan: _Scan, seeded: bool) -> None:
+        """A full look: git's stat comparison against our index, then one stat of every file
+        (its exact permission bits), reading again what the index's time cannot vouch for."""
+        try:
+            # The second before the index was written, and after: git's stat comparison cannot
+            # vouch for a file whose inode time is in the same second as its entry's.
+            recent_after = (os.stat(self.index).st_mtime_ns // 10**9 - 1) * 10**9
+        except OSError:
+            recent_after = 0
+        tracked, changed, others, nested = self._listing()
+        scan.tracked(tracked - changed, check_size=seeded, recent_after=recent_after)
+        scan.candidates(changed, in_index=True)
+        scan.candidates(others, in_index=False)
+        scan.nested(nested)
+
+    def _scan_changes(self, scan: _Scan, previous: _Snapshot, recent: set[str]) -> None:
+        """A quick look after our own last snapshot: git compares every file's stat with what
+        our index recorded (in C, no file read) and lists the new files at the same time; only
+        those, and the files too recent for their stat to be trusted, are looked at."""
+        changed, others, nested = self._changes()
+        scan.carry(previous.modes, changed | recent)
+        scan.candidates(changed, in_index=True)
+        scan.candidates(recent - changed, in_index=True, reread=True)
+        scan.candidates(others, in_index=False)
+        scan.nested(nested)
+
+    def _changes(self) -> tuple[set[str], set[str], list[str]]:
+        """(changed, others, nested): the index's files whose stat or content differ from the
+        index (``diff-files``), and what :meth:`_untracked` says, run side by side."""
+        lister = subprocess.Popen(
+            ["git", *_GIT_FLAGS, "ls-files", "-z", "-o", f"--exclude-from={self.exclude}"],
+            cwd=self.workspace,
+            env=self.env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            dirty = self.run("diff-files", "-z", "--name-only", "--no-renames")
+        finally:
+            listed, err = lister.communicate(timeout=300)
+        if lister.returncode != 0:
+            raise _GitError(f"git ls-files failed: {err.decode('utf-8', 'replace').strip()}")
+        changed = {n.decode("utf-8", "surrogateescape") for n in dirty.split(b"\0") if n}
+        others, nested = _split_others(listed)
+        return changed, others, nested
+
+    def _update_index(self, scan: _Scan) -> None:
+        remove = scan.remove + scan.reread
         if remove:
             self.run("update-index", "-z", "--force-remove", "--stdin", stdin=_nul(remove))
-        if add:
+        if scan.add:
             # Many new files (a first snapshot) go into one pack instead of a loose file each.
-            bulk = ("-c", "core.bigFileThreshold=1") if len(add) > 200 else ()
-            self.run(*bulk, "update-index", "-z", "--add", "--stdin", stdin=_nul(sorted(add)))
-        if cached and not add and not remove:
-            # Nothing changed since our own last snapshot, whose tree our index describes.
-            # (Without the cache the index may be ahead of it: a process that died between
-            # updating the index and recording its snapshot. git writes the tree then.)
-            assert previous is not None
-            tree = previous.tree
-        else:
-            tree = self.run("write-tree").decode().strip()
-        snap = _Snapshot(tree, modes, skipped)
+            bulk = ("-c", "core.bigFileThreshold=1") if len(scan.add) > 200 else ()
+            names = _nul(sorted(scan.add))
+            self.run(*bulk, "update-index", "-z", "--add", "--stdin", stdin=names)
+
+    def _write_tree(self) -> str:
+        from reasonix.safety.snapshot_seed import borrowing
+
+        # Borrowed blobs are not in our store (yet): git is told not to look for them, and
+        # writes every tree into our store.
+        missing_ok = ("--missing-ok",) if borrowing(self) else ()
+        return self.run("write-tree", *missing_ok).decode().strip()
+
+    def _record(self, snap: _Snapshot, previous_commit: str | None) -> str:
+        """The snapshot's commit (the previous one when nothing differs), made the last."""
+        previous = self.load(previous_commit) if previous_commit else None
         if previous is not None and snap == previous and previous_commit is not None:
-            commit = previous_commit
-        else:
-            commit = self.run("commit-tree", tree, stdin=snap.message().encode()).decode()
-            commit = commit.strip()
-            self._meta_cache[commit] = snap
-            tmp = self.dir / "last.tmp"
-            tmp.write_text(commit + "\n", encoding="utf-8")
-            os.replace(tmp, self.dir / "last")
-        self._stats, self._stats_commit, self._stats_time = stats, commit, started
+            return previous_commit
+        commit = self.run("commit-tree", snap.tree, stdin=snap.message().encode()).decode()
+        commit = commit.strip()
+        self._meta_cache[commit] = snap
+        tmp = self.dir / "last.tmp"
+        tmp.write_text(commit + "\n", encoding="utf-8")
+        os.replace(tmp, self.dir / "last")
         return commit
 
     def load(self, commit: str) -> _Snapshot | None:
@@ -693,7 +575,7 @@ class _Store:
         if cached is not None:
             return cached
         try:
-            raw = self.run("cat-file", "commit", commit).decode("utf-8", "replace")
+            raw = self.run("cat-file", "commit", commit, reads=True).decode("utf-8", "replace")
         except _GitError:
             return None
         header, _, message = raw.partition("\n\n")
@@ -725,7 +607,9 @@ class _Store:
 
     def diff(self, old_tree: str, new_tree: str) -> list[tuple[str, str, str, str, str, str]]:
         """(status, path, old mode, old blob, new mode, new blob) for every path that differs."""
-        out = self.run("diff-tree", "-r", "-z", "--no-renames", "--raw", old_tree, new_tree)
+        out = self.run(
+            "diff-tree", "-r", "-z", "--no-renames", "--raw", old_tree, new_tree, reads=True
+        )
         fields = out.split(b"\0")
         rows = []
         i = 0
@@ -747,7 +631,7 @@ class _Store:
         proc = subprocess.Popen(
             ["git", *_GIT_FLAGS, "cat-file", "--batch"],
             cwd=self.workspace,
-            env=self.env(),
+            env=self.read_env(),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -787,72 +671,31 @@ class _Store:
         return _tree_size(self.dir)
 
     def gc(self) -> None:
+        from reasonix.safety.snapshot_seed import settle_borrowed
+
+        settle_borrowed(self, held=True)  # never prune while objects may be borrowed
         self.run("pack-refs", "--all")
         self.run("gc", "--prune=now", "--quiet")
 
 
-def _escape_pattern(text: str) -> str:
-    return re.sub(r"([*?\[\]\\!#])", r"\\\1", text)
+def _split_others(out: bytes) -> tuple[set[str], list[str]]:
+    """(files, nested repositories) of ``ls-files -o -z`` output (a repository ends in /)."""
+    others: set[str] = set()
+    nested: list[str] = []
+    for entry in out.split(b"\0"):
+        if entry:
+            name = entry.decode("utf-8", "surrogateescape")
+            (nested.append if name.endswith("/") else others.add)(name)
+    return others, nested
 
 
-def _feed(pipe: Any, shas: Sequence[str]) -> None:
+def _stamp(path: Path) -> tuple[int, int, int, int] | None:
+    """What says a file was rewritten: (mtime, ctime, size, inode); None when absent."""
     try:
-        for sha in shas:
-            pipe.write(sha.encode() + b"\n")
-        pipe.close()
+        st = os.stat(path)
     except OSError:
-        pass
-
-
-def _seedable(git: Path) -> bool:
-    """Whether the index of the repository ``git`` names the files' own bytes: no attributes
-    file git would read (they can select filters and conversions) and no line-ending
-    conversion or other work tree in the user's configuration."""
-    workspace = git.parent
-    home = Path(os.environ.get("HOME") or os.path.expanduser("~"))
-    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
-    for path in (
-        workspace / ".gitattributes",
-        git / "info" / "attributes",
-        xdg / "git" / "attributes",
-        Path("/etc/gitattributes"),
-    ):
-        if os.path.lexists(path):
-            return False
-    from reasonix.safety.environment import git_environment
-
-    env = git_environment()
-    env.pop("GIT_CONFIG_NOSYSTEM", None)
-    env.update({"GIT_DIR": str(git), "HOME": str(home), "XDG_CONFIG_HOME": str(xdg)})
-    try:
-        out = subprocess.run(
-            ["git", "-c", "core.fsmonitor=false", "config", "-l", "-z"],
-            cwd=workspace,
-            env=env,
-            capture_output=True,
-            timeout=30,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return False
-    if out.returncode != 0:
-        return False
-    for item in out.stdout.split(b"\0"):
-        key, _, value = item.decode("utf-8", "replace").partition("\n")
-        key = key.lower()
-        if key == "core.autocrlf" and value.lower() not in ("false", "no", "off", "0"):
-            return False
-        if key in ("core.attributesfile", "core.worktree", "core.eol"):
-            return False
-        if key == "core.bare" and value.lower() in ("true", "yes", "on", "1"):
-            return False
-        if key.startswith("extensions."):
-            return False
-    return True
-
-
-def _nul(names: Iterable[str]) -> bytes:
-    return b"".join(n.encode("utf-8", "surrogateescape") + b"\0" for n in names)
+        return None
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
 
 
 def _tree_size(path: Path) -> int:
@@ -871,13 +714,6 @@ def checkpoint_store_size(data_dir: Path) -> tuple[int, int]:
         return 0, 0
     folders = [p for p in root.iterdir() if (p / "git").is_dir()]
     return _tree_size(root), len(folders)
-
-
-def _rel(path: Path, ws: Path) -> str:
-    try:
-        return path.relative_to(ws).as_posix()
-    except ValueError:
-        return str(path)
 
 
 def _names(items: Sequence[str]) -> str:
@@ -955,6 +791,7 @@ class CheckpointManager:
         self._since_prune = 0
         self._seq: int | None = None
         self._background: threading.Thread | None = None
+        self._copy: threading.Thread | None = None  # copies borrowed objects (snapshot_seed)
         self._stepped = False  # a step snapshot was taken since the last background one
         self._soon: threading.Timer | None = None
         self._closed = False  # wait(pending=False) ran: no new background snapshot
@@ -1008,8 +845,9 @@ class CheckpointManager:
             self._soon.start()
 
     def wait(self, *, pending: bool = True) -> None:
-        """Wait for a background snapshot to finish; one that is due after a step starts now
-        (with ``pending=False``, as a closing session does, it is dropped)."""
+        """Wait for a background snapshot, and the copy of borrowed objects, to finish; one
+        that is due after a step starts now (with ``pending=False``, as a closing session does,
+        it is dropped)."""
         if not pending:
             with self._lock:
                 self._closed = True  # a timer firing now starts nothing
@@ -1018,9 +856,12 @@ class CheckpointManager:
             soon.cancel()
             if pending:
                 self.prepare_in_background()
-        thread = self._background
-        if thread is not None:
-            thread.join()
+        # The copy of borrowed objects too, where this session recorded steps that need them; a
+        # session that recorded none leaves it to the next (it resumes where it stopped).
+        keep = pending or self._seq is not None
+        for thread in (self._background, self._copy if keep else None):
+            if thread is not None:
+                thread.join()
 
     def _refresh(self) -> None:
         with self._lock:
@@ -1029,8 +870,30 @@ class CheckpointManager:
                 with self._store.locked():
                     commit = self._store.snapshot()
                     self._store.set_refs({"refs/last": commit})  # keeps it through pruning
+                self._copy_in_background()
             except (OSError, NotImplementedError, _GitError, subprocess.SubprocessError):
                 pass  # the next step's own snapshot tries again and reports a failure
+
+    def _copy_in_background(self) -> None:
+        """A first snapshot seeded from the user's repository borrows its objects: copy them
+        into our store now, in the background, without holding up the steps (the lock is
+        taken only for the last few objects)."""
+        from reasonix.safety.snapshot_seed import borrowing
+
+        if (self._copy is not None and self._copy.is_alive()) or not borrowing(self._store):
+            return
+        thread = threading.Thread(target=self._settle, name="reasonix-snapshot-copy", daemon=True)
+        self._copy = thread
+        thread.start()
+
+    def _settle(self) -> None:
+        from reasonix.safety.snapshot_seed import settle_borrowed
+
+        try:
+            settle_borrowed(self._store)
+        except (OSError, _GitError, subprocess.SubprocessError, ValueError) as exc:
+            # Still borrowing: the next step, or the store's pruning, tries again.
+            self.last_error = f"copying the repository's objects into the snapshot store: {exc}"
 
     # -- recording -----------------------------------------------------------------------------
 
@@ -1063,6 +926,7 @@ class CheckpointManager:
                     self._since_prune += 1
                     if self._since_prune >= 200:
                         self._prune_locked(held=True)
+                self._copy_in_background()
                 return step
             except (OSError, NotImplementedError, _GitError, subprocess.SubprocessError) as exc:
                 self.last_error = f"the snapshot before this step failed: {exc}"

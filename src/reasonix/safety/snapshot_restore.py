@@ -12,17 +12,24 @@ import contextlib
 import os
 import stat
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from reasonix.safety.checkpoints import _LINK, _rel, _Snapshot
-
-if TYPE_CHECKING:
-    from reasonix.safety.checkpoints import _Store
+from reasonix.safety.snapshot_git import _LINK, _rel, _Snapshot
 
 #: (status, path, old mode, old blob, new mode, new blob): one row of ``_Store.diff``.
 _Row = tuple[str, str, str, str, str, str]
+
+
+class _Objects(Protocol):
+    """What the restorer reads of the store (``checkpoints._Store``)."""
+
+    workspace: Path
+
+    def diff(self, old_tree: str, new_tree: str) -> list[_Row]: ...
+
+    def blobs(self, shas: Sequence[str]) -> Iterator[tuple[str, bytes]]: ...
 
 
 def _protected_recreation(workspace: Path, name: str) -> str | None:
@@ -47,7 +54,7 @@ class _Restorer:
 
     def __init__(
         self,
-        store: _Store,
+        store: _Objects,
         target: _Snapshot,
         current: _Snapshot,
         keep: Iterable[str] = (),

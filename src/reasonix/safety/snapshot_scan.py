@@ -1,0 +1,165 @@
+"""One snapshot's look at the files of a workspace (:mod:`reasonix.safety.checkpoints`).
+
+The store says which names to look at: every file of its index on a full look, or only what git
+reported changed since the last snapshot (with the files that were too recent to trust their
+stat) on a quick one. :class:`_Scan` stats each of those names once, without following symlinks
+and only through real folders (a path below a folder that became a symlink is not the file it
+was), and sorts them into what the snapshot adds to the index, removes from it, and skips (too
+large, unreadable), with the exact permission bits git does not keep."""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from collections.abc import Iterable, Mapping
+
+#: A file whose change or inode time is within this long of a snapshot's look at it is read
+#: again by the next snapshot, whatever its stat then says: git compares times in whole seconds
+#: (this build has no nanosecond times), so a write in the same second as the snapshot, of the
+#: same size with the old modification time put back, leaves the stat as it was (racy git).
+_RACY_NS = 2_000_000_000
+_PLAIN = (0o644, 0o755)
+
+#: What a later look compares: (size, mtime, ctime, mode, inode).
+_Key = tuple[int, int, int, int, int]
+
+
+def _key(st: os.stat_result) -> _Key:
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode, st.st_ino)
+
+
+class _Scan:
+    """Stats the names a snapshot looks at, once each, through real folders only."""
+
+    def __init__(self, workspace: os.PathLike[str] | str, max_file_mb: float) -> None:
+        self.max_file_mb = max_file_mb
+        self.limit = int(max_file_mb * 1024 * 1024)
+        self.fd = os.open(workspace, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        self._real: dict[str, bool] = {"": True}
+        self.modes: dict[str, int] = {}
+        self.skipped: dict[str, str] = {}
+        self.add: list[str] = []
+        self.remove: list[str] = []
+        #: what each added file looked like when it was read: compared once git has hashed it
+        self.looked: dict[str, _Key] = {}
+        #: added files whose stat git finds unchanged: ``update-index --add`` would keep the
+        #: entry as it is, so they leave the index first
+        self.reread: list[str] = []
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+    def real_dir(self, folder: str) -> bool:
+        """Whether ``folder`` and every folder above it are real folders (a path below a
+        symlink is not the file it was: the link is what the snapshot keeps)."""
+        known = self._real.get(folder)
+        if known is None:
+            try:
+                known = self.real_dir(folder.rpartition("/")[0]) and stat.S_ISDIR(
+                    os.lstat(folder, dir_fd=self.fd).st_mode
+                )
+            except OSError:
+                known = False
+            self._real[folder] = known
+        return known
+
+    def tracked(self, names: Iterable[str], *, check_size: bool, recent_after: int) -> None:
+        """A full look at files of the index that git found unchanged: their permission bits,
+        and the ones git cannot vouch for read again (changed at or after ``recent_after``,
+        the index's own time less the racy window, or larger than the limit where the index
+        came from the user's repository)."""
+        lstat, fd, real, plain = os.lstat, self.fd, self._real, _PLAIN
+        again: list[str] = []
+        for name in names:
+            try:
+                parent = name.rpartition("/")[0]
+                if not (real.get(parent) or self.real_dir(parent)):
+                    raise FileNotFoundError(name)
+                st = lstat(name, dir_fd=fd)
+            except OSError:
+                self.remove.append(name)
+                continue
+            if (
+                st.st_ctime_ns >= recent_after
+                or st.st_mtime_ns >= recent_after
+                or (check_size and st.st_size > self.limit)
+            ):
+                again.append(name)
+                continue
+            mode = st.st_mode
+            if mode & 0o7777 not in plain and stat.S_ISREG(mode):
+                self.modes[name] = mode & 0o7777
+        self.candidates(again, in_index=True, reread=True)
+
+    def carry(self, modes: Mapping[str, int], looking_again: set[str]) -> None:
+        """A quick look: the permission bits of the files git found unchanged are the last
+        snapshot's (a change of permissions changes the inode time, so git reports it)."""
+        for name, perms in modes.items():
+            if name not in looking_again:
+                self.modes[name] = perms
+
+    def candidates(self, names: Iterable[str], *, in_index: bool, reread: bool = False) -> None:
+        """Files that are new or changed: each is added (a regular file or a symlink that can
+        be read and is within the limit), or skipped, or removed from the index
+        (``in_index``: only names the index has need removing; ``reread``: names whose stat
+        git takes as unchanged, read again all the same)."""
+        for name in names:
+            try:
+                if not self.real_dir(name.rpartition("/")[0]):
+                    raise FileNotFoundError(name)
+                st = os.lstat(name, dir_fd=self.fd)
+            except OSError:
+                self._drop(name, in_index)
+                continue
+            why = self._why_not(name, st)
+            if why is None:  # not a file (a folder where a file was, a socket)
+                self._drop(name, in_index)
+                continue
+            if why:
+                self.skipped[name] = why
+                self._drop(name, in_index)
+                continue
+            perms = stat.S_IMODE(st.st_mode)
+            if stat.S_ISREG(st.st_mode) and perms not in _PLAIN:
+                self.modes[name] = perms
+            self.add.append(name)
+            self.looked[name] = _key(st)
+            if reread:
+                self.reread.append(name)
+
+    def _why_not(self, name: str, st: os.stat_result) -> str | None:
+        """Empty to add the file, why it is skipped, or None for what is not a file."""
+        kind = stat.S_IFMT(st.st_mode)
+        if kind not in (stat.S_IFREG, stat.S_IFLNK):
+            return None
+        if kind == stat.S_IFREG and st.st_size > self.limit:
+            return f"larger than max_file_mb = {self.max_file_mb:g}"
+        if kind == stat.S_IFREG and not os.access(name, os.R_OK, dir_fd=self.fd):
+            return "unreadable"
+        return ""
+
+    def _drop(self, name: str, in_index: bool) -> None:
+        if in_index:
+            self.remove.append(name)
+
+    def nested(self, folders: Iterable[str]) -> None:
+        for name in folders:
+            self.skipped[name] = "a repository of its own"
+
+    def recent(self) -> set[str]:
+        """After git hashed the added files: those the next snapshot must read again, whatever
+        their stat says then. A file changed while git read it, or changed within the racy
+        window of now, may change again without its stat showing it."""
+        now = time.time_ns()
+        out: set[str] = set()
+        for name, before in self.looked.items():
+            try:
+                st = os.lstat(name, dir_fd=self.fd)
+            except OSError:
+                out.add(name)
+                continue
+            key = _key(st)
+            if key != before or now - max(st.st_ctime_ns, st.st_mtime_ns) < _RACY_NS:
+                out.add(name)
+        return out

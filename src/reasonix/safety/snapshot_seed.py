@@ -1,0 +1,232 @@
+"""A folder's first snapshot, started from the folder's own git repository
+(:mod:`reasonix.safety.checkpoints`).
+
+Where the workspace is a git repository whose index names the files' own bytes, our (absent)
+index starts as a copy of the user's, so the first snapshot hashes only what changed since the
+user's last ``git add``. The blobs that index names are not copied then: our store *borrows*
+them (the file ``borrowed`` names the user's object folder), which makes the first snapshot
+cost about what a later one does. Only the git commands that read our objects see that folder
+(``GIT_ALTERNATE_OBJECT_DIRECTORIES``, :meth:`_Store.read_env`); the ones that write never do,
+so every object they write is written into our store and nothing in the user's repository is
+touched (git would otherwise "freshen", that is touch, a borrowed object it wrote again).
+:func:`settle_borrowed`, run in the background after that snapshot, copies every object our
+snapshots reach into our own store (``pack-objects | index-pack``, which checks each object's
+hash) and only then stops borrowing, so a ``git gc`` in the user's repository can never take a
+snapshot's bytes once that is done. Until then the borrowed blobs are the ones the user's index
+names, which git's own pruning keeps; our store's pruning waits for the copy
+(:func:`settle_borrowed` with ``held``)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+from typing import Protocol
+
+from reasonix.safety.snapshot_git import _GIT_FLAGS, _feed, _GitError, _nul
+
+
+class _Store(Protocol):
+    """What seeding and the copy use of the store (``checkpoints._Store``)."""
+
+    workspace: Path
+    dir: Path
+    git_dir: Path
+    index: Path
+    exclude: Path
+
+    def run(
+        self,
+        *args: str,
+        stdin: bytes | None = None,
+        env: dict[str, str] | None = None,
+        reads: bool = False,
+    ) -> bytes: ...
+
+    def env(self) -> dict[str, str]: ...
+
+    def read_env(self) -> dict[str, str]: ...
+
+    def locked(self) -> contextlib.AbstractContextManager[None]: ...
+
+    def _read_last(self) -> str | None: ...
+
+
+def alternates(store: _Store) -> Path:
+    return store.dir / "borrowed"
+
+
+def borrowing(store: _Store) -> bool:
+    """Whether some of the store's objects may still live only in the user's repository."""
+    return alternates(store).exists()
+
+
+def borrowed_from(store: _Store) -> str | None:
+    """The user's object folder our snapshots borrow from, or None."""
+    try:
+        return alternates(store).read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None
+
+
+def seed(store: _Store) -> bool:
+    """Start our (absent) index from the workspace repository's own index, borrowing the blobs
+    it names. Only where the stored bytes are the files' bytes: no attributes, no line-ending
+    conversion, no sparse, assume-unchanged or conflicted entries (submodules and what our
+    exclusions cover are dropped). git's stat comparison against the copied index (its file
+    time kept, which git's check for a change in the same second as the index needs) then
+    finds the changed files. False, with nothing left behind, otherwise."""
+    git = store.workspace / ".git"
+    index = git / "index"
+    if git.is_symlink() or not git.is_dir() or not index.is_file() or not seedable(git):
+        return False
+    objects = os.path.realpath(git / "objects")
+    if "\n" in objects or not os.path.isdir(objects):
+        return False
+    try:
+        shutil.copy2(index, store.index)
+        drop = _unplain_entries(store)
+        out = store.run("ls-files", "-z", "-c", "-i", f"--exclude-from={store.exclude}")
+        drop += [n.decode("utf-8", "surrogateescape") for n in out.split(b"\0") if n]
+        if drop:
+            store.run("update-index", "-z", "--force-remove", "--stdin", stdin=_nul(drop))
+        alternates(store).write_text(objects + "\n", encoding="utf-8")
+    except (OSError, _GitError, subprocess.SubprocessError, ValueError):
+        store.index.unlink(missing_ok=True)
+        alternates(store).unlink(missing_ok=True)
+        return False
+    return True
+
+
+def _unplain_entries(store: _Store) -> list[str]:
+    """The submodules of the copied index (dropped); raises on any entry that is not plain."""
+    drop: list[str] = []
+    for entry in store.run("ls-files", "-z", "-s", "-v").split(b"\0"):
+        if not entry:
+            continue
+        head, _, raw = entry.partition(b"\t")
+        tag, mode, _sha, stage = head.decode().split()
+        name = raw.decode("utf-8", "surrogateescape")
+        if tag != "H" or stage != "0" or name.rpartition("/")[2] == ".gitattributes":
+            raise _GitError(f"not a plain entry: {name}")
+        if mode == "160000":
+            drop.append(name)
+    return drop
+
+
+def settle_borrowed(store: _Store, *, held: bool = False) -> None:
+    """Copy into our store every object that our snapshots reach, then stop borrowing. The
+    bulk is copied without the store's lock (steps go on); what snapshots taken meanwhile
+    added is copied under it, and the alternates file goes only then. ``held``: the caller
+    holds the lock. Raises on a failure, borrowing still (the next call tries again)."""
+    if not borrowing(store):
+        return
+    first = _tips(store)
+    if not held:
+        _pack_into(store, first, ())
+        with store.locked():
+            _finish(store, first)
+    else:
+        _pack_into(store, first, ())
+        _finish(store, first)
+
+
+def _finish(store: _Store, copied: list[str]) -> None:
+    if not borrowing(store):
+        return
+    now = _tips(store)
+    _pack_into(store, now, copied)
+    alternates(store).unlink()
+
+
+def _tips(store: _Store) -> list[str]:
+    out = store.run("for-each-ref", "--format=%(objectname)").decode().split()
+    last = store._read_last()
+    return sorted({*out, *([last] if last else [])})
+
+
+def _pack_into(store: _Store, tips: list[str], known: list[str] | tuple[str, ...]) -> None:
+    """Pack what ``tips`` reach and ``known`` do not, reading through the alternates, into a
+    pack of our own (``index-pack`` hashes every object it stores)."""
+    wanted = [t for t in tips if t not in set(known)]
+    if not wanted:
+        return
+    lines = [*wanted, *(f"^{k}" for k in known)]
+    packer = subprocess.Popen(
+        ["git", *_GIT_FLAGS, "pack-objects", "--revs", "--stdout", "-q"],
+        cwd=store.workspace,
+        env=store.read_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert packer.stdin is not None and packer.stdout is not None
+    feeder = threading.Thread(target=_feed, args=(packer.stdin, lines), daemon=True)
+    feeder.start()
+    try:
+        indexer = subprocess.run(
+            ["git", *_GIT_FLAGS, "index-pack", "--stdin"],
+            cwd=store.workspace,
+            env=store.env(),
+            stdin=packer.stdout,
+            capture_output=True,
+            timeout=600,
+            check=False,
+        )
+    finally:
+        feeder.join(timeout=30)
+        packer.stdout.close()
+        packed = packer.wait(timeout=600)
+    if packed != 0 or indexer.returncode != 0:
+        raise _GitError("the repository's objects could not be copied into the snapshot store")
+
+
+def seedable(git: Path) -> bool:
+    """Whether the index of the repository ``git`` names the files' own bytes: no attributes
+    file git would read (they can select filters and conversions) and no line-ending
+    conversion or other work tree in the user's configuration."""
+    workspace = git.parent
+    home = Path(os.environ.get("HOME") or os.path.expanduser("~"))
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+    for path in (
+        workspace / ".gitattributes",
+        git / "info" / "attributes",
+        xdg / "git" / "attributes",
+        Path("/etc/gitattributes"),
+    ):
+        if os.path.lexists(path):
+            return False
+    from reasonix.safety.environment import git_environment
+
+    env = git_environment()
+    env.pop("GIT_CONFIG_NOSYSTEM", None)
+    env.update({"GIT_DIR": str(git), "HOME": str(home), "XDG_CONFIG_HOME": str(xdg)})
+    try:
+        out = subprocess.run(
+            ["git", "-c", "core.fsmonitor=false", "config", "-l", "-z"],
+            cwd=workspace,
+            env=env,
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    if out.returncode != 0:
+        return False
+    return all(_plain_setting(item) for item in out.stdout.split(b"\0"))
+
+
+def _plain_setting(item: bytes) -> bool:
+    key, _, value = item.decode("utf-8", "replace").partition("\n")
+    key = key.lower()
+    if key == "core.autocrlf" and value.lower() not in ("false", "no", "off", "0"):
+        return False
+    if key in ("core.attributesfile", "core.worktree", "core.eol"):
+        return False
+    if key == "core.bare" and value.lower() in ("true", "yes", "on", "1"):
+        return False
+    return not key.startswith("extensions.")
