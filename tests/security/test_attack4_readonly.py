@@ -193,3 +193,33 @@ def test_control_approved_diff_r_reads_through_the_link(repo: Repo) -> None:
     _linked_out(repo)
     assert repo.bash("diff -rN empty .", "--yes").returncode == 0
     assert _model_saw(repo, SECRET)
+
+
+# -- B14: git config --global/--system --list reads the user's own files, outside the workspace --
+
+TOKEN = "ghp_user-global-token-7e41"
+
+
+def _global_secret(repo: Repo) -> None:
+    with (repo.home / ".gitconfig").open("a") as fh:
+        fh.write(f'[http "https://github.com/"]\n\textraheader = AUTHORIZATION: bearer {TOKEN}\n')
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="B14: git config --global --list is proved read-only but reads ~/.gitconfig, "
+    "outside the workspace (git config -f ~/.gitconfig -l is refused) (attacks4.md)",
+)
+@pytest.mark.parametrize("line", ["git config --global --list", "git config --list"])
+def test_break_git_config_does_not_read_the_users_files_unasked(repo: Repo, line: str) -> None:
+    _global_secret(repo)
+    repo.bash(line)
+    assert not _model_saw(repo, TOKEN), "the user's global git configuration reached the model"
+
+
+def test_control_the_same_file_by_name_is_refused_and_approved_it_is_read(repo: Repo) -> None:
+    _global_secret(repo)
+    assert repo.bash(f"git config -f {repo.home}/.gitconfig -l").returncode == 3
+    assert not _model_saw(repo, TOKEN)
+    assert repo.bash("git config --global --list", "--yes").returncode == 0
+    assert _model_saw(repo, TOKEN)
