@@ -1,16 +1,22 @@
 """attacker4: the proved read-only view (safety/shell/readers.py) through the real CLI, ask mode,
 headless (nobody to ask: a command not proved read-only is refused, one that is runs).
 
-The view leaves out ``git show``/``git diff``/``git log -p`` because the diff and textconv
-drivers a file's attributes select would run. These probes reach the same drivers through git
-subcommands the view still proves: ``git cat-file --textconv``/``--filters``, ``git grep
---textconv``, ``git stash list -p``; and ``git status`` itself runs a filter's ``clean``
-program on a file whose time stamp changed. The driver is the user's own (``~/.gitconfig``:
-what a user who reads images, PDFs or office files in diffs has, or git-lfs's filter); which
-files go through it, and the bytes, are the repository's (``.gitattributes``). The probe is the
-marker file the driver writes; runs use ``--sandbox off`` (where the proof is the only line:
-macOS, no bubblewrap). Control: the same line approved (``--yes``) writes the marker, so the
-probe sees the driver run.
+- B5: the view leaves out ``git show``/``git diff``/``git log -p`` because the diff and textconv
+  drivers a file's attributes select would run; ``git cat-file --textconv``/``--filters``, ``git
+  grep --textconv``, ``git stash list -p``, ``git log -G``/``-S`` reach the same drivers, and
+  ``git status`` runs a filter's ``clean`` program on a re-stamped file. The driver is the
+  user's own (``~/.gitconfig``: a document converter, git-lfs's filter); which files go through
+  it, and the bytes, are the repository's (``.gitattributes``). The probe is the marker file the
+  driver writes.
+- B10: sed's script is not the word the check reads (``sed -ne SCRIPT -e p``, ``sed -l 5
+  SCRIPT``): its ``e`` command runs.
+- B11: ``diff -r`` follows a committed symbolic link out of the workspace.
+- B14: ``git config --global --list`` reads the user's ``~/.gitconfig``.
+
+Runs use ``--sandbox off`` where the break is a read outside the workspace or a program of the
+user's home (the proof is then the only line: macOS, no bubblewrap), the default sandbox where
+the effect lands in the workspace. Controls: the same line approved (``--yes``) shows the effect,
+so the probe sees it; the neighbouring line the view already refuses is refused.
 """
 
 from __future__ import annotations
