@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -229,3 +230,63 @@ def test_control_the_same_file_by_name_is_refused_and_approved_it_is_read(repo: 
     assert not _model_saw(repo, TOKEN)
     assert repo.bash("git config --global --list", "--yes").returncode == 0
     assert _model_saw(repo, TOKEN)
+
+
+# -- B15: signature checks run gpg, which writes the user's home (and parses the repository's bytes)
+
+#: a header's continuation lines start with a space (an empty one too)
+SIGNED = (
+    "tree {tree}\nparent {parent}\n"
+    "author t <t@t> 1700000000 +0000\ncommitter t <t@t> 1700000000 +0000\n"
+    "gpgsig -----BEGIN PGP SIGNATURE-----\n \n iQEzBAABCAAdFiEE\n -----END PGP SIGNATURE-----\n"
+    "\nsigned by nobody\n"
+)
+
+
+def _signed_commit(repo: Repo) -> None:
+    """A commit with a (bogus) signature on top: what any repository may hold."""
+    tree = _git_out(repo, "rev-parse", "HEAD^{tree}")
+    parent = _git_out(repo, "rev-parse", "HEAD")
+    (repo.root.parent / "commit.txt").write_text(SIGNED.format(tree=tree, parent=parent))
+    commit = _git_out(
+        repo, "hash-object", "-t", "commit", "-w", str(repo.root.parent / "commit.txt")
+    )
+    _git(repo.root, repo.home, "update-ref", "HEAD", commit)
+    assert not (repo.home / ".gnupg").exists()
+
+
+def _git_out(repo: Repo, *args: str) -> str:
+    done = subprocess.run(
+        ["git", *args],
+        cwd=repo.root,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(repo.home), "GIT_CONFIG_NOSYSTEM": "1"},
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return done.stdout.strip()
+
+
+GPG = pytest.mark.skipif(shutil.which("gpg") is None, reason="gpg is not installed")
+SIGNATURE_LINES = ["git log --show-signature -1", "git log -1 --format=%G?"]
+
+
+@GPG
+@pytest.mark.xfail(
+    strict=True,
+    reason="B15: git log --show-signature / %G? are proved read-only but run gpg, which creates "
+    "~/.gnupg outside the workspace (attacks4.md)",
+)
+@pytest.mark.parametrize("line", SIGNATURE_LINES)
+def test_break_a_proved_git_log_runs_no_signature_program(repo: Repo, line: str) -> None:
+    _signed_commit(repo)
+    repo.bash(line)
+    assert not (repo.home / ".gnupg").exists(), "gpg ran and wrote the user's home"
+
+
+@GPG
+@pytest.mark.parametrize("line", SIGNATURE_LINES)
+def test_control_approved_the_signature_check_runs_gpg(repo: Repo, line: str) -> None:
+    _signed_commit(repo)
+    assert repo.bash(line, "--yes").returncode == 0
+    assert (repo.home / ".gnupg").exists()
