@@ -12,6 +12,7 @@ headless (nobody to ask: a command not proved read-only is refused, one that is 
   SCRIPT``): its ``e`` command runs.
 - B11: ``diff -r`` follows a committed symbolic link out of the workspace.
 - B14: ``git config --global --list`` reads the user's ``~/.gitconfig``.
+- B15: ``git log --show-signature`` / ``--format=%G?`` run gpg, which writes ``~/.gnupg``.
 
 Runs use ``--sandbox off`` where the break is a read outside the workspace or a program of the
 user's home (the proof is then the only line: macOS, no bubblewrap), the default sandbox where
