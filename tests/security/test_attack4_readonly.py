@@ -13,6 +13,7 @@ headless (nobody to ask: a command not proved read-only is refused, one that is 
 - B11: ``diff -r`` follows a committed symbolic link out of the workspace.
 - B14: ``git config --global --list`` reads the user's ``~/.gitconfig``.
 - B15: ``git log --show-signature`` / ``--format=%G?`` run gpg, which writes ``~/.gnupg``.
+- B16: ``printf NAME | sort --files0-from=-`` reads the file NAME, outside the workspace.
 
 Runs use ``--sandbox off`` where the break is a read outside the workspace or a program of the
 user's home (the proof is then the only line: macOS, no bubblewrap), the default sandbox where
@@ -291,3 +292,35 @@ def test_control_approved_the_signature_check_runs_gpg(repo: Repo, line: str) ->
     _signed_commit(repo)
     assert repo.bash(line, "--yes").returncode == 0
     assert (repo.home / ".gnupg").exists()
+
+
+# -- B16: --files0-from reads the names of the files to read from stdin ---------------------------
+
+#: ``\\056`` is ``.``: the name is spelled so no word of the line is a path outside.
+FILES0_LINES = [
+    "printf '\\056\\056/outside/secret.txt\\0' | sort --files0-from=-",
+    "printf '%s\\0' ../outside/secret.txt | sort --files0-from=-",
+]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="B16: sort --files0-from=- reads the files named on stdin; printf's words are not "
+    "judged as paths, so a file outside the workspace is read unasked (attacks4.md)",
+)
+@pytest.mark.parametrize("line", FILES0_LINES)
+def test_break_files0_from_does_not_read_outside_unasked(repo: Repo, line: str) -> None:
+    _linked_out(repo)
+    repo.bash(line)
+    assert not _model_saw(repo, SECRET), "a file outside the workspace reached the model"
+
+
+@pytest.mark.parametrize("line", FILES0_LINES)
+def test_control_files0_from_approved_reads_it_and_by_name_it_is_refused(
+    repo: Repo, line: str
+) -> None:
+    _linked_out(repo)
+    assert repo.bash("sort ../outside/secret.txt").returncode == 3
+    assert not _model_saw(repo, SECRET)
+    assert repo.bash(line, "--yes").returncode == 0
+    assert _model_saw(repo, SECRET)
