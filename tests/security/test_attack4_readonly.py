@@ -14,6 +14,7 @@ headless (nobody to ask: a command not proved read-only is refused, one that is 
 - B14: ``git config --global --list`` reads the user's ``~/.gitconfig``.
 - B15: ``git log --show-signature`` / ``--format=%G?`` run gpg, which writes ``~/.gnupg``.
 - B16: ``printf NAME | sort --files0-from=-`` reads the file NAME, outside the workspace.
+- B17: an awk program that sets ``ARGV`` reads a file no word of the line names.
 
 Runs use ``--sandbox off`` where the break is a read outside the workspace or a program of the
 user's home (the proof is then the only line: macOS, no bubblewrap), the default sandbox where
@@ -322,5 +323,33 @@ def test_control_files0_from_approved_reads_it_and_by_name_it_is_refused(
     _linked_out(repo)
     assert repo.bash("sort ../outside/secret.txt").returncode == 3
     assert not _model_saw(repo, SECRET)
+    assert repo.bash(line, "--yes").returncode == 0
+    assert _model_saw(repo, SECRET)
+
+
+# -- B17: awk reads the files its program names in ARGV --------------------------------------------
+
+AWK_LINES = [
+    "awk 'BEGIN { ARGV[1] = \"\\056\\056/outside/secret.txt\"; ARGC = 2 } { print }'",
+    "awk -v f=../outside/secret.txt 'BEGIN { ARGV[1] = f; ARGC = 2 } 1'",
+]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="B17: an awk program that sets ARGV makes awk read files no word of the line names; "
+    "the awk check refuses getline but not ARGV (attacks4.md)",
+)
+@pytest.mark.parametrize("line", AWK_LINES)
+def test_break_awk_argv_does_not_read_outside_unasked(repo: Repo, line: str) -> None:
+    _linked_out(repo)
+    repo.bash(line)
+    assert not _model_saw(repo, SECRET), "a file outside the workspace reached the model"
+
+
+@pytest.mark.parametrize("line", AWK_LINES)
+def test_control_awk_argv_approved_reads_it(repo: Repo, line: str) -> None:
+    _linked_out(repo)
+    assert repo.bash("awk 1 ../outside/secret.txt").returncode == 3
     assert repo.bash(line, "--yes").returncode == 0
     assert _model_saw(repo, SECRET)
