@@ -229,13 +229,7 @@ class BwrapConfiner:
 
     def arguments(self, *, workspace: Path, roots: Sequence[Path]) -> list[str]:
         """The bubblewrap options (without the executable and the command)."""
-        args = ["--unshare-all"]
-        if "--disable-userns" in self.features:
-            # No user namespace inside: a nested one is where most kernel escapes start.
-            args += ["--unshare-user", "--disable-userns"]
-        if self.network:
-            args.append("--share-net")
-        args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+        args = self._namespaces()
         for path in SYSTEM_PATHS:
             if os.path.islink(path):
                 args += ["--symlink", os.readlink(path), path]
@@ -244,24 +238,8 @@ class BwrapConfiner:
         if self.network and os.path.isdir("/run/systemd/resolve"):
             # /etc/resolv.conf often points here.
             args += ["--ro-bind", "/run/systemd/resolve", "/run/systemd/resolve"]
-        # Files in a tmpfs are memory that no process limit counts: each is bounded like a
-        # process's address space, and the sandbox's own root folder is read-only.
-        size = (
-            ["--size", str(self.max_memory_mb * 1024 * 1024)]
-            if "--size" in self.features and self.max_memory_mb > 0
-            else []
-        )
-        args += ["--proc", "/proc", "--dev", "/dev", *size, "--tmpfs", "/dev/shm"]
-        args += [*size, "--tmpfs", "/tmp"]
         bound: list[Path] = []
-        home = self.home
-        if home is not None and home != Path("/"):
-            args += [*size, "--tmpfs", str(home)]
-            for rel in TOOLCHAIN_DIRS:
-                tool_dir = home / rel
-                if tool_dir.exists():
-                    args += ["--ro-bind", str(tool_dir), str(tool_dir)]
-                    bound.append(tool_dir)
+        args += self._scratch(bound)
         for readable in (*self.programs, *self.allow_read):
             if readable.exists() and readable not in bound:
                 args += ["--ro-bind", str(readable), str(readable)]
@@ -271,16 +249,52 @@ class BwrapConfiner:
             bound.append(Path(root))
         # What makes code run later outside the sandbox stays read-only inside it.
         args += bind_arguments([Path(os.path.realpath(r)) for r in roots])
-        # Secrets inside anything bound are covered up: a workspace that is the home folder, a
-        # toolchain folder holding a credentials file, an allow_read entry that went too far.
+        args += self._covered_secrets(bound)
+        return [*args, "--remount-ro", "/", "--chdir", str(workspace)]
+
+    def _namespaces(self) -> list[str]:
+        args = ["--unshare-all"]
+        if "--disable-userns" in self.features:
+            # No user namespace inside: a nested one is where most kernel escapes start.
+            args += ["--unshare-user", "--disable-userns"]
+        if self.network:
+            args.append("--share-net")
+        return [*args, "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+
+    def _scratch(self, bound: list[Path]) -> list[str]:
+        """``/proc``, ``/dev``, the temporary folders and the empty home (with the toolchain
+        folders in it, added to ``bound``)."""
+        # Files in a tmpfs are memory that no process limit counts: each is bounded like a
+        # process's address space, and the sandbox's own root folder is read-only.
+        size = (
+            ["--size", str(self.max_memory_mb * 1024 * 1024)]
+            if "--size" in self.features and self.max_memory_mb > 0
+            else []
+        )
+        args = ["--proc", "/proc", "--dev", "/dev", *size, "--tmpfs", "/dev/shm"]
+        args += [*size, "--tmpfs", "/tmp"]
+        home = self.home
+        if home is not None and home != Path("/"):
+            args += [*size, "--tmpfs", str(home)]
+            for rel in TOOLCHAIN_DIRS:
+                tool_dir = home / rel
+                if tool_dir.exists():
+                    args += ["--ro-bind", str(tool_dir), str(tool_dir)]
+                    bound.append(tool_dir)
+        return args
+
+    def _covered_secrets(self, bound: Sequence[Path]) -> list[str]:
+        """Secrets inside anything bound are covered up: a workspace that is the home folder,
+        a toolchain folder holding a credentials file, an allow_read entry that went too far."""
+        args: list[str] = []
+        folders = tuple(os.path.join(b, "") for b in bound)  # "/a/b/": prefixes, no is_relative_to
         for secret in self.secret_paths():
-            if not any(secret == b or secret.is_relative_to(b) for b in bound):
+            if not os.path.join(secret, "").startswith(folders):
                 continue
             if secret.is_dir() and not secret.is_symlink():
                 args += ["--tmpfs", str(secret), "--remount-ro", str(secret)]
             elif secret.exists() or secret.is_symlink():
                 args += ["--ro-bind", "/dev/null", str(secret)]
-        args += ["--remount-ro", "/", "--chdir", str(workspace)]
         return args
 
     def rlimits(self) -> list[tuple[str, int]]:

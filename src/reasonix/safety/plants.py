@@ -92,44 +92,47 @@ class CreationGuard:
         undone: list[str] = []
         kept: set[Path] = set()
         for path in self.absent:
-            if not os.path.lexists(path) or path.parent.is_symlink() or path.parent in kept:
+            if path.parent in kept or path.parent.is_symlink() or not os.path.lexists(path):
                 continue
-            # A repository the command made is kept unless it names a program.
-            if (
-                path.name == ".git"
-                and not path.is_symlink()
-                and path.is_dir()
-                and git_dir_obstacle(path) is None
-                and not has_hooks(path)
-            ):
-                kept.add(path)
-                continue
-            if path.name in ("modules", "worktrees") and not _offending(path, path.parent):
-                continue
-            if _empty_folder(path):  # the stand-in of a hooks folder (bind_arguments)
-                with contextlib.suppress(OSError):
-                    path.rmdir()
-                continue
-            keep = {p: d for p, d in self.approved.items() if p == path or p.is_relative_to(path)}
-            if keep:
-                if _prune(path, keep):
-                    undone.append(self._name(path))
-                continue
-            _remove(path)
-            undone.append(self._name(path))
+            if self._undo_created(path, kept):
+                undone.append(self._name(path))
         for root in self.roots:
             if _index_stat(root) != self.indexes.get(root):
                 undone += [self._name(p) for p in _embedded_plants(root, self.began_ns)]
         for path, target in self.links.items():
-            if path.is_symlink() and os.readlink(path) == target:
-                continue
-            if os.path.lexists(path):
-                _remove(path)
-            os.symlink(target, path)
-            undone.append(self._name(path))
+            if not (path.is_symlink() and os.readlink(path) == target):
+                if os.path.lexists(path):
+                    _remove(path)
+                os.symlink(target, path)
+                undone.append(self._name(path))
         if self.record is not None:
             self.record.unlink(missing_ok=True)
         return undone
+
+    def _undo_created(self, path: Path, kept: set[Path]) -> bool:
+        """Remove ``path``, which the call created (keeping what a file tool was approved to
+        write there); whether anything of it was undone. A repository the command made is
+        kept (in ``kept``) unless it names a program."""
+        if (
+            path.name == ".git"
+            and not path.is_symlink()
+            and path.is_dir()
+            and git_dir_obstacle(path) is None
+            and not has_hooks(path)
+        ):
+            kept.add(path)
+            return False
+        if path.name in ("modules", "worktrees") and not _offending(path, path.parent):
+            return False
+        if _empty_folder(path):  # the stand-in of a hooks folder (bind_arguments)
+            with contextlib.suppress(OSError):
+                path.rmdir()
+            return False
+        keep = {p: d for p, d in self.approved.items() if p == path or p.is_relative_to(path)}
+        if keep:
+            return _prune(path, keep)
+        _remove(path)
+        return True
 
     def _name(self, path: Path) -> str:
         for root in self.roots:

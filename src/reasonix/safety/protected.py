@@ -38,6 +38,7 @@ import json
 import os
 import shlex
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -144,6 +145,75 @@ def _git_dir_at(root: Path) -> Path | None:
     return None
 
 
+@dataclass
+class _GitNamed:
+    """What the repository's configuration names inside ``root`` (its work tree: ``top``),
+    entry by entry (:meth:`entry`); :meth:`finish` adds what its drivers and hooks imply."""
+
+    root: Path
+    top: Path
+    found: dict[Path, str] = field(default_factory=dict)
+    drivers: bool = False
+    hooks_path: bool = False
+
+    def add(
+        self, path: Path, why: str, written: str | None = None, base: Path | None = None
+    ) -> None:
+        # ``written`` as the configuration spells it (from ``base``): when a symlink leads to
+        # ``path``, the link itself is protected too (else it could be re-pointed).
+        if written is not None and base is not None:
+            expanded = os.path.expanduser(written) if written.startswith("~") else written
+            self.add(Path(os.path.normpath(os.path.join(base, expanded))), why)
+        if path != self.root and _inside(path, self.root) and path not in self.found:
+            self.found[path] = why
+
+    def entry(self, key: str, value: str, config: Path, repository: bool) -> Path | None:
+        """One ``key = value`` of ``config`` (a repository's file); the file it includes."""
+        low = key.lower()
+        included = None
+        if low == "core.hookspath":
+            self._hooks_path(value)
+        elif low == "include.path" or (low.startswith("includeif.") and low.endswith(".path")):
+            included = _resolved(value, config.parent)
+            self.add(included, key, value, config.parent)
+        elif low == "core.attributesfile":
+            self.add(_resolved(value, self.top), key, value, self.top)
+        # Drivers the user's own files define run programs the user installed (git-lfs).
+        if repository and low.startswith(("filter.", "diff.", "merge.")) and low.count(".") >= 2:
+            self.drivers = True
+        if is_command_setting(key, value) and not low.startswith(("include", "core.hookspath")):
+            for word in _words(value):
+                if "/" in word or os.path.lexists(self.top / word):
+                    self.add(_resolved(word, self.top), key, word, self.top)
+        return included
+
+    def _hooks_path(self, value: str) -> None:
+        self.hooks_path = True
+        top = self.top
+        folder = _resolved(value, top)
+        if folder == self.root or (folder == top and _inside(self.root, top)):
+            for name in _HOOK_NAMES:
+                self.add(folder / name, "core.hooksPath")
+            return
+        self.add(folder, "core.hooksPath", value, top)
+        if _inside(folder, top) and folder != top:
+            first = top / folder.relative_to(top).parts[0]
+            if first.name.startswith("."):  # husky's .husky/_ runs the scripts in .husky/
+                self.add(first, "core.hooksPath")
+
+    def finish(self, git_dir: Path) -> list[tuple[Path, str]]:
+        if self.drivers:
+            why = "the drivers of the repository's configuration"
+            for path in (self.top / ".gitattributes", self.root / ".gitattributes"):
+                self.add(path, why)
+            self.add(git_dir / "info" / "attributes", why)
+        if self.hooks_path or has_hooks(git_dir):
+            for name in HOOK_MANAGER_CONFIG:
+                self.add(self.top / name, "the repository's hooks")
+                self.add(self.root / name, "the repository's hooks")
+        return list(self.found.items())
+
+
 def git_named_paths(root: Path) -> list[tuple[Path, str]]:
     """The paths inside ``root`` that the repository's own configuration makes git run or
     obey, each with the setting that names it (see the module docstring); empty outside a
@@ -156,73 +226,23 @@ def git_named_paths(root: Path) -> list[tuple[Path, str]]:
     git_dir = _git_dir_at(top) if top is not None else None
     if top is None or git_dir is None:
         return []
-    found: dict[Path, str] = {}
-
-    def add(path: Path, why: str, written: str | None = None, base: Path | None = None) -> None:
-        # ``written`` as the configuration spells it (from ``base``): when a symlink leads to
-        # ``path``, the link itself is protected too (else it could be re-pointed).
-        if written is not None and base is not None:
-            expanded = os.path.expanduser(written) if written.startswith("~") else written
-            add(Path(os.path.normpath(os.path.join(base, expanded))), why)
-        if path != root and _inside(path, root) and path not in found:
-            found[path] = why
-
+    named = _GitNamed(root, top)
     # The user's own files too: a relative core.hooksPath in ~/.gitconfig points into every
     # repository's work tree.
     users = _user_git_configs()
     queue = [*users, *config_files(git_dir)]
     seen: set[Path] = set()
-    drivers = hooks_path = False
     while queue and len(seen) < _MAX_INCLUDES:
         config = queue.pop(0)
         real = Path(os.path.realpath(config))
         if real in seen:
             continue
         seen.add(real)
-        # Drivers the user's own files define run programs the user installed (git-lfs).
-        repository = config not in users
         for key, value in config_entries(_read_config(real)):
-            low = key.lower()
-            if not value:
-                continue
-            if low == "core.hookspath":
-                hooks_path = True
-                folder = _resolved(value, top)
-                if folder == root or (folder == top and _inside(root, top)):
-                    for name in _HOOK_NAMES:
-                        add(folder / name, "core.hooksPath")
-                    continue
-                add(folder, "core.hooksPath", value, top)
-                if _inside(folder, top) and folder != top:
-                    first = top / folder.relative_to(top).parts[0]
-                    if first.name.startswith("."):
-                        # husky's .husky/_ runs the scripts in .husky/
-                        add(first, "core.hooksPath")
-            elif low == "include.path" or (low.startswith("includeif.") and low.endswith(".path")):
-                included = _resolved(value, real.parent)
-                add(included, key, value, real.parent)
+            included = named.entry(key, value, real, config not in users) if value else None
+            if included is not None:
                 queue.append(included)
-            elif low == "core.attributesfile":
-                add(_resolved(value, top), key, value, top)
-            if (
-                repository
-                and low.startswith(("filter.", "diff.", "merge."))
-                and low.count(".") >= 2
-            ):
-                drivers = True
-            if is_command_setting(key, value) and not low.startswith(("include", "core.hookspath")):
-                for word in _words(value):
-                    if "/" in word or os.path.lexists(top / word):
-                        add(_resolved(word, top), key, word, top)
-    if drivers:
-        add(top / ".gitattributes", "the drivers of the repository's configuration")
-        add(root / ".gitattributes", "the drivers of the repository's configuration")
-        add(git_dir / "info" / "attributes", "the drivers of the repository's configuration")
-    if hooks_path or has_hooks(git_dir):
-        for name in HOOK_MANAGER_CONFIG:
-            add(top / name, "the repository's hooks")
-            add(root / name, "the repository's hooks")
-    return list(found.items())
+    return named.finish(git_dir)
 
 
 def _user_git_configs() -> list[Path]:
@@ -267,9 +287,25 @@ def config_named_files(project_dir: Path) -> list[Path]:
     another word names (``cd scripts && sh ./start.sh``); ``$CLAUDE_PROJECT_DIR`` is the
     folder; a ``-c`` script's words are read too; a word with a ``/`` counts even when no file
     is there yet (``[ -f scripts/local.sh ] && sh scripts/local.sh``)."""
+    base = Path(os.path.realpath(project_dir))
+    words = _config_words(project_dir, base)
+    folders = [base]
+    for word in words:
+        candidate = Path(word) if os.path.isabs(word) else base / word
+        real = Path(os.path.realpath(candidate))
+        if real != base and _inside(real, base) and real.is_dir() and real not in folders:
+            folders.append(real)
+    found: set[Path] = set()
+    for word in words:
+        if not (word.startswith("-") or "://" in word or "=" in word):
+            found.update(_named_by(word, folders, base, project_dir))
+    return sorted(found)
+
+
+def _config_words(project_dir: Path, base: Path) -> list[str]:
+    """The words of every string in our configuration files in ``project_dir`` (``base``)."""
     import tomllib
 
-    base = Path(os.path.realpath(project_dir))
     words: list[str] = []
     for name in _CONFIG_RUNNING_FILES:
         path = project_dir / name
@@ -281,34 +317,27 @@ def config_named_files(project_dir: Path) -> list[Path]:
         except (OSError, ValueError):
             continue
         for value in _strings(data):
-            words += _command_words(
-                value.replace("${CLAUDE_PROJECT_DIR}", str(base)).replace(
-                    "$CLAUDE_PROJECT_DIR", str(base)
-                )
-            )
-    words = [w for w in words if w and "\0" not in w and len(w) <= 4096]
-    folders = [base]
-    for word in words:
-        candidate = Path(word) if os.path.isabs(word) else base / word
-        real = Path(os.path.realpath(candidate))
-        if real != base and _inside(real, base) and real.is_dir() and real not in folders:
-            folders.append(real)
-    found: set[Path] = set()
-    for word in words:
-        if word.startswith("-") or "://" in word or "=" in word:
+            for variable in ("${CLAUDE_PROJECT_DIR}", "$CLAUDE_PROJECT_DIR"):
+                value = value.replace(variable, str(base))
+            words += _command_words(value)
+    return [w for w in words if w and "\0" not in w and len(w) <= 4096]
+
+
+def _named_by(word: str, folders: list[Path], base: Path, project_dir: Path) -> list[Path]:
+    """The files inside the project that ``word`` names from one of ``folders``."""
+    out = []
+    for folder in folders:
+        candidate = Path(word) if os.path.isabs(word) else folder / word
+        try:
+            exists = candidate.is_file()
+        except OSError:
             continue
-        for folder in folders:
-            candidate = Path(word) if os.path.isabs(word) else folder / word
-            try:
-                exists = candidate.is_file()
-            except OSError:
-                continue
-            if not exists and ("/" not in word or folder != base):
-                continue
-            real = Path(os.path.realpath(candidate))
-            if real != base and _inside(real, base) and not real.is_dir():
-                found.add(project_dir / real.relative_to(base))
-    return sorted(found)
+        if not exists and ("/" not in word or folder != base):
+            continue
+        real = Path(os.path.realpath(candidate))
+        if real != base and _inside(real, base) and not real.is_dir():
+            out.append(project_dir / real.relative_to(base))
+    return out
 
 
 def _command_words(value: str, depth: int = 0) -> list[str]:
@@ -344,8 +373,9 @@ def _strings(data: Any) -> list[str]:
     return out
 
 
-def protected_paths(root: Path) -> list[Path]:
-    """The protected paths of one workspace root, ``.git`` itself included."""
+def protected_paths(root: Path, git_named: list[tuple[Path, str]] | None = None) -> list[Path]:
+    """The protected paths of one workspace root, ``.git`` itself included (``git_named``:
+    :func:`git_named_paths` of ``root`` when the caller has it)."""
     git = root / ".git"
     fixed = [
         *(root / name for name in (*OWN_CONFIG, *OTHER_AGENTS_CONFIG, *SHELL_STARTUP)),
@@ -353,7 +383,7 @@ def protected_paths(root: Path) -> list[Path]:
         *(git / name for name in GIT_MACHINERY),
     ]
     out = list(dict.fromkeys(fixed))
-    for path, _why in git_named_paths(root):
+    for path, _why in git_named_paths(root) if git_named is None else git_named:
         if path not in out:
             out.append(path)
     for path in config_named_files(root):
@@ -370,9 +400,14 @@ def protection(path: Path, root: Path) -> str | None:
         rel = path.relative_to(root)
     except ValueError:
         return None
-    parts = rel.parts
-    if not parts:
+    if not rel.parts:
         return None
+    return _own_protection(rel) or _listed_protection(path, root) or _named_protection(path, root)
+
+
+def _own_protection(rel: Path) -> str | None:
+    """Our own configuration and git's folder, at any depth of ``rel``."""
+    parts = rel.parts
     own_dirs = {n for n in OWN_CONFIG if not n.endswith((".toml", ".json"))} | {".git"}
     hit = next((p for p in parts if p in own_dirs), None)
     if hit is not None:
@@ -381,12 +416,21 @@ def protection(path: Path, root: Path) -> str | None:
         return f"{parts[0]}, our own configuration"
     if parts[-1] in OWN_CONFIG_FILES:  # a run started in that subfolder reads it
         return f"{rel.as_posix()}, our own configuration for a run started in its folder"
-    for name, what in (
-        *((n, "our own configuration") for n in OWN_CONFIG),
-        *((n, "another agent's configuration") for n in OTHER_AGENTS_CONFIG),
-        *((n, "a shell start-up file") for n in SHELL_STARTUP),
-        *((f".git/{n}", "git's machinery") for n in (".", *GIT_MACHINERY)),
-    ):
+    return None
+
+
+#: The fixed entries at a root, each with what it is.
+_LISTED: tuple[tuple[str, str], ...] = (
+    *((n, "our own configuration") for n in OWN_CONFIG),
+    *((n, "another agent's configuration") for n in OTHER_AGENTS_CONFIG),
+    *((n, "a shell start-up file") for n in SHELL_STARTUP),
+    *((f".git/{n}", "git's machinery") for n in (".", *GIT_MACHINERY)),
+)
+
+
+def _listed_protection(path: Path, root: Path) -> str | None:
+    """The fixed entry at ``root`` that covers ``path`` (or whose symlink leads to it)."""
+    for name, what in _LISTED:
         entry = root / name
         if path == entry or path.is_relative_to(entry):
             return f"{name}, {what}"
@@ -394,6 +438,11 @@ def protection(path: Path, root: Path) -> str | None:
             real = Path(os.path.realpath(entry))
             if path == real or path.is_relative_to(real):
                 return f"{name} (a symlink to {real.relative_to(root).as_posix()}), {what}"
+    return None
+
+
+def _named_protection(path: Path, root: Path) -> str | None:
+    """The file our configuration runs or the path git's configuration names at ``path``."""
     for entry in config_named_files(root):
         if path == entry or path == Path(os.path.realpath(entry)):
             shown = entry.relative_to(root).as_posix()
@@ -421,8 +470,9 @@ def bind_arguments(roots: Sequence[Path]) -> list[str]:
         if git.is_dir() and not git.is_symlink():
             # A mount point cannot be renamed: the .git the protections below sit in stays.
             args += ["--bind", str(git), str(git)]
-        hooks_folders = {p for p, why in git_named_paths(root) if why == "core.hooksPath"}
-        for path in protected_paths(root):
+        git_named = git_named_paths(root)
+        hooks_folders = {p for p, why in git_named if why == "core.hooksPath"}
+        for path in protected_paths(root, git_named):
             if path == git and git.is_dir() and not git.is_symlink():
                 continue
             if path in hooks_folders and not os.path.lexists(path) and path.parent.is_dir():
