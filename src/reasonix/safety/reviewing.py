@@ -58,7 +58,8 @@ class ReviewRequest:
 @dataclass(frozen=True, slots=True)
 class ReviewAnswer:
     """The reviewer's answer; ``via`` says where it came from: ``reviewer`` (a verdict call),
-    ``earlier`` (the same call's verdict, reused), ``malformed``, ``budget``, ``error``."""
+    ``earlier`` (the same call's verdict, reused), ``malformed``, ``budget``, ``error``,
+    ``too_long`` (a call larger than a review shows whole: it goes to the person)."""
 
     decision: Decision
     reason: str
