@@ -145,6 +145,8 @@ SED_LINES = [
     "sed --line-length 5 '1e touch SED-RAN' report.doc",
     # -ne: -e's script is the next word, but the check takes -e only alone or attached
     "sed -ne '1e touch SED-RAN' -e p report.doc",
+    # GNU sed ends a label at ';': the check reads the rest as the label's name
+    "sed ':a;1e touch SED-RAN' report.doc",
 ]
 
 
