@@ -312,11 +312,6 @@ def _reason_attack(p: AutoProject, command: str) -> str:
     return review_text(p.rv.requests[0])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="B9: the allow side's obstacle quotes the command's words into 'Why it needs "
-    "approval', outside the fence (attacks4.md)",
-)
 def test_break_the_commands_words_cannot_instruct_the_reviewer(auto_project: AutoProject) -> None:
     p = auto_project
     review = _reason_attack(p, INJECTED_PUSH)

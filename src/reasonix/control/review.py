@@ -144,13 +144,15 @@ def _cut(text: str, limit: int) -> str:
 
 
 def call_text(request: ReviewRequest) -> str:
-    """The call as a review shows it: every argument whole and what it will do."""
+    """The call as a review shows it: every argument whole, what it will do, and why it would
+    ask (the reason quotes the call's own words, so it is part of the fenced call)."""
     call = [
         f"tool: {request.tool} ({request.category})",
         f"arguments: {json.dumps(dict(request.arguments), ensure_ascii=False, sort_keys=True)}",
     ]
     if request.preview:
         call.append("what it will do:\n" + request.preview)
+    call.append(f"why it needs approval: {request.reason}")
     return "\n".join(call)
 
 
@@ -178,7 +180,6 @@ def review_message(
             parts.append(_fenced(title, _cut(attached, ATTACHED_CHARS), fence))
     if rules is not None:
         parts.append(f"Rules in force:\n{rules}")
-    parts.append(f"Why it needs approval: {request.reason}")
     parts.append(_fenced("The call", call_text(request), fence))
     if context:
         parts.append(
