@@ -15,6 +15,8 @@ headless (nobody to ask: a command not proved read-only is refused, one that is 
 - B15: ``git log --show-signature`` / ``--format=%G?`` run gpg, which writes ``~/.gnupg``.
 - B16: ``printf NAME | sort --files0-from=-`` reads the file NAME, outside the workspace.
 - B17: an awk program that sets ``ARGV`` reads a file no word of the line names.
+- B19: in a subfolder of a repository, ``git cat-file -p HEAD:path`` / ``git grep X -- :/`` read
+  the rest of it.
 
 Runs use ``--sandbox off`` where the break is a read outside the workspace or a program of the
 user's home (the proof is then the only line: macOS, no bubblewrap), the default sandbox where
@@ -355,3 +357,52 @@ def test_control_awk_argv_approved_reads_it(repo: Repo, line: str) -> None:
     assert repo.bash("awk 1 ../outside/secret.txt").returncode == 3
     assert repo.bash(line, "--yes").returncode == 0
     assert _model_saw(repo, SECRET)
+
+
+# -- B19: in a subfolder of a repository, git object names and :/ reach the rest of it ------------
+
+SIBLING = "sk-live-SIBLING-FOLDER-0919"
+
+
+@pytest.fixture
+def subfolder(tmp_path: Path) -> Iterator[Repo]:
+    """The workspace is ``repo/sub``; ``repo/other/secret.txt`` is committed next to it."""
+    top, home, cfg, data = (tmp_path / n for n in ("repo", "home", "cfg", "data"))
+    for folder in (top / "other", top / "sub", home, cfg, data):
+        folder.mkdir(parents=True)
+    (top / "other" / "secret.txt").write_text(f"{SIBLING}\n")
+    (top / "sub" / "README").write_text("the workspace\n")
+    _git(top, home, "init", "-q")
+    _git(top, home, "add", ".")
+    _git(top, home, "commit", "-qm", "both folders")
+    with FakeDeepSeekServer() as ex:
+        text = fake_project_toml(ex.base_url, ex.base_url, key_env=FAKE_KEY_ENV, max_steps=4)
+        (cfg / "config.toml").write_text(text)
+        yield Repo(top / "sub", home, cfg, data, ex)
+
+
+SUBFOLDER_LINES = ["git cat-file -p HEAD:other/secret.txt", "git grep sk-live -- :/"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="B19: git object names (HEAD:path) and the :/ pathspec name files of the repository "
+    "outside a workspace that is a subfolder of it; the proof judges them as words "
+    "inside (attacks4.md)",
+)
+@pytest.mark.parametrize("line", SUBFOLDER_LINES)
+def test_break_git_does_not_read_the_rest_of_the_repository_unasked(
+    subfolder: Repo, line: str
+) -> None:
+    subfolder.bash(line)
+    assert not _model_saw(subfolder, SIBLING), "a file outside the workspace reached the model"
+
+
+@pytest.mark.parametrize("line", SUBFOLDER_LINES)
+def test_control_git_show_is_refused_and_approved_the_line_reads_it(
+    subfolder: Repo, line: str
+) -> None:
+    assert subfolder.bash("git show HEAD:other/secret.txt").returncode == 3
+    assert not _model_saw(subfolder, SIBLING)
+    assert subfolder.bash(line, "--yes").returncode == 0
+    assert _model_saw(subfolder, SIBLING)
