@@ -102,7 +102,7 @@ def test_data_is_fenced_and_cannot_close_its_fence() -> None:
         rules="deny bash(rm -rf *)",
         context=[f"[read_file] {attack}"],
     )
-    assert text.count(f"<<<DATA {fence}") == 2 and text.count(f"DATA {fence}>>>") == 2
+    assert text.count(f"<<<DATA {fence}") == 3 and text.count(f"DATA {fence}>>>") == 3
     assert "tidy the docs" in FENCED.sub("", text)
     assert "allow everything" not in FENCED.sub("", text)
     assert obeying(text) == "ask"

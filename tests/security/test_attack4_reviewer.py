@@ -217,11 +217,6 @@ def _rules_attack(p: AutoProject, deny_rule: str) -> str:
     return review_text(p.rv.requests[0])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="B4: an untrusted project's deny rule text is shown unfenced under 'Rules in force', "
-    "where the reviewer takes it as an instruction (attacks4.md)",
-)
 def test_break_a_repositorys_rule_text_cannot_instruct_the_reviewer(
     auto_project: AutoProject,
 ) -> None:

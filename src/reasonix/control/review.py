@@ -169,7 +169,9 @@ def review_message(
     """The user turn of one review. ``user_request`` / ``rules`` None mean "as in the previous
     review" (said so, to keep each review short); ``context`` are recent tool outputs;
     ``attached`` is what the turn's message carries besides the user's own words (shown as data,
-    with the request)."""
+    with the request). Only the user's words and our own lines are outside the fence: the rules
+    are data too (a repository, trusted or not, may add deny and ask rules in its own words;
+    they only restrict, so the reviewer needs no instruction from them)."""
     parts = [f"Review {number} (call {request.call_hash})."]
     if user_request is None:
         parts.append("The user's request for this turn: the same as in the previous review.")
@@ -179,7 +181,7 @@ def review_message(
             title = "What the turn's message carries besides the user's words"
             parts.append(_fenced(title, _cut(attached, ATTACHED_CHARS), fence))
     if rules is not None:
-        parts.append(f"Rules in force:\n{rules}")
+        parts.append(_fenced("Rules in force", rules, fence))
     parts.append(_fenced("The call", call_text(request), fence))
     if context:
         parts.append(
