@@ -368,13 +368,13 @@ def start_bwrap_probe(environ: Mapping[str, str] | None = None) -> None:
     if executable in _PROBES or executable in _PROBE_RESULTS:
         return
     with contextlib.suppress(OSError):
-        _PROBES[executable] = subprocess.Popen(
-            _probe_argv(executable),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        _PROBES[executable] = _start_probe(executable)
+
+
+def _start_probe(executable: str) -> subprocess.Popen[str]:
+    devnull = subprocess.DEVNULL
+    argv = _probe_argv(executable)
+    return subprocess.Popen(argv, stdin=devnull, stdout=devnull, stderr=subprocess.PIPE, text=True)
 
 
 def bwrap_problem(executable: str) -> str | None:
@@ -385,13 +385,7 @@ def bwrap_problem(executable: str) -> str | None:
     proc = _PROBES.pop(executable, None)
     try:
         if proc is None:
-            proc = subprocess.Popen(
-                _probe_argv(executable),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
+            proc = _start_probe(executable)
         _, stderr = proc.communicate(timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
         if proc is not None:
