@@ -357,11 +357,6 @@ def _pushes(p: AutoProject) -> int:
     return len(log.read_text().splitlines()) if log.exists() else 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="B12: the reviewer's allow is cached by call alone and reused in a later turn whose "
-    "request does not ask for the call (attacks4.md)",
-)
 def test_break_an_allow_does_not_outlive_the_request_it_served(auto_project: AutoProject) -> None:
     p = auto_project
     _two_turns(p, "now only fix the typo in README, nothing else")

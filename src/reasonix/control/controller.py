@@ -229,7 +229,7 @@ class Controller(Generic[PlannerAgent]):
         ``plan_only`` plans and stops (the plan is kept as :attr:`pending_plan`); ``revision``
         plans again and offers the plan for approval (a declined plan's revision)."""
         if self.reviewer is not None:
-            self.reviewer.user_request = text
+            self.reviewer.begin_turn(text)
         return await self.orchestrator.run_turn(
             text, plan=plan, plan_only=plan_only, revision=revision, images=images
         )

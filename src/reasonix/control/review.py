@@ -13,9 +13,10 @@ Prompt-injection resistance: the only instructions in a review are ours and the 
 for the turn, given apart. Everything else (the call's arguments, its preview, recent tool
 output of the agent's session) is data between fence lines carrying a random per-session token,
 and any copy of the token inside the data is defused, so nothing in the data can close the fence
-early. A verdict is bound to the exact call (:func:`reasonix.safety.reviewing.call_hash`): the
-same call later reuses it, a changed one is reviewed again. What the reviewer may answer at all
-is limited by the hard floor (:mod:`reasonix.safety.reviewing`).
+early. A verdict is bound to the exact call (:func:`reasonix.safety.reviewing.call_hash`) and
+to the request it served: the same call later in a turn with the same request reuses it, a
+changed call, or the same call under another request, is reviewed again. What the reviewer
+may answer at all is limited by the hard floor (:mod:`reasonix.safety.reviewing`).
 
 ``[review] budget_usd`` bounds what the reviewer spends per session; past it every question
 goes to the person, with one notice.
@@ -242,7 +243,7 @@ class ReviewerRole:
         )
         #: the per-session fence token (never shown to the agent whose output it fences)
         self.fence = secrets.token_hex(8)
-        #: the user's request for the current turn (the controller sets it)
+        #: the user's request for the current turn (:meth:`begin_turn` sets it)
         self.user_request = ""
         self._context = context
         self.records: list[ReviewRecord] = []
@@ -260,6 +261,15 @@ class ReviewerRole:
     def covers(self, tool: Tool) -> bool:
         names = self.settings.tools
         return "*" in names or any(n in (tool.name, tool.category, *tool.aliases) for n in names)
+
+    def begin_turn(self, request: str) -> None:
+        """A user turn starts with ``request``, the user's words. A verdict serves the request
+        it was judged against: a new request forgets the earlier verdicts (the same call in
+        this turn still reuses its verdict; in a later turn with other words it is reviewed
+        again)."""
+        if request != self.user_request:
+            self._by_call.clear()
+        self.user_request = request
 
     @property
     def spent(self) -> float:
