@@ -3,6 +3,7 @@ Ray instance, against one fake model server that answers each task from its own 
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hashlib
 import json
@@ -471,3 +472,55 @@ def test_local_tasks_do_not_wait_on_each_others_blocking_work(batch: Batch) -> N
     rows = {r["id"]: r for r in rows_of(batch.root / "out")}
     assert set(rows) == {"slow-a", "ok-b"} and not any(r["error_class"] for r in rows.values())
     assert log.read_text().split() == ["saw"], "slow-a's git was held, and ok-b went on"
+
+
+def test_a_drivers_next_batch_runs_on_the_workers_of_its_last(
+    batch: Batch, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A driver that keeps its own Ray instance (the bench, a harness) does not wait for worker
+    processes to start and load reasonix again for each batch; once it releases them, the next
+    batch starts its own (the control: the probe below tells the two apart)."""
+    ray = pytest.importorskip("ray")
+    from reasonix.batch.engines import HOSTS, Ledger, RayEngine
+    from reasonix.batch.runner import RunSettings
+    from reasonix.batch.tasks import BatchTask
+
+    monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    environ = batch.env()
+    settings = RunSettings(
+        out=str(batch.root / "out"),
+        engine="ray",
+        yes=True,
+        user_config=str(batch.config_dir / "config.toml"),
+        environ=environ,
+    )
+    engine = RayEngine(env={KEY_ENV: environ[KEY_ENV]})
+
+    def one_batch(tag: str) -> set[str]:
+        tasks = [
+            BatchTask(
+                f"ok-{tag}{i}", str(batch.repo(f"{tag}{i}")), f"[ok-{tag}{i}] create done.txt"
+            )
+            for i in range(2)
+        ]
+        rows: list[dict[str, Any]] = []
+        asyncio.run(engine.run(tasks, settings, Ledger(), 2, rows.append, lambda t: None))
+        assert [r["error_class"] for r in rows] == [None, None], rows
+        return {r["worker"] for r in rows}
+
+    ray.init(
+        num_cpus=1,
+        include_dashboard=False,
+        log_to_driver=False,
+        runtime_env={"env_vars": {KEY_ENV: environ[KEY_ENV]}},
+    )
+    try:
+        first, second = one_batch("a"), one_batch("b")
+        HOSTS.release()
+        third = one_batch("c")
+    finally:
+        HOSTS.release()
+        ray.shutdown()
+    assert len(first) == 1 and second == first, (first, second)
+    assert third != first, "a released worker was still used"
