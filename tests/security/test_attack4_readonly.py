@@ -152,11 +152,6 @@ SED_LINES = [
 ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="B10: `sed -l N SCRIPT` is proved read-only with SCRIPT unchecked; its e command "
-    "runs (attacks4.md)",
-)
 @pytest.mark.parametrize("line", SED_LINES)
 def test_break_sed_after_a_valued_option_is_checked(repo: Repo, line: str) -> None:
     repo.bash(line, sandbox="auto")

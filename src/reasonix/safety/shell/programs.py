@@ -84,7 +84,8 @@ _AWK = Reader(
 )
 
 #: sed: scripts given as they are (``-i`` edits in place, ``-f`` reads a script the allow side
-#: cannot see; an abbreviated ``--expression`` would hide the script from it)
+#: cannot see); long options by their full names only, the scripts themselves read by the allow
+#: side's own getopt-like reading of sed's options (``-ne SCRIPT``, ``-l N SCRIPT``)
 _SED = Reader(
     writes="i",
     longs=frozenset(

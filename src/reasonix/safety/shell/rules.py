@@ -835,29 +835,37 @@ def _find(args: list[str]) -> str | None:
     return None
 
 
+# sed's options, read like its getopt does: short letters cluster (``-ne SCRIPT``), ``e``/``f``/
+# ``l`` take the rest of the word or the next one, ``i`` an attached suffix; a long option may be
+# any unambiguous prefix (``--expr``, ``--line``). BSD's ``-l`` takes no value, so ``-l``'s value
+# must be a number (the word a BSD sed reads as its script then runs nothing).
+_SED_FLAGS = frozenset("nrEsuzb")
+_SED_VALUED = frozenset("efl")
+_SED_LONG_FLAGS = (
+    "--binary", "--debug", "--follow-symlinks", "--null-data", "--zero-terminated", "--posix",
+    "--quiet", "--regexp-extended", "--sandbox", "--separate", "--silent", "--unbuffered",
+)  # fmt: skip
+_SED_LONG_VALUED = {"--expression": "e", "--file": "f", "--line-length": "l"}
+_SED_LONGS = (*_SED_LONG_FLAGS, *_SED_LONG_VALUED, "--in-place", "--help", "--version")
+
+
 def _sed(args: list[str]) -> str | None:
     scripts: list[str] = []
     operands: list[str] = []
     i = 0
     while i < len(args):
         a = args[i]
-        if a in ("-e", "--expression") and i + 1 < len(args):
-            scripts.append(args[i + 1])
-            i += 2
-            continue
-        if a.startswith("--expression="):
-            scripts.append(a.partition("=")[2])
-        elif a in ("-f", "--file") or a.startswith("--file="):
-            return "sed -f reads its script from a file"
-        elif a.startswith("--in-place") or (re.fullmatch(r"-[A-Za-z]+.*", a) and _sed_inplace(a)):
-            return "sed -i edits files in place"
-        elif a.startswith("-e") and len(a) > 2:
-            scripts.append(a[2:])
-        elif a.startswith("-") and a != "-":
-            pass
-        else:
+        if a == "--":
+            operands.extend(args[i + 1 :])
+            break
+        if a == "-" or not a.startswith("-"):
             operands.append(a)
-        i += 1
+            i += 1
+            continue
+        taken, problem = _sed_option(args, i, scripts)
+        if problem:
+            return problem
+        i += taken
     if not scripts and operands:
         scripts.append(operands[0])
     for script in scripts:
@@ -867,16 +875,44 @@ def _sed(args: list[str]) -> str | None:
     return None
 
 
-def _sed_inplace(flag: str) -> bool:
-    letters = flag[1:]
-    if letters.startswith("-"):
-        return False
-    for c in letters:
+def _sed_option(args: list[str], i: int, scripts: list[str]) -> tuple[int, str | None]:
+    """Read the option word ``args[i]`` (and its value): how many words it takes, or why it is
+    refused; a script it gives goes to ``scripts``."""
+    a = args[i]
+    if a.startswith("--"):
+        key, eq, value = a.partition("=")
+        matches = [o for o in _SED_LONGS if o.startswith(key)]
+        full = key if key in _SED_LONGS else (matches[0] if len(matches) == 1 else "")
+        if full == "--in-place":
+            return 1, "sed -i edits files in place"
+        if full in _SED_LONG_VALUED:
+            if eq:
+                return 1, _sed_value(_SED_LONG_VALUED[full], value, scripts)
+            if i + 1 >= len(args):
+                return 1, _SED_UNREADABLE
+            return 2, _sed_value(_SED_LONG_VALUED[full], args[i + 1], scripts)
+        return 1, None if full else f"sed option {key} cannot be analysed"
+    for j, c in enumerate(a[1:], start=1):
         if c == "i":
-            return True
-        if c in "elf":  # options taking a value: the rest is the value
-            return False
-    return False
+            return 1, "sed -i edits files in place"
+        if c in _SED_VALUED:
+            if j + 1 < len(a):
+                return 1, _sed_value(c, a[j + 1 :], scripts)
+            if i + 1 >= len(args):
+                return 1, _SED_UNREADABLE
+            return 2, _sed_value(c, args[i + 1], scripts)
+        if c not in _SED_FLAGS:
+            return 1, f"sed option -{c} cannot be analysed"
+    return 1, None
+
+
+def _sed_value(letter: str, value: str, scripts: list[str]) -> str | None:
+    if letter == "f":
+        return "sed -f reads its script from a file"
+    if letter == "l":
+        return None if value.isdigit() else _SED_UNREADABLE
+    scripts.append(value)
+    return None
 
 
 _SED_UNREADABLE = "the sed script cannot be analysed"
