@@ -972,6 +972,16 @@ def _sed_substitution(script: str, c: str, i: int) -> tuple[str | None, int]:
     return None, flags_end
 
 
+def _sed_word_end(script: str, i: int, ends: str) -> int:
+    """Where a word that starts after blanks at ``i`` ends (at one of ``ends``)."""
+    n = len(script)
+    while i < n and script[i] in " \t":
+        i += 1
+    while i < n and script[i] not in ends:
+        i += 1
+    return i
+
+
 def _sed_script(script: str) -> str | None:
     """Scan a sed script for commands that run or write something."""
     i, n = 0, len(script)
@@ -992,9 +1002,15 @@ def _sed_script(script: str) -> str | None:
             problem, i = _sed_substitution(script, c, i)
             if problem:
                 return problem
-        elif c in "aic:btTvlLqQ":
-            # text or a label to the end of the line (or a command separator for labels)
-            while i < n and script[i] != "\n" and not (c in "btTvlLqQ" and script[i] == ";"):
+        elif c in "aic":  # text to the end of the line
+            while i < n and script[i] != "\n":
+                i += 1
+        elif c in ":btT":  # a label: GNU sed ends it at a blank or ';' (or earlier here)
+            i = _sed_word_end(script, i, " \t\n;}")
+        elif c in "vlLqQ":  # an optional number (a version for v); what follows is a command
+            while i < n and (
+                script[i] in " \t" or script[i].isdigit() or (c == "v" and script[i] == ".")
+            ):
                 i += 1
         elif c not in "{}pPdDnNgGhHxz=F":
             return f"the sed command {c!r} is not known to be side-effect-free"
