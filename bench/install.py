@@ -54,7 +54,7 @@ def cold_install(source: Path = ROOT) -> dict[str, Any]:
         ]
     return {
         "available": True,
-        "seconds": round(seconds, 1),
+        "install_seconds": round(seconds, 1),
         "packages": len(installed),
         "site_packages_mb": round(size_mb, 1),
         "installed": installed,
@@ -84,7 +84,7 @@ def run_install(quick: bool) -> dict[str, Any]:
         "Install: cold `pip install .` of a fresh clone into a new venv, pip cache off",
         [
             [
-                f"{out['seconds']} s",
+                f"{out['install_seconds']} s",
                 out["packages"],
                 f"{out['site_packages_mb']} MB",
                 len(out["warnings"]) or "none",
