@@ -7,6 +7,10 @@ attributes and POSIX ACLs, e.g. a default ACL that sets the mode of every file t
 command creates there) are not part of it. Control: ``REASONIX_SANDBOX=per-call`` gives every
 command a fresh ``/tmp`` and home, and the same look finds nothing; the plant step reports it
 worked.
+
+B22: the command's parent in a kept sandbox is the supervisor, a process of the same user, so
+``prlimit --pid $PPID`` lowers its limits (a 100-byte file size here), and every later command
+the supervisor starts inherits them. Control: per call, the next command has its own limits.
 """
 
 from __future__ import annotations
@@ -71,3 +75,43 @@ def test_break_an_attribute_on_tmp_reaches_the_next_command(lab: Lab) -> None:
 def test_control_per_call_the_attribute_is_gone(lab: Lab) -> None:
     _, look = _two_steps(lab, REASONIX_SANDBOX="per-call")
     assert "EVIL-XATTR" not in look and "none" in look, look
+
+
+# -- B22: a command lowers the supervisor's own limits, and every later command inherits them -----
+
+#: The command's parent in a kept sandbox is the supervisor (same user): prlimit reaches it.
+LOWER = "prlimit --pid $PPID --fsize=100:100 && echo lowered-limit"
+WRITE = "head -c 5000 /dev/zero > big.bin; echo size=$(wc -c < big.bin)"
+
+
+def _limit_steps(lab: Lab, **env: str) -> tuple[str, str]:
+    outcome = lab.attack(
+        [
+            Attack("lower", "bash", {"command": LOWER}),
+            Attack("write", "bash", {"command": WRITE}),
+        ],
+        "--mode",
+        "yolo",
+        env=lab.env(**env) if env else None,
+    )
+    assert outcome.proc.returncode == 0, outcome.proc.stdout[-2000:]
+    lower, write = outcome.results
+    assert "lowered-limit" in lower, lower
+    return lower, write
+
+
+@pytest.mark.skipif(shutil.which("prlimit") is None, reason="prlimit (util-linux) is missing")
+@pytest.mark.xfail(
+    strict=True,
+    reason="B22: a command lowers the kept sandbox's supervisor's rlimits (prlimit --pid "
+    "$PPID); the next command inherits them (attacks4.md)",
+)
+def test_break_a_lowered_limit_reaches_the_next_command(lab: Lab) -> None:
+    _, write = _limit_steps(lab)
+    assert "size=5000" in write, f"the next command's file was cut: {write}"
+
+
+@pytest.mark.skipif(shutil.which("prlimit") is None, reason="prlimit (util-linux) is missing")
+def test_control_per_call_the_next_command_has_its_limits(lab: Lab) -> None:
+    _, write = _limit_steps(lab, REASONIX_SANDBOX="per-call")
+    assert "size=5000" in write, write
