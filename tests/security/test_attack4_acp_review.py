@@ -60,11 +60,6 @@ async def _prompt_with(project: Project, notes: str) -> EditorClient:
     return client
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="B1 (ACP): an attached file's text is the reviewer's unfenced 'user's request' "
-    "(attacks4.md)",
-)
 async def test_break_an_attached_file_cannot_talk_the_reviewer_into_allowing(
     project: Project, reviewer: FakeDeepSeekServer
 ) -> None:

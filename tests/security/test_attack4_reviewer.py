@@ -65,11 +65,6 @@ def _piped_attack(p: AutoProject, piped: str) -> tuple[subprocess.CompletedProce
     return proc, review_text(p.rv.requests[0])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="B1: piped input is attached to the task, and the task is the reviewer's "
-    "'user's request for this turn', outside the fence (attacks4.md)",
-)
 def test_break_piped_log_cannot_talk_the_reviewer_into_allowing(
     auto_project: AutoProject,
 ) -> None:

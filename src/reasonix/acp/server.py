@@ -343,11 +343,11 @@ class ReasonixAcpAgent:
         opened = self._get(session_id)
         if opened.turn_task is not None and not opened.turn_task.done():
             raise _error("a prompt is already running in this session; cancel it first")
-        text = _prompt_text(prompt)
+        text, typed = _prompt_text(prompt), _typed_text(prompt)
         images = _prompt_images(prompt)
         if not text.strip() and not images:
             raise _error("the prompt is empty")
-        task = asyncio.create_task(self._run_prompt(opened, text, images))
+        task = asyncio.create_task(self._run_prompt(opened, text, images, typed))
         opened.turn_task = task
         try:
             return await task
@@ -365,7 +365,11 @@ class ReasonixAcpAgent:
     # -- prompts ----------------------------------------------------------------------------------
 
     async def _run_prompt(
-        self, opened: _Open, text: str, images: tuple[ImagePart, ...] = ()
+        self,
+        opened: _Open,
+        text: str,
+        images: tuple[ImagePart, ...] = (),
+        typed: str | None = None,
     ) -> schema.PromptResponse:
         session = opened.session
         sid = session.session_id
@@ -376,7 +380,7 @@ class ReasonixAcpAgent:
             if answer is not None and answer.turn is not None:
                 turn = answer.turn(session)
             else:
-                turn = session.start_turn(text, images=images)
+                turn = session.start_turn(text, images=images, request=typed)
         except ReasonixError as exc:
             await self._say(sid, f"reasonix: {exc}")
             return schema.PromptResponse(stop_reason="end_turn")
@@ -639,6 +643,14 @@ def _prompt_images(blocks: Sequence[Any]) -> tuple[ImagePart, ...]:
                 raise _error(f"{exc}; nothing was sent") from None
             raise _error(f"{what}: its data is not base64; nothing was sent") from None
     return tuple(images)
+
+
+def _typed_text(blocks: Sequence[Any]) -> str:
+    """What the user wrote of a prompt (its text and ``@path`` mentions, without the embedded
+    files' content): auto mode's reviewer reads only this as the user's request."""
+    return _prompt_text(
+        [b for b in blocks if not isinstance(b, schema.EmbeddedResourceContentBlock)]
+    )
 
 
 def _prompt_text(blocks: Sequence[Any]) -> str:

@@ -126,16 +126,19 @@ async def run_text(
     plan: bool | None = None,
     plan_only: bool = False,
     images: tuple[ImagePart, ...] = (),
+    request: str | None = None,
 ) -> TurnOutcome | str:
     """A task or a slash command, with nobody watching (``reasonix run``, a batch task): a
     command from the one table (:mod:`reasonix.app.commands`) gives its turn's outcome, or its
-    reply as text; anything else is a turn. A bad command line raises SessionError with the
-    usage."""
+    reply as text; anything else is a turn (``request``: the user's words of ``text``, see
+    :meth:`AgentSession.start_turn`). A bad command line raises SessionError with the usage."""
     from reasonix.app import commands
     from reasonix.errors import SessionError
 
     if not commands.is_command(session, text, "run"):
-        return await session.run_turn(text, plan=plan, plan_only=plan_only, images=images)
+        return await session.run_turn(
+            text, plan=plan, plan_only=plan_only, images=images, request=request
+        )
     answer = await commands.answer(session, text, "run", images=images)
     if answer.error:
         raise SessionError(answer.text)

@@ -521,12 +521,16 @@ class AgentSession:
         plan: bool | None = None,
         plan_only: bool = False,
         images: tuple[ImagePart, ...] = (),
+        request: str | None = None,
     ) -> Turn:
         """Start one user turn; iterate the returned :class:`Turn` for its events and await
         ``turn.result()``. ``plan=True`` forces the planner (``/plan``), ``False`` forbids it;
         ``plan_only`` plans and stops (the plan waits for :meth:`approve_plan`); so does a plan
         request in plan mode, where nothing may change (the read-only executor could only
         stall on it). ``images`` ride in the user turn (see :mod:`reasonix.images`).
+        ``request``: the user's own words when ``text`` carries attachments after them (piped
+        input, ``@path`` files, an editor's embedded resources): auto mode's reviewer reads
+        only those as instructions (None: all of ``text`` is the user's).
         Raises SessionError while another turn runs."""
         self._check_idle("start a turn")
         if plan and self.mode == "plan":
@@ -542,7 +546,9 @@ class AgentSession:
         return self._start(
             lambda: self._hooked_turn(
                 text,
-                lambda prompt: ctrl.run_turn(prompt, plan=plan, plan_only=plan_only, images=images),
+                lambda prompt: ctrl.run_turn(
+                    prompt, plan=plan, plan_only=plan_only, images=images, request=request
+                ),
             )
         )
 
@@ -573,7 +579,9 @@ class AgentSession:
             if not stop.blocked:
                 break
             active = True
-            result = await self._controller.run_turn(stop.reason or "Continue.")
+            # the hook's reason is not the user's words: the turn's request stays theirs
+            ctrl = self._controller
+            result = await ctrl.run_turn(stop.reason or "Continue.", request=ctrl.turn_request)
         return result
 
     @property
@@ -695,9 +703,11 @@ class AgentSession:
         plan: bool | None = None,
         plan_only: bool = False,
         images: tuple[ImagePart, ...] = (),
+        request: str | None = None,
     ) -> TurnOutcome:
         """:meth:`start_turn` and wait for its outcome (events go to the session's sink)."""
-        return await self.start_turn(text, plan=plan, plan_only=plan_only, images=images).result()
+        turn = self.start_turn(text, plan=plan, plan_only=plan_only, images=images, request=request)
+        return await turn.result()
 
     async def execute_pending_plan(self) -> TurnOutcome:
         """:meth:`approve_plan` and wait for its outcome."""

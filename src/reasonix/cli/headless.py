@@ -278,6 +278,9 @@ def run_headless(args: argparse.Namespace) -> int:
     if stdin_free and args.task != "-" and _stdin_is_piped():
         piped = _read_piped()
     task = read_task(args.task) if goal is None else ""
+    # the user's own words, apart from what rides after them (auto mode's reviewer reads only
+    # these as the request; the piped text is data)
+    args.request = task
     if piped is not None:
         task = piped.attach(task)
     if goal is None:
@@ -434,6 +437,7 @@ async def _turn(
                 plan=True if args.plan or plan_only else None,
                 plan_only=plan_only,
                 images=images,
+                request=getattr(args, "request", None),
             )
         except SessionError as exc:
             raise UsageError(str(exc)) from None

@@ -642,7 +642,8 @@ class App:
                     text, self._appendix = append_instructions(text, self._appendix), None
                 attached = self._attach(text)
                 if attached is not None:
-                    await self.run_turn(_start_turn(attached.text, images=attached.images))
+                    turn = _start_turn(attached.text, images=attached.images, request=text)
+                    await self.run_turn(turn)
         finally:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
@@ -984,9 +985,12 @@ def _start_turn(
     plan: bool | None = None,
     plan_only: bool = False,
     images: tuple[ImagePart, ...] = (),
+    request: str | None = None,
 ) -> Callable[[AgentSession], Turn]:
     def start(session: AgentSession) -> Turn:
-        return session.start_turn(text, plan=plan, plan_only=plan_only, images=images)
+        return session.start_turn(
+            text, plan=plan, plan_only=plan_only, images=images, request=request
+        )
 
     return start
 

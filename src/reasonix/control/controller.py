@@ -196,6 +196,8 @@ class Controller(Generic[PlannerAgent]):
         self.orchestrator = TurnOrchestrator(
             self.executor, planner, options.orchestration, self.sink, self.cost
         )
+        #: the user's own words of the current turn (see :meth:`run_turn`'s ``request``)
+        self.turn_request = ""
         #: the third role, auto mode's reviewer of approvals (None without a provider)
         self.reviewer: ReviewerRole | None = None
         if options.reviewer_provider is not None:
@@ -224,12 +226,18 @@ class Controller(Generic[PlannerAgent]):
         plan_only: bool = False,
         revision: bool = False,
         images: tuple[ImagePart, ...] = (),
+        request: str | None = None,
     ) -> TurnResult:
         """One user turn. ``plan=True`` forces the planner (``/plan``), ``False`` forbids it;
         ``plan_only`` plans and stops (the plan is kept as :attr:`pending_plan`); ``revision``
-        plans again and offers the plan for approval (a declined plan's revision)."""
+        plans again and offers the plan for approval (a declined plan's revision).
+        ``request`` is the user's own words when ``text`` carries more (piped input, attached
+        files, a goal's continuation): auto mode's reviewer takes only ``request`` as the
+        user's instructions and sees the rest of ``text`` as fenced data. None: ``text`` is
+        all the user's."""
+        self.turn_request = text if request is None else request
         if self.reviewer is not None:
-            self.reviewer.begin_turn(text)
+            self.reviewer.begin_turn(self.turn_request, _besides(text, self.turn_request))
         return await self.orchestrator.run_turn(
             text, plan=plan, plan_only=plan_only, revision=revision, images=images
         )
@@ -283,3 +291,12 @@ class Controller(Generic[PlannerAgent]):
 
     def cost_table(self) -> str:
         return format_cost_table(self.cost.snapshot())
+
+
+def _besides(text: str, request: str) -> str:
+    """What ``text`` carries besides the user's words ``request`` (the attachments after them,
+    or all of ``text`` when it does not start with them: a goal's continuation)."""
+    if text == request:
+        return ""
+    typed = request.rstrip()
+    return text[len(typed) :].lstrip("\n") if typed and text.startswith(typed) else text

@@ -245,11 +245,13 @@ class ReviewerRole:
         self.fence = secrets.token_hex(8)
         #: the user's request for the current turn (:meth:`begin_turn` sets it)
         self.user_request = ""
+        #: what the current turn's message carries besides the user's words (fenced data)
+        self.attached = ""
         self._context = context
         self.records: list[ReviewRecord] = []
         self._by_call: dict[str, ReviewAnswer] = {}
         self._lock = asyncio.Lock()
-        self._shown_request: str | None = None
+        self._shown_request: tuple[str, str] | None = None
         self._shown_rules: str | None = None
         self._budget_told = False
         self.reviews = 0
@@ -262,14 +264,17 @@ class ReviewerRole:
         names = self.settings.tools
         return "*" in names or any(n in (tool.name, tool.category, *tool.aliases) for n in names)
 
-    def begin_turn(self, request: str) -> None:
-        """A user turn starts with ``request``, the user's words. A verdict serves the request
-        it was judged against: a new request forgets the earlier verdicts (the same call in
-        this turn still reuses its verdict; in a later turn with other words it is reviewed
+    def begin_turn(self, request: str, attached: str = "") -> None:
+        """A user turn starts with ``request``, the user's words; ``attached`` is what the
+        turn's message carries besides them (piped input, files, a goal's continuation), shown
+        to the reviewer as fenced data, never as the request. A verdict serves the request it
+        was judged against: a new request forgets the earlier verdicts (the same call in this
+        turn still reuses its verdict; in a later turn with other words it is reviewed
         again)."""
         if request != self.user_request:
             self._by_call.clear()
         self.user_request = request
+        self.attached = attached
 
     @property
     def spent(self) -> float:
@@ -328,7 +333,8 @@ class ReviewerRole:
 
     async def _ask_model(self, request: ReviewRequest) -> ReviewAnswer:
         self.reviews += 1
-        user = self.user_request if self.user_request != self._shown_request else None
+        asked = (self.user_request, self.attached)
+        user = self.user_request if asked != self._shown_request else None
         rules_text = "\n".join(request.rules) or "(none besides the mode)"
         rules = rules_text if rules_text != self._shown_rules else None
         text = review_message(
@@ -338,8 +344,9 @@ class ReviewerRole:
             user_request=user,
             rules=rules,
             context=self._recent_output(),
+            attached=self.attached,
         )
-        self._shown_request, self._shown_rules = self.user_request, rules_text
+        self._shown_request, self._shown_rules = asked, rules_text
         _VERDICTS.pop(self.agent.tool_state)
 
         def stop(info: StepInfo) -> StepDecision:
