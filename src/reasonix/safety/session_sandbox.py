@@ -296,7 +296,8 @@ class SandboxUnavailable(Exception):
 class SupervisedRun:
     """How a command in a kept sandbox ended: its exit code (128 + the signal when one killed
     it, as bubblewrap reports), whether it ran out of time, went past the process bound, or
-    left the sandbox in a state that made us kill it."""
+    left processes or a silent supervisor that made us kill the sandbox (a reset that fails
+    is found before the next command, which then gets a fresh sandbox)."""
 
     code: int
     timed_out: bool = False
