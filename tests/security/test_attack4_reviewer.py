@@ -175,11 +175,6 @@ def _goal_attack(p: AutoProject, next_action: str) -> subprocess.CompletedProces
     return proc
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="B3: a goal turn's text carries the model's update_goal next_action, and the turn's "
-    "text is the reviewer's unfenced 'user's request' (attacks4.md)",
-)
 def test_break_the_models_next_action_is_not_the_users_request(
     auto_project: AutoProject,
 ) -> None:

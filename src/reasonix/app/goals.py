@@ -115,7 +115,11 @@ class SessionGoals:
                 ctrl.executor.turn,
                 text,
             )
-            return await self._s._hooked_turn(text, lambda p: ctrl.run_turn(p, plan=plan))
+            # The objective is the user's words; the continuation (the model's own next
+            # action, the host's notes) is data to auto mode's reviewer, never its request.
+            return await self._s._hooked_turn(
+                text, lambda p: ctrl.run_turn(p, plan=plan, request=goal.objective)
+            )
 
         driver = GoalDriver(
             ctrl,
