@@ -15,6 +15,7 @@ from reasonix.safety.shell.effects import PROGRAMS, effects
 from reasonix.safety.shell.irreversible import _DESTROYERS, irreversible_reason
 from reasonix.safety.shell.lexer import parse
 from reasonix.safety.shell.programs import READERS
+from reasonix.safety.shell.readers import read_only_obstacle
 from reasonix.safety.shell.rules import _CHECKS, allow_obstacle, runs_commands
 from reasonix.tools.builtin import default_registry
 from reasonix.tools.registry import Tool
@@ -191,3 +192,28 @@ def test_an_abbreviated_push_option_is_irreversible(command: str, tmp_path: Path
 @pytest.mark.parametrize("command", PLAIN_PUSH)
 def test_other_push_options_are_not(command: str, tmp_path: Path) -> None:
     assert irreversible_reason(command, tmp_path) is None, command
+
+
+#: lines that read or run what no word of them shows: not proved read-only (their neighbours are)
+NOT_PROVED = {
+    "git log --show-signature -1": "signatures",
+    "git log -1 --format=%G?": "signatures",
+    "git log --show-sig": "signatures",
+    "printf 'x\\0' | sort --files0-from=-": "no word",
+    "wc --files0-from=names": "no word",
+    "du --files0=names": "no word",
+    "awk 'BEGIN { ARGV[1] = f; ARGC = 2 } 1'": "ARGV",
+}
+PROVED = ["git log -1", "git log --format=%h", "sort a", "wc -l a", "du -s .", "awk 1 a"]
+
+
+@pytest.mark.parametrize("command", NOT_PROVED)
+def test_reading_what_no_word_names_is_not_proved(command: str, tmp_path: Path) -> None:
+    why = read_only_obstacle(parse(command), tmp_path)
+    assert why is not None and NOT_PROVED[command] in why, why
+
+
+@pytest.mark.parametrize("command", PROVED)
+def test_the_neighbours_are_proved(command: str, tmp_path: Path) -> None:
+    (tmp_path / "a").write_text("x\n")
+    assert read_only_obstacle(parse(command), tmp_path) is None

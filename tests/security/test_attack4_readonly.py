@@ -274,11 +274,6 @@ SIGNATURE_LINES = ["git log --show-signature -1", "git log -1 --format=%G?"]
 
 
 @GPG
-@pytest.mark.xfail(
-    strict=True,
-    reason="B15: git log --show-signature / %G? are proved read-only but run gpg, which creates "
-    "~/.gnupg outside the workspace (attacks4.md)",
-)
 @pytest.mark.parametrize("line", SIGNATURE_LINES)
 def test_break_a_proved_git_log_runs_no_signature_program(repo: Repo, line: str) -> None:
     _signed_commit(repo)
@@ -303,11 +298,6 @@ FILES0_LINES = [
 ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="B16: sort --files0-from=- reads the files named on stdin; printf's words are not "
-    "judged as paths, so a file outside the workspace is read unasked (attacks4.md)",
-)
 @pytest.mark.parametrize("line", FILES0_LINES)
 def test_break_files0_from_does_not_read_outside_unasked(repo: Repo, line: str) -> None:
     _linked_out(repo)
@@ -334,11 +324,6 @@ AWK_LINES = [
 ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="B17: an awk program that sets ARGV makes awk read files no word of the line names; "
-    "the awk check refuses getline but not ARGV (attacks4.md)",
-)
 @pytest.mark.parametrize("line", AWK_LINES)
 def test_break_awk_argv_does_not_read_outside_unasked(repo: Repo, line: str) -> None:
     _linked_out(repo)

@@ -28,7 +28,8 @@ class Reader:
     options whose value can only be attached; ``operands``: at most this many operands;
     ``operand``: what each operand must look like; ``follows``/``follows_words``: the options
     that make a recursive reader follow symbolic links (a link in the workspace may point out
-    of it, and the words alone do not show where recursion goes)."""
+    of it, and the words alone do not show where recursion goes); ``reads_named``: the long
+    options that make it read files named somewhere else than the line."""
 
     shorts: str | None = None
     longs: frozenset[str] | None = None
@@ -41,8 +42,12 @@ class Reader:
     operand: Callable[[str], bool] | None = None
     follows: str = ""
     follows_words: tuple[str, ...] = ()
+    reads_named: tuple[str, ...] = ()
 
 
+#: ``--files0-from``: the names of the files to read come from a file (or stdin), so no word of
+#: the line shows where it reads
+_FILES0 = ("--files0-from",)
 _ANY = Reader()
 _GREP_LONGS = frozenset(
     {"--extended-regexp", "--fixed-strings", "--basic-regexp", "--perl-regexp", "--regexp",
@@ -111,7 +116,7 @@ _SED = Reader(
 
 #: programs that only read whatever options they are given
 _PLAIN = (
-    "cat", "tac", "nl", "head", "tail", "wc", "cut", "paste", "tr", "rev", "column", "od",
+    "cat", "tac", "nl", "head", "tail", "cut", "paste", "tr", "rev", "column", "od",
     "hexdump", "strings", "basename", "dirname", "realpath", "readlink", "stat", "df",
     "cmp", "comm", "diff", "pwd", "echo", "true", "false", ":", "whoami", "id", "uname",
     "printenv", "which", "type", "jq", "seq", "nproc", "md5sum", "sha1sum", "sha224sum",
@@ -136,11 +141,17 @@ READERS: dict[str, Reader] = {
     ),
     "find": Reader(follows="L", follows_words=("-follow",)),
     "ls": Reader(follows="L", follows_words=("--dereference",)),
-    "du": Reader(follows="L", follows_words=("--dereference",)),
+    "du": Reader(follows="L", follows_words=("--dereference",), reads_named=_FILES0),
+    "wc": Reader(reads_named=_FILES0),
     "printf": Reader(writes="v"),
     "test": Reader(writes="v"),
     "[": Reader(writes="v"),
-    "sort": Reader(writes="o", writes_long=("--output", "--compress-program"), valued="kStT"),
+    "sort": Reader(
+        writes="o",
+        writes_long=("--output", "--compress-program"),
+        valued="kStT",
+        reads_named=_FILES0,
+    ),
     "tree": Reader(writes="oR", writes_long=("--output",), valued="LPI", follows="l"),
     "file": Reader(writes="C", writes_long=("--compile",), valued="mFfeP"),
     "date": Reader(
@@ -166,6 +177,8 @@ def _long_obstacle(name: str, row: Reader, word: str) -> str | None:
     key = word.split("=", 1)[0]
     if prefix_of(key, row.writes_long):
         return f"{name} {key} writes or runs something"
+    if prefix_of(key, row.reads_named):
+        return f"{name} {key} reads files no word of the line names"
     if prefix_of(key, row.follows_words):
         return f"{name} {key} follows symbolic links, maybe out of the workspace"
     if row.longs is not None and key not in row.longs:

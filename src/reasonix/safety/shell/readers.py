@@ -213,12 +213,16 @@ def _git_obstacle(args: Sequence[str], confined: bool = True) -> str | None:
             return f"git {option} is not known to only read"
     if call.sub is None:
         return "git without a subcommand"
+    args = [a for a in call.args if a is not None]
+    for a in args:
+        if prefix_of(a.split("=", 1)[0], ("--show-signature",)) or "%G" in a:
+            return f"git {call.sub} {a} checks signatures (gpg runs, and writes the user's home)"
     check = GIT_READS.get(call.sub)
     if not confined:
         check = _SNAPSHOT_GIT.get(call.sub, check)
     if check is None:
         return f"git {call.sub} is not known to only read"
-    return check([a for a in call.args if a is not None])
+    return check(args)
 
 
 def reader_obstacle(name: str, args: Sequence[str], confined: bool = True) -> str | None:

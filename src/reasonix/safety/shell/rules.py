@@ -1094,6 +1094,8 @@ def _awk_code(program: str) -> str | None:
         return "an awk pipe runs a command"
     if re.search(r"\bgetline\b", code):
         return "awk getline reads files or runs commands"
+    if re.search(r"\bARGV\b", code):
+        return "an awk program that sets ARGV reads files no word of the line names"
     for statement in re.split(r"[;{}\n]", code):
         if re.search(r"\bprintf?\b", statement) and ">" in statement:
             return "awk print > writes a file"
