@@ -431,12 +431,6 @@ def _apply_attack(p: AutoProject, filler: int) -> subprocess.CompletedProcess[st
     return p.run("build the report with a subagent")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="B21: task_apply's preview is the child's diff cut at diff_chars (12,000), inside "
-    "the 24,000 a review shows whole; the reviewer allows a diff whose tail it never saw "
-    "(attacks4.md)",
-)
 def test_break_an_applied_diff_cannot_hide_its_tail_from_the_reviewer(
     auto_project: AutoProject,
 ) -> None:

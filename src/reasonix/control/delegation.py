@@ -306,12 +306,14 @@ class Delegator:
         if entry is None or entry.child.applied:
             return ToolResult("")  # the call itself says what is wrong
         patch, limit = entry.diff.patch, self.limits.diff_chars
-        if len(patch) > limit:
+        cut = len(patch) > limit
+        if cut:
             patch = patch[:limit] + f"\n[... {len(patch) - limit:,} more characters of diff cut]"
         files = ", ".join(entry.diff.names)
         return ToolResult(
             f"Applies the changes of {entry.child.id} to {entry.diff.files} file(s): {files}\n"
-            f"{entry.diff.stat}\n\n{patch}"
+            f"{entry.diff.stat}\n\n{patch}",
+            cut=cut,  # the arguments are only the task's id: the reviewer would judge unseen
         )
 
     def _description(self) -> str:

@@ -287,10 +287,11 @@ class ReviewerRole:
             size = len(call_text(request))
             if earlier is not None:
                 answer = ReviewAnswer(earlier.decision, earlier.reason, "earlier")
-            elif size > CALL_CHARS:
+            elif request.preview_cut or size > CALL_CHARS:
+                what = "its preview was cut" if request.preview_cut else f"{size} characters"
                 why = (
-                    f"the call is too long to review in full ({size} characters; the reviewer "
-                    f"is shown calls of at most {CALL_CHARS})"
+                    f"the call is too long to review in full ({what}; the reviewer is shown "
+                    f"calls whole, of at most {CALL_CHARS} characters)"
                 )
                 answer = ReviewAnswer("ask", why, "too_long")
             elif self.settings.budget_usd and self.spent >= self.settings.budget_usd:

@@ -550,6 +550,7 @@ class PermissionEngine:
             shown=_shown_subject(subject, arguments),
             reason=verdict.reason,
             preview=ctx.preview,
+            preview_cut=ctx.preview_cut,
             rules=(*rules.deny, *rules.ask, *rules.allow, *rules.session_allow),
         )
         if answer is None:

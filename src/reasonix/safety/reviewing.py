@@ -53,6 +53,9 @@ class ReviewRequest:
     preview: str
     #: the rules in force, as ``allow bash(git status*)`` lines
     rules: tuple[str, ...]
+    #: the preview leaves part of the effect out and the arguments do not carry it (a cut
+    #: ``task_apply`` diff): the call cannot be shown whole, so the reviewer does not judge it
+    preview_cut: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +97,7 @@ async def consult(
     reason: str,
     preview: str,
     rules: Iterable[Any],
+    preview_cut: bool = False,
 ) -> ReviewAnswer | None:
     """The reviewer's answer about a call that would ask (None: it does not cover the tool).
     ``shown`` is the call's subject as a person would see it, ``rules`` the rules in force
@@ -109,5 +113,6 @@ async def consult(
         reason=reason,
         preview=preview,
         rules=tuple(f"{rule.action} {rule.text}" for rule in rules),
+        preview_cut=preview_cut,
     )
     return await reviewer.review(request)

@@ -97,6 +97,9 @@ class ToolResult:
     #: the permission policy's decision when it refused the call (the call did not run): how
     #: a refusal is told from a failure, never by the wording of ``content``
     refusal: PermissionDecision | None = None
+    #: a preview whose text leaves part of the call's effect out (a diff cut to fit), which the
+    #: call's arguments do not carry either: auto mode's reviewer does not judge such a call
+    cut: bool = False
 
     @classmethod
     def error(cls, message: str) -> ToolResult:
@@ -133,6 +136,8 @@ class ToolContext:
     state: dict[str, Any] = field(default_factory=dict)
     #: what the call will do (the tool's preview), for the permission layer to show
     preview: str = ""
+    #: the preview leaves part of the effect out (:attr:`ToolResult.cut`)
+    preview_cut: bool = False
     #: asks the permission policy about other arguments of the same tool, for a tool that
     #: learns where it really goes while it runs (``web_fetch`` following a redirect); None
     #: when the registry has no policy
@@ -788,11 +793,11 @@ class ToolRegistry:
                 shown = await asyncio.to_thread(t.preview, args, ctx)
                 if shown.is_error:
                     return shown
-                ctx = dataclasses.replace(ctx, preview=shown.content)
+                ctx = dataclasses.replace(ctx, preview=shown.content, preview_cut=shown.cut)
             decision = await self.policy.check(t, args, ctx)
             if not decision.allowed:
                 return ToolResult.refused_by(name, decision)
-            policy, asked = self.policy, dataclasses.replace(ctx, preview="")
+            policy, asked = self.policy, dataclasses.replace(ctx, preview="", preview_cut=False)
 
             async def recheck(other: Mapping[str, Any]) -> PermissionDecision:
                 return await policy.check(t, other, asked)
