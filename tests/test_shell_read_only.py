@@ -8,6 +8,7 @@ is a temp folder with a few files."""
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -78,7 +79,8 @@ READ_ONLY = [
     "git reflog --oneline", "git remote", "git remote -v", "git remote get-url origin",
     "git config --get user.name", "git config --list", "git config -l --show-origin",
     "git config get user.name", "git version", "git check-ignore -v a.txt",
-    "git log --oneline | head -5",
+    "git log --oneline | head -5", "git grep --text foo", "git grep --no-textconv foo",
+    "git stash list --oneline", "git reflog show --oneline", "git describe --dirty",
     # structure of the line
     "cd src && ls", "cd src && ls x*", "(ls; pwd)", "{ ls; pwd; }", "ls && pwd || true", "ls &",
     "cat a.txt 2>/dev/null", "ls 2>&1 | head", "ls > /dev/null", "cat < a.txt",
@@ -132,6 +134,11 @@ NOT_READ_ONLY = [
     "sed -nl 5 '1e ls' a.txt", "sed --line-length 5 '1e ls' a.txt", "sed --expr '1e ls' a.txt",
     "sed -l '1e ls' a.txt", "sed -nf script.sed a.txt", "sed --fi script.sed a.txt",
     "sed -I p a.txt", "sed -n -- '1e ls' a.txt",
+    # git reads that run the textconv or filter drivers the files' attributes select
+    "git cat-file --textconv HEAD:a.txt", "git cat-file --filters HEAD:a.txt",
+    "git cat-file --text HEAD:a.txt", "git cat-file --filt HEAD:a.txt",
+    "git cat-file --batch --textconv", "git grep --textconv foo", "git grep --textc foo",
+    "git reflog show -p", "git reflog -p",
     # a label ends at a blank or ';', a q/l/v value is a number: what follows is a command
     "sed ':a;1e ls' a.txt", "sed ':a 1e ls' a.txt", "sed 't x 1e ls' a.txt",
     "sed 'tx 1e ls' a.txt", "sed 'q 1e ls' a.txt", "sed 'l 1e ls' a.txt",
@@ -175,12 +182,26 @@ SNAPSHOT_ONLY = [
     "git show", "git show HEAD:a.txt", "git diff", "git diff HEAD", "git diff --stat",
     "git diff --cached", "git blame a.txt", "git log -p a.txt", "git log --stat",
     "git stash show -p", "git status && git diff", "git log -U3", "git log --pat",
+    "git stash list -p", "git stash list --stat", "git log -G foo", "git log -S foo",
+    "git log -Sfoo --oneline", "git log --pickaxe-r -S x", "git log --find-object=abc",
     "cat /etc/passwd", "ls /", "cat ../secret", "cd .. && ls", "cd / && ls",
     "grep -r x /home", "find / -name x", "ls -la ..", "cat /proc/self/environ", "ls /dev",
     "git -C / status", "date -f ../outside/secret.txt", "date -r /etc/passwd",
     # a sed address that looks like a path is taken for one (an over-careful refusal)
     "sed -n '/foo/p' a.txt",
 ]  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def _no_user_git_config(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The user's and the system's git configuration are the machine's: none here (a filter
+    driver there makes ``git status`` unproved: the test of filter drivers below)."""
+    empty = tmp_path_factory.mktemp("gitconfig") / "config"
+    empty.write_text("")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GIT_CONFIG_GLOBAL", str(empty))
+        mp.setenv("GIT_CONFIG_NOSYSTEM", "1")
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -240,6 +261,33 @@ def test_git_in_a_repository_whose_config_names_a_program_is_not_proved(tmp_path
         config.write("[core]\n\tfsmonitor = ./watch.sh\n")
     assert not proved_read_only("git status", tmp_path)
     assert "fsmonitor" in (read_only_obstacle(parse("git status"), tmp_path) or "")
+
+
+#: what reads the work tree's files through a filter's clean program, and the near misses
+CLEANS = ["git status", "git status --short", "git ls-files -m", "git ls-files --modified",
+          "git ls-files -dm", "git describe --dirty", "git describe --broken"]  # fmt: skip
+NO_CLEAN = ["git ls-files", "git ls-files -o", "git describe --tags", "git log --oneline"]
+
+
+@pytest.mark.parametrize("setting", ["clean = cat", "process = x"])
+def test_git_status_with_a_filter_driver_is_not_proved(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, setting: str
+) -> None:
+    """The user's git-lfs, or any filter driver of theirs: git status runs its clean program
+    on a file whose time stamp changed and whose attributes (the repository's) name it."""
+    config = tmp_path / "gitconfig"
+    config.write_text(f'[filter "doc"]\n\t{setting}\n')
+    for command in CLEANS:
+        assert proved_read_only(command, ws), command
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    for command in CLEANS:
+        assert "clean program" in (read_only_obstacle(parse(command), ws) or ""), command
+    for command in NO_CLEAN:
+        assert proved_read_only(command, ws), command
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / ".gitconfig").write_text("[include]\n\tpath = other\n")
+    assert not proved_read_only("git status", ws), "an include may define one"
 
 
 @pytest.fixture(scope="module")

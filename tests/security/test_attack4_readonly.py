@@ -114,11 +114,6 @@ DRIVER_LINES = [
 ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="B5: git subcommands the view proves read-only run the diff/textconv/filter drivers "
-    "the repository's .gitattributes select (attacks4.md)",
-)
 @pytest.mark.parametrize("line", DRIVER_LINES)
 def test_break_a_proved_git_read_runs_no_driver(repo: Repo, line: str) -> None:
     proc = repo.bash(line)

@@ -225,3 +225,47 @@ def has_hooks(git_dir: Path, names: frozenset[str] | None = None) -> bool:
         and not e.is_dir()
         for e in entries
     )
+
+
+#: A filter driver's programs: ``git status`` (and ``ls-files -m``, ``describe --dirty``) run a
+#: ``clean`` program on each file whose attributes name the filter and whose time stamp changed.
+_FILTER_KEYS = re.compile(r"filter\..+\.(clean|process)|include\..+|includeif\..+|\?")
+
+
+def _user_config_files() -> list[Path]:
+    env = os.environ
+    files: list[Path] = []
+    if not env.get("GIT_CONFIG_NOSYSTEM"):
+        system = env.get("GIT_CONFIG_SYSTEM")
+        files += [Path(system)] if system else [Path(p) for p in _SYSTEM_CONFIGS]
+    home = Path(env.get("HOME") or os.path.expanduser("~"))
+    if env.get("GIT_CONFIG_GLOBAL"):
+        files.append(Path(env["GIT_CONFIG_GLOBAL"]))
+    else:
+        xdg = Path(env.get("XDG_CONFIG_HOME") or home / ".config")
+        files += [home / ".gitconfig", xdg / "git" / "config"]
+    return files
+
+
+_SYSTEM_CONFIGS = ("/etc/gitconfig", "/usr/local/etc/gitconfig", "/opt/homebrew/etc/gitconfig")
+
+
+def user_filter_drivers() -> bool:
+    """Whether the user's or the system's git configuration defines a filter driver (a
+    ``clean`` or ``process`` program), or may (an include, a line that cannot be read,
+    settings given in the environment). The repository's own configuration is
+    :func:`repository_obstacle`'s."""
+    if os.environ.get("GIT_CONFIG_PARAMETERS") or os.environ.get("GIT_CONFIG_COUNT"):
+        return True
+    for path in _user_config_files():
+        try:
+            if not path.is_file():
+                continue
+            if path.stat().st_size > _MAX_CONFIG_BYTES:
+                return True
+            text = path.read_text(errors="replace")
+        except OSError:
+            continue
+        if any(_FILTER_KEYS.fullmatch(key.lower()) for key, _ in config_entries(text)):
+            return True
+    return False

@@ -27,6 +27,7 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from reasonix.safety.git_repository import user_filter_drivers
 from reasonix.safety.shell.effects import effects
 from reasonix.safety.shell.git import parse_git
 from reasonix.safety.shell.lexer import Script
@@ -56,12 +57,15 @@ def _git_plain(args: Sequence[str]) -> str | None:
 
 #: options that make ``git log`` compute diffs: the diff and textconv drivers that the files'
 #: attributes (the repository's ``.gitattributes``) select from the configuration then run
+#: (-G/-S, the pickaxe, compare each commit's diff through the textconv driver)
 _DIFF_LONGS = (
     "--patch", "--stat", "--numstat", "--shortstat", "--dirstat", "--cumulative", "--summary",
     "--patch-with-stat", "--patch-with-raw", "--function-context", "--word-diff",
     "--color-words", "--color-moved", "--textconv", "--unified", "--check", "--cc", "--raw",
     "--compact-summary", "--full-diff", "--diff-merges", "--remerge-diff", "--dd", "--binary",
+    "--pickaxe-regex", "--pickaxe-all", "--find-object",
 )  # fmt: skip
+_DIFF_SHORTS = frozenset("puWLcmUGS")
 
 
 def _git_log(args: Sequence[str]) -> str | None:
@@ -73,9 +77,50 @@ def _git_log(args: Sequence[str]) -> str | None:
         key = a.split("=", 1)[0]
         if a.startswith("--") and prefix_of(key, _DIFF_LONGS):
             return f"git log {key} computes diffs (which run configured drivers)"
-        if a.startswith("-") and not a.startswith("--") and set(a[1:]) & set("puWLcmU"):
+        if a.startswith("-") and not a.startswith("--") and set(a[1:]) & _DIFF_SHORTS:
             return f"git log {a} computes diffs (which run configured drivers)"
     return _git_plain(args)
+
+
+def _git_without(
+    *refused: str, exact: frozenset[str] = frozenset()
+) -> Callable[[Sequence[str]], str | None]:
+    """A subcommand that only reads unless given one of the long options ``refused`` (or an
+    abbreviation of one that is not itself in ``exact``): those run the textconv or filter
+    drivers the files' attributes select."""
+
+    def check(args: Sequence[str]) -> str | None:
+        for a in args:
+            if a == "--":
+                break
+            key = a.split("=", 1)[0]
+            if a.startswith("--") and key not in exact and prefix_of(key, refused):
+                return f"{key} runs the textconv or filter drivers the files' attributes select"
+        return None
+
+    return check
+
+
+def _names(word: str, shorts: str, longs: tuple[str, ...]) -> bool:
+    """Whether option ``word`` is one of ``longs`` (or an abbreviation) or a cluster with one
+    of ``shorts``."""
+    if word.startswith("--"):
+        return prefix_of(word.split("=", 1)[0], longs)
+    return word.startswith("-") and bool(set(word[1:]) & set(shorts))
+
+
+_CLEANS = "runs the clean program of a filter driver the git configuration defines"
+
+
+def _git_cleans(shorts: str = "", longs: tuple[str, ...] = ()) -> Callable[..., str | None]:
+    """A subcommand that reads the work tree's files through their filter's ``clean`` program
+    (always, or with these options): not proved while a filter driver is configured."""
+
+    def check(args: Sequence[str]) -> str | None:
+        given = (not shorts and not longs) or any(_names(a, shorts, longs) for a in args)
+        return _CLEANS if given and user_filter_drivers() else None
+
+    return check
 
 
 def _listing(
@@ -121,18 +166,22 @@ _LIST_FLAGS = frozenset(
 
 
 def _first_is(
-    *allowed: str, bare: bool = False, options: bool = False
+    *allowed: str,
+    bare: bool = False,
+    options: bool = False,
+    then: Callable[[Sequence[str]], str | None] = _git_plain,
 ) -> Callable[..., str | None]:
-    """A subcommand with subcommands of its own: only these read (``git stash list``)."""
+    """A subcommand with subcommands of its own: only these read (``git stash list``), the rest
+    of the words checked by ``then`` (``git log``'s check for those that take its options)."""
 
     def check(args: Sequence[str]) -> str | None:
         if not args:
             return None if bare else "without a subcommand it changes something"
         first = args[0]
         if options and first.startswith("-"):
-            return _git_plain(args)
+            return then(args)
         if first in allowed:
-            return _git_plain(args[1:])
+            return then(args[1:])
         return f"{first!r} is not known to only read"
 
     return check
@@ -173,19 +222,24 @@ def _git_remote(args: Sequence[str]) -> str | None:
 
 
 _GIT_PLAIN = (
-    "status", "rev-parse", "ls-files", "ls-tree", "cat-file", "rev-list", "describe",
-    "shortlog", "merge-base", "name-rev", "show-ref", "for-each-ref", "count-objects", "grep",
-    "show-branch", "cherry", "check-ignore", "check-attr", "version",
+    "rev-parse", "ls-tree", "rev-list", "shortlog", "merge-base", "name-rev", "show-ref",
+    "for-each-ref", "count-objects", "show-branch", "cherry", "check-ignore", "check-attr",
+    "version",
 )  # fmt: skip
 #: git subcommands that only read, each with what it must not be given.
 GIT_READS: dict[str, Callable[[Sequence[str]], str | None]] = {
     **dict.fromkeys(_GIT_PLAIN, _git_plain),
     "log": _git_log,
+    "cat-file": _git_without("--textconv", "--filters"),
+    "grep": _git_without("--textconv", exact=frozenset({"--text"})),
+    "status": _git_cleans(),
+    "ls-files": _git_cleans("m", ("--modified",)),
+    "describe": _git_cleans(longs=("--dirty", "--broken")),
     "branch": _listing("arvli", _LIST_FLAGS, _LIST_VALUED),
     "tag": _listing("lni0123456789", _LIST_FLAGS, _LIST_VALUED),
-    "stash": _first_is("list"),
+    "stash": _first_is("list", then=_git_log),
     "worktree": _first_is("list"),
-    "reflog": _first_is("show", bare=True, options=True),
+    "reflog": _first_is("show", bare=True, options=True, then=_git_log),
     "remote": _git_remote,
     "config": _git_config,
 }
