@@ -620,10 +620,16 @@ class AgentSession:
             f"/{name} {arguments}".strip(),
         )
 
+        typed = f"/{name} {arguments}".strip()
+
         async def run() -> TurnResult:
             prompt, found = await self.expand_command_parts(name, arguments)
             carried = (*images, *found)
-            return await self._hooked_turn(prompt, lambda text: ctrl.run_turn(text, images=carried))
+            # the expanded prompt carries files (@path) and command output (!`cmd`): auto
+            # mode's reviewer takes the typed command line as the request, the prompt as data
+            return await self._hooked_turn(
+                prompt, lambda text: ctrl.run_turn(text, images=carried, request=typed)
+            )
 
         return self._start(run)
 
