@@ -41,6 +41,8 @@ EFFECTS: dict[str, tuple[tuple[str, ...], tuple[str, ...], bool]] = {
     "sed s/a/b/ f": ((), (), False),
     "find . -name x -delete": ((".",), (), False),
     "find . -name x": ((), (), False),
+    # -exec may change what it finds: the folder it starts from counts as written
+    "find src -name x -exec grep -l y {} +": (("src",), (), False),
     "echo hi > out.txt": (("out.txt",), (), False),
     "echo hi > /dev/null 2>&1": ((), (), False),
     "sudo rm -f /etc/x": (("/etc/x",), (), False),
@@ -118,6 +120,13 @@ def _expected(name: str) -> tuple[str, ...]:
 @pytest.mark.parametrize("name", KNOWN)
 def test_proposed_rule_for_every_known_program(name: str) -> None:
     assert proposed_session_rules(_request(f"{name} x")) == _expected(name)
+
+
+def test_a_bare_interpreter_gets_no_rule() -> None:
+    # alone it reads code from stdin: a rule for it would allow any script
+    for name in ("python3", "node", "deno", "bun", "sh"):
+        assert proposed_session_rules(_request(name)) == (), name
+    assert proposed_session_rules(_request("make")) == ("bash(make)",)
 
 
 def test_the_table_knows_every_program_of_the_exact_and_subcommand_lists() -> None:
