@@ -182,11 +182,6 @@ def _model_saw(repo: Repo, text: str) -> bool:
     return any(text in json.dumps(r.messages) for r in repo.ex.requests)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="B11: diff -r (which follows links) is proved read-only; the fix for grep -R, rg -L, "
-    "find -L, ls -L, tree -l and du -L left diff out (attacks4.md)",
-)
 def test_break_diff_r_does_not_follow_a_link_out_unasked(repo: Repo) -> None:
     _linked_out(repo)
     repo.bash("diff -rN empty .")

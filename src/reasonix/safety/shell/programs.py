@@ -114,11 +114,15 @@ _SED = Reader(
     valued_longs=frozenset({"--expression", "--line-length"}),
 )
 
+#: diff: its recursion (``-r``) follows symbolic links (a committed ``docs -> ../outside``)
+#: unless ``--no-dereference`` is given; a recursive diff is not proved either way
+_DIFF = Reader(follows="r", follows_words=("--recursive",), valued="xXIFSCUDLW")
+
 #: programs that only read whatever options they are given
 _PLAIN = (
     "cat", "tac", "nl", "head", "tail", "cut", "paste", "tr", "rev", "column", "od",
     "hexdump", "strings", "basename", "dirname", "realpath", "readlink", "stat", "df",
-    "cmp", "comm", "diff", "pwd", "echo", "true", "false", ":", "whoami", "id", "uname",
+    "cmp", "comm", "pwd", "echo", "true", "false", ":", "whoami", "id", "uname",
     "printenv", "which", "type", "jq", "seq", "nproc", "md5sum", "sha1sum", "sha224sum",
     "sha256sum", "sha384sum", "sha512sum", "b2sum", "cksum", "cd", "pushd", "popd",
 )  # fmt: skip
@@ -129,6 +133,7 @@ READERS: dict[str, Reader] = {
     # these: the allow side's own checks (sed -i and e/w/r commands, awk system(), find -exec
     # and -delete) refuse their forms that write or run
     "sed": _SED,
+    "diff": _DIFF,
     **dict.fromkeys(("awk", "gawk", "mawk", "nawk"), _AWK),
     "grep": _GREP,
     "egrep": _GREP,
