@@ -90,7 +90,8 @@ async def _plan(ctx: Context) -> Answer:
     images = (*ctx.images, *found)
 
     def start(session: AgentSession) -> Turn:
-        return session.start_turn(task, plan=True, images=images)
+        # ``prepare`` attaches the @path files: the reviewer's request is the typed task
+        return session.start_turn(task, plan=True, images=images, request=ctx.arg)
 
     return Answer(turn=start)
 
