@@ -66,6 +66,21 @@ def _count(root: Path) -> int:
     return total
 
 
+def _timed(func: Any) -> tuple[float, float]:
+    """(wall, CPU) ms of ``func``; CPU is ours and git's (child processes): on a shared
+    machine the wall time grows with the load, the CPU time much less."""
+    import resource
+
+    def cpu() -> float:
+        me = resource.getrusage(resource.RUSAGE_SELF)
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+    c0, t0 = cpu(), time.perf_counter()
+    func()
+    return (time.perf_counter() - t0) * 1000, (cpu() - c0) * 1000
+
+
 def _ms(func: Any) -> float:
     t0 = time.perf_counter()
     func()
@@ -126,10 +141,12 @@ def _one_size(tmp: Path, size: int, repeats: int, quick: bool, rewind: bool) -> 
     out["first_snapshot_unseeded_ms"] = round(first_unseeded, 1)
     out["first_step_after_background_start_ms"] = round(first_wait, 1)
     for kind in ("unchanged", "one", "hundred"):
-        plain = []
+        plain, cpu = [], []
         for i in range(repeats):
             changes(kind, i)
-            plain.append(_ms(lambda: step(inline)))
+            wall, used = _timed(lambda: step(inline))
+            plain.append(wall)
+            cpu.append(used)
         overlapped = []
         for i in range(repeats):
             changes(kind, 1000 + i)  # what the previous step did
@@ -137,6 +154,7 @@ def _one_size(tmp: Path, size: int, repeats: int, quick: bool, rewind: bool) -> 
             time.sleep(MODEL_S)
             overlapped.append(_ms(lambda: step(background)))
         out[f"{kind}_inline_ms"] = round(statistics.median(plain), 1)
+        out[f"{kind}_inline_cpu_ms"] = round(statistics.median(cpu), 1)
         out[f"{kind}_overlapped_ms"] = round(statistics.median(overlapped), 1)
     background.wait()
     if rewind:
@@ -170,9 +188,11 @@ def run_snapshots(quick: bool) -> dict[str, Any]:
             results[str(size)] = _one_size(tmp, size, repeats, quick, rewind=size == sizes[0])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    rows = []
+    rows, cpu_rows = [], []
     for size in sizes:
         r = results[str(size)]
+        kinds = ("unchanged", "one", "hundred")
+        cpu_rows.append([r["files"], *(f"{r[f'{k}_inline_cpu_ms']:.0f} ms" for k in kinds)])
         rows.append(
             [
                 r["files"],
@@ -200,6 +220,11 @@ def run_snapshots(quick: bool) -> dict[str, Any]:
             "1 changed",
             "100 changed",
         ],
+    )
+    print_table(
+        "Snapshots: CPU of a step's own snapshot, reasonix and git (median, inline)",
+        cpu_rows,
+        ["files", "unchanged", "1 changed", "100 changed"],
     )
     first = results[str(sizes[0])]
     if "rewind_after_deleting_ms" in first:

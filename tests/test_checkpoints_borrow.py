@@ -205,3 +205,23 @@ def test_a_change_in_the_same_second_as_the_last_snapshot_is_caught(tmp_path: Pa
     manager.after_turn(1)
     manager.undo(1)
     assert target.read_bytes() == b"bbbb\n"
+
+
+def test_the_stores_pruning_copies_what_is_borrowed_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``git gc --prune=now`` in our store while it borrows would be harmless to the user but
+    leave our snapshots half-copied; pruning copies the borrowed objects first instead."""
+    ws = tmp_path / "ws"
+    _repository(ws)
+    manager = _manager(tmp_path, ws)
+    monkeypatch.setattr(manager, "_copy_in_background", lambda: None)  # no background copy
+    assert manager.before_step(1, "c1", "bash", "x") is not None, manager.last_error
+    assert snapshot_seed.borrowing(manager._store)
+    blob = _git(ws, "rev-parse", "HEAD:work.txt").stdout.strip()
+    assert manager.prune(now=10**10) == 1, manager.last_error  # the step is long past keep_days
+    assert not snapshot_seed.borrowing(manager._store)
+    _user_drops_work_txt(ws)
+    env = {"GIT_DIR": str(manager.store_dir / "git"), "PATH": os.environ["PATH"]}
+    ours = subprocess.run(["git", "cat-file", "-e", blob], env=env, check=False)
+    assert ours.returncode == 0  # the last snapshot's blob is in our store, not only theirs
