@@ -225,3 +225,20 @@ def test_the_stores_pruning_copies_what_is_borrowed_first(
     env = {"GIT_DIR": str(manager.store_dir / "git"), "PATH": os.environ["PATH"]}
     ours = subprocess.run(["git", "cat-file", "-e", blob], env=env, check=False)
     assert ours.returncode == 0  # the last snapshot's blob is in our store, not only theirs
+
+
+def test_a_rewind_while_borrowing_reads_the_users_objects(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = tmp_path / "ws"
+    _repository(ws)
+    before = state(ws)
+    manager = _manager(tmp_path, ws)
+    monkeypatch.setattr(manager, "_copy_in_background", lambda: None)  # no copy yet
+    assert manager.before_step(1, "c1", "bash", "x") is not None, manager.last_error
+    (ws / "work.txt").unlink()
+    (ws / "pkg" / "m2.py").write_text("broken\n")
+    manager.after_turn(1)
+    manager.rewind(1)
+    assert snapshot_seed.borrowing(manager._store)
+    assert state(ws) == before
