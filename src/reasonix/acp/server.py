@@ -378,7 +378,8 @@ class ReasonixAcpAgent:
             return schema.PromptResponse(stop_reason="end_turn")
         try:
             if answer is not None and answer.turn is not None:
-                turn = answer.turn(session)
+                with session.typed_request(typed):  # the embedded files are data
+                    turn = answer.turn(session)
             else:
                 turn = session.start_turn(text, images=images, request=typed)
         except ReasonixError as exc:

@@ -91,7 +91,8 @@ async def _plan(ctx: Context) -> Answer:
 
     def start(session: AgentSession) -> Turn:
         # ``prepare`` attaches the @path files: the reviewer's request is the typed task
-        return session.start_turn(task, plan=True, images=images, request=ctx.arg)
+        typed = ctx.arg if ctx.prepare else None
+        return session.start_turn(task, plan=True, images=images, request=typed)
 
     return Answer(turn=start)
 

@@ -144,7 +144,9 @@ async def run_text(
         raise SessionError(answer.text)
     if answer.turn is None:
         return answer.text
-    outcome = await answer.turn(session).result()
+    with session.typed_request(request):  # what rode after the command's line is data
+        turn = answer.turn(session)
+    outcome = await turn.result()
     if answer.then is None:
         return outcome
     return dataclasses.replace(outcome, closing=answer.then(session))
