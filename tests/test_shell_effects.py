@@ -16,7 +16,7 @@ from reasonix.safety.shell.irreversible import _DESTROYERS, irreversible_reason
 from reasonix.safety.shell.lexer import parse
 from reasonix.safety.shell.programs import READERS
 from reasonix.safety.shell.readers import read_only_obstacle
-from reasonix.safety.shell.rules import _CHECKS, allow_obstacle, runs_commands
+from reasonix.safety.shell.rules import _CHECKS, allow_obstacle, rule_matches, runs_commands
 from reasonix.tools.builtin import default_registry
 from reasonix.tools.registry import Tool
 
@@ -226,3 +226,11 @@ def test_reading_what_no_word_names_is_not_proved(command: str, tmp_path: Path) 
 def test_the_neighbours_are_proved(command: str, tmp_path: Path) -> None:
     (tmp_path / "a").write_text("x\n")
     assert read_only_obstacle(parse(command), tmp_path) is None
+
+
+def test_an_awk_argv_program_runs_nothing_the_deny_side_must_guess() -> None:
+    # not proved read-only (above), but it runs no command: a deny rule is not matched by it
+    line = "awk 'BEGIN { ARGV[1] = f; ARGC = 2 } 1'"
+    assert (None,) not in effects(line).runs
+    assert not rule_matches("rm *", effects(line).runs)
+    assert rule_matches("rm *", effects("awk 'BEGIN { system(\"x\") }'").runs)
