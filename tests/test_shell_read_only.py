@@ -78,8 +78,10 @@ READ_ONLY = [
     "git tag -l 'v*'", "git tag -n5", "git tag --sort=-v:refname", "git stash list",
     "git worktree list", "git reflog", "git reflog show HEAD",
     "git reflog --oneline", "git remote", "git remote -v", "git remote get-url origin",
-    "git config --get user.name", "git config --list", "git config -l --show-origin",
-    "git config get user.name", "git version", "git check-ignore -v a.txt",
+    "git config --local --get user.name", "git config --local --list",
+    "git config --local -l --show-origin", "git config get --local user.name",
+    "git config -f .gitmodules --list", "git config --worktree -l",
+    "git version", "git check-ignore -v a.txt",
     "git log --oneline | head -5", "git grep --text foo", "git grep --no-textconv foo",
     "git stash list --oneline", "git reflog show --oneline", "git describe --dirty",
     # structure of the line
@@ -137,6 +139,10 @@ NOT_READ_ONLY = [
     "sed -nl 5 '1e ls' a.txt", "sed --line-length 5 '1e ls' a.txt", "sed --expr '1e ls' a.txt",
     "sed -l '1e ls' a.txt", "sed -nf script.sed a.txt", "sed --fi script.sed a.txt",
     "sed -I p a.txt", "sed -n -- '1e ls' a.txt",
+    # git config beyond the repository's own file reads the user's and the system's
+    "git config --get user.name", "git config --list", "git config -l --show-origin",
+    "git config get user.name", "git config --global --list", "git config --system -l",
+    "git config --local --includes --list", "git config --glo -l", "git config --get-regexp .",
     # git reads that run the textconv or filter drivers the files' attributes select
     "git cat-file --textconv HEAD:a.txt", "git cat-file --filters HEAD:a.txt",
     "git cat-file --text HEAD:a.txt", "git cat-file --filt HEAD:a.txt",

@@ -204,11 +204,6 @@ def _global_secret(repo: Repo) -> None:
         fh.write(f'[http "https://github.com/"]\n\textraheader = AUTHORIZATION: bearer {TOKEN}\n')
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="B14: git config --global --list is proved read-only but reads ~/.gitconfig, "
-    "outside the workspace (git config -f ~/.gitconfig -l is refused) (attacks4.md)",
-)
 @pytest.mark.parametrize("line", ["git config --global --list", "git config --list"])
 def test_break_git_config_does_not_read_the_users_files_unasked(repo: Repo, line: str) -> None:
     _global_secret(repo)

@@ -188,29 +188,39 @@ def _first_is(
 
 
 _CONFIG_READS = frozenset({"--get", "--get-all", "--get-regexp", "--get-urlmatch", "-l", "--list"})
+#: (``--global``, ``--system``, ``--includes`` and no scope at all read the user's and the
+#: system's files, outside the workspace: a token in ``http.extraheader``, a credential URL)
 _CONFIG_OPTIONS = frozenset(
-    {"--local", "--global", "--system", "--worktree", "--show-origin", "--show-scope",
-     "--name-only", "-z", "--null", "--includes", "--no-includes", "--bool", "--int", "--path"}
+    {"--local", "--worktree", "--show-origin", "--show-scope", "--name-only", "-z", "--null",
+     "--no-includes", "--bool", "--int", "--path"}
 )  # fmt: skip
 _CONFIG_VALUED = frozenset({"--type", "--default", "--file", "-f", "--blob"})
+#: the scopes that read the repository's own configuration only (a file's name is a word the
+#: outside-the-workspace check judges)
+_CONFIG_SCOPES = frozenset({"--local", "--worktree", "--file", "-f", "--blob"})
 
 
 def _git_config(args: Sequence[str]) -> str | None:
-    """``git config --get x``, ``git config --list``, ``git config get x``."""
+    """``git config --local --get x``, ``git config --local --list``, ``git config get
+    --local x``."""
     reads = bool(args) and args[0] in ("get", "list")
+    scoped = False
     skip = False
     for a in args[1:] if reads else args:
         if skip:
             skip = False
             continue
         key = a.split("=", 1)[0]
+        scoped = scoped or key in _CONFIG_SCOPES
         if key in _CONFIG_VALUED:
             skip = "=" not in a
         elif a in _CONFIG_READS:
             reads = True
         elif a.startswith("-") and a not in _CONFIG_OPTIONS:
-            return f"git config {a} is not known to only read"
-    return None if reads else "git config without --get or --list may set a value"
+            return f"git config {a} is not known to only read the repository's configuration"
+    if not reads:
+        return "git config without --get or --list may set a value"
+    return None if scoped else "git config without --local reads the user's own files too"
 
 
 def _git_remote(args: Sequence[str]) -> str | None:
