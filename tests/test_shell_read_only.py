@@ -139,6 +139,9 @@ NOT_READ_ONLY = [
     "sed -nl 5 '1e ls' a.txt", "sed --line-length 5 '1e ls' a.txt", "sed --expr '1e ls' a.txt",
     "sed -l '1e ls' a.txt", "sed -nf script.sed a.txt", "sed --fi script.sed a.txt",
     "sed -I p a.txt", "sed -n -- '1e ls' a.txt",
+    # a glob that older shells expand to '..' (no globskipdots before bash 5.2, dash)
+    "cat .?/outside/secret.txt", "cat .[.]/outside/secret.txt", "ls src/.*/x", "cat .*/x",
+    "cat [.][.]/outside/secret.txt",
     # git config beyond the repository's own file reads the user's and the system's
     "git config --get user.name", "git config --list", "git config -l --show-origin",
     "git config get user.name", "git config --global --list", "git config --system -l",

@@ -22,6 +22,7 @@ a long option that is a prefix of one that writes counts as that one.
 
 from __future__ import annotations
 
+import fnmatch
 import glob as globlib
 import os
 from collections.abc import Callable, Sequence
@@ -315,6 +316,8 @@ def _command_obstacle(
     for word, glob in zip(words[1:], globs[1:], strict=True):
         if glob and word[:1] in _GLOB_START and _expands_to_option(word, workspace):
             return f"the pattern {word!r} may expand to an option"
+        if glob and _may_match_dotdot(word):
+            return f"the pattern {word!r} may match '..' (bash before 5.2, dash), out of the folder"
     for form in _unwrap(tuple(words), 0):
         tokens = [t for t in form if t is not None]
         if len(tokens) != len(form) or not tokens:
@@ -323,6 +326,17 @@ def _command_obstacle(
         if problem:
             return problem
     return None
+
+
+def _may_match_dotdot(pattern: str) -> bool:
+    """Whether a component of the glob ``pattern`` that starts with a dot (or, to be safe, a
+    bracket) can match ``..`` (``.?``, ``.[.]``, ``.*``, ``[.][.]``): shells before bash 5.2's
+    globskipdots (and dash) expand it to the parent folder; Python's glob, which judges the
+    word, never yields ``..``."""
+    return any(
+        part.startswith((".", "[")) and part != ".." and fnmatch.fnmatchcase("..", part)
+        for part in pattern.split("/")
+    )
 
 
 def _expands_to_option(pattern: str, workspace: Path) -> bool:
