@@ -1,14 +1,16 @@
 """attacker4: the kept sandbox (safety/session_sandbox.py) through the real CLI: one command
 plants, the next must find the sandbox as a fresh one would be.
 
-The supervisor's reset compares what was there at start by mode, size, mtime and inode (and a
-link's target): extended attributes of ``/tmp`` and the home folder (tmpfs keeps ``user.*``
-attributes and POSIX ACLs, e.g. a default ACL that sets the mode of every file the next
-command creates there) are not part of it. Control: ``REASONIX_SANDBOX=per-call`` gives every
+B6 (fixed): the supervisor's reset compared what was there at start by mode, size, mtime and
+inode (and a link's target), not by extended attributes of ``/tmp`` and the home folder (tmpfs
+keeps ``user.*`` attributes and POSIX ACLs, e.g. a default ACL that sets the mode of every file
+the next command creates there); now they are part of an entry's state, and a change discards
+the sandbox. Control: ``REASONIX_SANDBOX=per-call`` gives every
 command a fresh ``/tmp`` and home, and the same look finds nothing; the plant step reports it
 worked.
 
-B22: the command's parent in a kept sandbox is the supervisor, a process of the same user, so
+B22 (fixed: the supervisor compares its limits after each command, and a change discards the
+sandbox): the command's parent in a kept sandbox is the supervisor, a process of the same user, so
 ``prlimit --pid $PPID`` lowers its limits (a 100-byte file size here), and every later command
 the supervisor starts inherits them. Control: per call, the next command has its own limits.
 """
@@ -62,11 +64,6 @@ def _two_steps(lab: Lab, **env: str) -> tuple[str, str]:
     return plant, look
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="B6: the kept sandbox's reset ignores extended attributes of /tmp and home "
-    "(attacks4.md)",
-)
 def test_break_an_attribute_on_tmp_reaches_the_next_command(lab: Lab) -> None:
     _, look = _two_steps(lab)
     assert "EVIL-XATTR" not in look, look
@@ -101,11 +98,6 @@ def _limit_steps(lab: Lab, **env: str) -> tuple[str, str]:
 
 
 @pytest.mark.skipif(shutil.which("prlimit") is None, reason="prlimit (util-linux) is missing")
-@pytest.mark.xfail(
-    strict=True,
-    reason="B22: a command lowers the kept sandbox's supervisor's rlimits (prlimit --pid "
-    "$PPID); the next command inherits them (attacks4.md)",
-)
 def test_break_a_lowered_limit_reaches_the_next_command(lab: Lab) -> None:
     _, write = _limit_steps(lab)
     assert "size=5000" in write, f"the next command's file was cut: {write}"

@@ -81,12 +81,22 @@ RESET = json.loads(sys.argv[2])
 ME = os.getpid()
 
 
+def attributes(path):
+    # extended attributes (and so POSIX ACLs, whose default decides the modes of what the
+    # next command creates): a change is a change of the entry
+    try:
+        names = os.listxattr(path, follow_symlinks=False)
+        return tuple(sorted((n, os.getxattr(path, n, follow_symlinks=False)) for n in names))
+    except OSError:
+        return ()
+
+
 def state(path, st):
     if stat.S_ISLNK(st.st_mode):
-        return st.st_mode, os.readlink(path)
+        return st.st_mode, os.readlink(path), attributes(path)
     if stat.S_ISREG(st.st_mode):
-        return st.st_mode, (st.st_size, st.st_mtime_ns, st.st_ino)
-    return st.st_mode, None
+        return st.st_mode, (st.st_size, st.st_mtime_ns, st.st_ino), attributes(path)
+    return st.st_mode, None, attributes(path)
 
 
 def tree(top):
@@ -153,6 +163,16 @@ def reset():
             raise OSError("a POSIX message queue is left")
     except FileNotFoundError:
         pass
+
+
+def limits():
+    # the bounds the supervisor passes on to every command: one a command lowered with
+    # prlimit --pid $PPID would reach the next command
+    names = sorted(n for n in dir(resource) if n.startswith("RLIMIT_"))
+    return [resource.getrlimit(getattr(resource, n)) for n in names]
+
+
+LIMITS = limits()
 
 
 def others():
@@ -284,7 +304,7 @@ while True:
         reset()
     except OSError:
         clean = False
-    send(op="reset", clean=clean and ipc_empty())
+    send(op="reset", clean=clean and ipc_empty() and limits() == LIMITS)
 """
 
 
