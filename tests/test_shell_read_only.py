@@ -363,3 +363,14 @@ def test_the_allow_side_still_covers_what_writes_nothing(ws: Path, command: str)
 def test_writing_obstacle_is_none_for_programs_not_in_the_table() -> None:
     assert writing_obstacle("make", ["-o", "x"]) is None
     assert writing_obstacle("sort", ["-o", "x"]) == "sort -o writes or runs something"
+
+
+def test_git_in_a_subfolder_of_a_repository_is_not_proved(tmp_path: Path) -> None:
+    # object names and pathspecs reach the rest of the repository (attacker4 B19)
+    (tmp_path / ".git").mkdir()
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    for line in ("git status", "git cat-file -p HEAD:other/x", "git grep x -- :/"):
+        assert proved_read_only(line, tmp_path), line  # control: at the top it is proved
+        assert not proved_read_only(line, sub), line
+    assert proved_read_only("cat README", sub)  # the rest of the proof is unchanged

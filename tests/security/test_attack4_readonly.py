@@ -15,8 +15,8 @@ headless (nobody to ask: a command not proved read-only is refused, one that is 
 - B15: ``git log --show-signature`` / ``--format=%G?`` run gpg, which writes ``~/.gnupg``.
 - B16: ``printf NAME | sort --files0-from=-`` reads the file NAME, outside the workspace.
 - B17: an awk program that sets ``ARGV`` reads a file no word of the line names.
-- B19: in a subfolder of a repository, ``git cat-file -p HEAD:path`` / ``git grep X -- :/`` read
-  the rest of it.
+- B19 (fixed: in a subfolder of a repository no git command is proved): ``git cat-file -p
+  HEAD:path`` / ``git grep X -- :/`` read the rest of it.
 
 Runs use ``--sandbox off`` where the break is a read outside the workspace or a program of the
 user's home (the proof is then the only line: macOS, no bubblewrap), the default sandbox where
@@ -349,12 +349,6 @@ def subfolder(tmp_path: Path) -> Iterator[Repo]:
 SUBFOLDER_LINES = ["git cat-file -p HEAD:other/secret.txt", "git grep sk-live -- :/"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="B19: git object names (HEAD:path) and the :/ pathspec name files of the repository "
-    "outside a workspace that is a subfolder of it; the proof judges them as words "
-    "inside (attacks4.md)",
-)
 @pytest.mark.parametrize("line", SUBFOLDER_LINES)
 def test_break_git_does_not_read_the_rest_of_the_repository_unasked(
     subfolder: Repo, line: str

@@ -23,6 +23,7 @@ a long option that is a prefix of one that writes counts as that one.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import glob as globlib
 import os
 from collections.abc import Callable, Sequence
@@ -322,10 +323,23 @@ def _command_obstacle(
         tokens = [t for t in form if t is not None]
         if len(tokens) != len(form) or not tokens:
             return "the command runs something known only at run time"
-        problem = reader_obstacle(tokens[0].rsplit("/", 1)[-1], tokens[1:], confined)
+        name = tokens[0].rsplit("/", 1)[-1]
+        if name == "git" and confined and _below_a_repository(workspace):
+            return "git in a subfolder of a repository reads all of it (HEAD:path, :/)"
+        problem = reader_obstacle(name, tokens[1:], confined)
         if problem:
             return problem
     return None
+
+
+@functools.lru_cache(maxsize=64)
+def _below_a_repository(workspace: Path) -> bool:
+    """Whether ``workspace`` is a folder inside a repository whose top is above it: git's
+    object names (``HEAD:other/file``) and pathspecs (``:/``, ``:(top)``) then name files of
+    the rest of the repository, outside the workspace, whatever the words look like."""
+    if (workspace / ".git").exists():
+        return False
+    return any((parent / ".git").exists() for parent in workspace.parents)
 
 
 def _may_match_dotdot(pattern: str) -> bool:
