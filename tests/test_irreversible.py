@@ -47,6 +47,15 @@ IRREVERSIBLE = [
     "timeout 10 kubectl delete pod web",
     "env X=1 dropdb app",
     "ls && git push --force",
+    # attacker4 B7's other gaps: refs in the user's .git, and unpacking outside the workspace
+    "git branch -D feature",
+    "git branch --delete --force feature",
+    "git tag -d v1",
+    "git update-ref -d refs/heads/x",
+    "tar -C .. -xf a.tar",
+    "tar xf a.tar --directory=..",
+    "unzip -d .. a.zip",
+    "pushd .. && rm -rf sibling",
 ]
 REVERSIBLE = [
     "git push origin main",
@@ -62,6 +71,13 @@ REVERSIBLE = [
     "cp /etc/hosts hosts.copy",
     "ls -la /",
     "echo hi 2>&1 >/dev/null",
+    "git branch -d merged",
+    "git branch feature",
+    "git tag v1",
+    "git update-ref refs/heads/x HEAD",
+    "tar -xf a.tar -C sub",
+    "tar -czf out.tgz -C .. src",
+    "unzip a.zip -d out",
 ]
 
 

@@ -153,7 +153,36 @@ def written_operands(words: list[str]) -> list[str]:
         return args if scripted else args[1:]
     if name == "find" and any(a in ("-delete", "-exec", "-execdir") for a in words):
         return [a for a in words[1:] if not a.startswith(("-", "(", ")", "!", "{"))][:1]
+    if name == "tar" and _tar_extracts(words[1:]):
+        return _values(words[1:], "-C", "--directory")  # where it unpacks
+    if name == "unzip":
+        return _values(words[1:], "-d", "--exdir")
     return []
+
+
+def _tar_extracts(args: list[str]) -> bool:
+    """Whether tar unpacks: ``-x``/``--extract``/``--get``, in a cluster (``-xzf``) or the old
+    style first word without a dash (``xf``)."""
+    if args and not args[0].startswith("-") and "x" in args[0]:
+        return True
+    return any(
+        a in ("--extract", "--get") or (a.startswith("-") and not a.startswith("--") and "x" in a)
+        for a in args
+    )
+
+
+def _values(args: list[str], short: str, long: str) -> list[str]:
+    """The values of option ``short`` (next word, or attached: ``-dDIR``) and ``long`` (``=``
+    or the next word) among ``args``."""
+    found = []
+    for i, a in enumerate(args):
+        if a in (short, long) and i + 1 < len(args):
+            found.append(args[i + 1])
+        elif a.startswith(long + "="):
+            found.append(a.split("=", 1)[1])
+        elif a.startswith(short) and len(a) > len(short) and not a.startswith("--"):
+            found.append(a[len(short) :])
+    return found
 
 
 @dataclass(frozen=True, slots=True)

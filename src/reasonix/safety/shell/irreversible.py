@@ -232,6 +232,32 @@ def _git_gc(rest: list[str]) -> str | None:
     return None
 
 
+def _git_branch(rest: list[str]) -> str | None:
+    # -D, or -d with --force: an unmerged branch goes with its reflog
+    forced = any(
+        a == "-D" or (a.startswith("-") and not a.startswith("--") and "D" in a) for a in rest
+    )
+    deletes = any(a in ("-d", "--delete") or prefix_of(a, ("--delete",)) for a in rest)
+    forced = forced or (deletes and any(a in ("-f", "--force") for a in rest))
+    if forced:
+        return (
+            "`git branch -D` deletes a branch and its reflog "
+            "(a repository's .git is not snapshotted)"
+        )
+    return None
+
+
+def _git_ref_delete(sub: str) -> Callable[[list[str]], str | None]:
+    def check(rest: list[str]) -> str | None:
+        if any(
+            a in ("-d", "--delete") or (sub == "tag" and prefix_of(a, ("--delete",))) for a in rest
+        ):
+            return f"`git {sub} -d` deletes a ref (a repository's .git is not snapshotted)"
+        return None
+
+    return check
+
+
 def _git_rewrites(sub: str) -> Callable[[list[str]], str | None]:
     return lambda rest: f"`git {sub}` rewrites or deletes the repository's history"
 
@@ -241,6 +267,9 @@ _GIT_SUBS: dict[str, Callable[[list[str]], str | None]] = {
     "stash": _git_stash,
     "reflog": _git_reflog,
     "gc": _git_gc,
+    "branch": _git_branch,
+    "tag": _git_ref_delete("tag"),
+    "update-ref": _git_ref_delete("update-ref"),
     **{sub: _git_rewrites(sub) for sub in ("prune", "filter-branch", "filter-repo")},
 }
 
