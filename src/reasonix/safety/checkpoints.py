@@ -85,11 +85,11 @@ from reasonix.config.schema import CheckpointsConfig
 from reasonix.safety.snapshot_git import (
     _ATTRIBUTES,
     _escape_pattern,
-    _feed,
     _GitError,
     _nul,
     _rel,
     _Snapshot,
+    fed_git,
 )
 from reasonix.safety.snapshot_git import _GIT_FLAGS as _GIT_FLAGS  # worktree.py's too
 from reasonix.safety.snapshot_git import _IDENTITY as _IDENTITY
@@ -628,17 +628,9 @@ class _Store:
         """The content of each blob, streamed from one ``cat-file --batch``."""
         if not shas:
             return
-        proc = subprocess.Popen(
-            ["git", *_GIT_FLAGS, "cat-file", "--batch"],
-            cwd=self.workspace,
-            env=self.read_env(),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
-        assert proc.stdin is not None and proc.stdout is not None
-        feeder = threading.Thread(target=_feed, args=(proc.stdin, shas), daemon=True)
-        feeder.start()
+        args = (*_GIT_FLAGS, "cat-file", "--batch")
+        proc, feeder = fed_git(args, self.workspace, self.read_env(), shas)
+        assert proc.stdout is not None
         try:
             for sha in shas:
                 header = proc.stdout.readline().split()

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,6 +88,26 @@ def _feed(pipe: Any, shas: Sequence[str]) -> None:
         pipe.close()
     except OSError:
         pass
+
+
+def fed_git(
+    args: Sequence[str], cwd: Path, env: Mapping[str, str], lines: Sequence[str]
+) -> tuple[subprocess.Popen[bytes], threading.Thread]:
+    """``git ARGS`` reading ``lines`` (one per line) from a thread while the caller reads its
+    output (a large input would fill the pipe otherwise); join the thread, close stdout and
+    wait for the process when done."""
+    proc = subprocess.Popen(
+        ["git", *args],
+        cwd=cwd,
+        env=dict(env),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    feeder = threading.Thread(target=_feed, args=(proc.stdin, lines), daemon=True)
+    feeder.start()
+    return proc, feeder
 
 
 def _nul(names: Iterable[str]) -> bytes:

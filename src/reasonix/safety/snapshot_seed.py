@@ -22,11 +22,10 @@ import contextlib
 import os
 import shutil
 import subprocess
-import threading
 from pathlib import Path
 from typing import Protocol
 
-from reasonix.safety.snapshot_git import _GIT_FLAGS, _feed, _GitError, _nul
+from reasonix.safety.snapshot_git import _GIT_FLAGS, _GitError, _nul, fed_git
 
 
 class _Store(Protocol):
@@ -155,17 +154,9 @@ def _pack_into(store: _Store, tips: list[str], known: list[str] | tuple[str, ...
     if not wanted:
         return
     lines = [*wanted, *(f"^{k}" for k in known)]
-    packer = subprocess.Popen(
-        ["git", *_GIT_FLAGS, "pack-objects", "--revs", "--stdout", "-q"],
-        cwd=store.workspace,
-        env=store.read_env(),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    assert packer.stdin is not None and packer.stdout is not None
-    feeder = threading.Thread(target=_feed, args=(packer.stdin, lines), daemon=True)
-    feeder.start()
+    args = (*_GIT_FLAGS, "pack-objects", "--revs", "--stdout", "-q")
+    packer, feeder = fed_git(args, store.workspace, store.read_env(), lines)
+    assert packer.stdout is not None
     try:
         indexer = subprocess.run(
             ["git", *_GIT_FLAGS, "index-pack", "--stdin"],
