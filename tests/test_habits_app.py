@@ -302,11 +302,21 @@ def test_slash_opens_the_command_menu_at_once(project: Project) -> None:
         term.ready()
         term.send("/")
         # No Tab: the menu of the command table opens as the slash is typed, with help lines.
-        screen = term.wait(r"/help\s+this help")
-        assert re.search(r"/status\s+session, models", screen)
+        # The menu can reach the screen in more than one write, so each check waits for the
+        # whole of what it expects (a wait that never sees it fails the test).
+        term.wait(
+            lambda text: (
+                re.search(r"/help\s+this help", text) is not None
+                and re.search(r"/status\s+session, models", text) is not None
+            )
+        )
         term.send("res")
-        screen = term.wait(r"/resume \[ID\]\s+switch to a stored session")
-        assert "/help" not in screen.split("›", 1)[-1]  # narrowed to what matches
+        term.wait(  # narrowed to what matches
+            lambda text: (
+                re.search(r"/resume \[ID\]\s+switch to a stored session", text) is not None
+                and "/help" not in text.split("›", 1)[-1]
+            )
+        )
         term.send("\x15")  # Ctrl-U: clear the line
         term.sendline("/help")
         term.wait(r"/exit\s+quit")
