@@ -13,9 +13,8 @@ from reasonix.safety.permissions import (
     PermissionEngine,
     PermissionRecord,
     Rule,
-    scan_command,
-    split_command,
 )
+from reasonix.safety.shell.effects import effects
 from reasonix.tools.registry import Tool
 from tests.support.approvals import Harness, ScriptedApprover, denied
 
@@ -162,12 +161,13 @@ def test_bad_configuration_is_reported() -> None:
 
 
 def test_split_command() -> None:
-    parts = ["a", "b", "c", "d", "e", "f", "g"]
-    assert split_command("a && b || c; d | e\nf & g") == (parts, False)
-    assert split_command("echo 'a; b' \"c && d\"") == (["echo 'a; b' \"c && d\""], False)
-    assert split_command("echo $(id)")[1] and split_command('echo "`id`"')[1]
-    assert split_command("diff <(ls a) b")[1]
-    assert not split_command("echo '$(id)'")[1]
+    line = effects("a && b || c; d | e\nf & g")
+    assert (line.parts, line.opaque) == (["a", "b", "c", "d", "e", "f", "g"], False)
+    quoted = effects("echo 'a; b' \"c && d\"")
+    assert (quoted.parts, quoted.opaque) == (["echo 'a; b' \"c && d\""], False)
+    assert effects("echo $(id)").opaque and effects('echo "`id`"').opaque
+    assert effects("diff <(ls a) b").opaque
+    assert not effects("echo '$(id)'").opaque
 
 
 @pytest.fixture
@@ -186,8 +186,8 @@ async def test_ansi_c_quote_cannot_hide_a_second_command(secret_ws: Path) -> Non
     result = await run("bash", command="echo $'\\''; touch sneaky")
     assert denied(result)
     assert not (secret_ws / "sneaky").exists()
-    assert scan_command("echo $'\\''; touch x").parts == ["echo $'\\''", "touch x"]
-    assert scan_command("echo $'a;b'").parts == ["echo $'a;b'"]
+    assert effects("echo $'\\''; touch x").parts == ["echo $'\\''", "touch x"]
+    assert effects("echo $'a;b'").parts == ["echo $'a;b'"]
 
 
 async def test_prefix_allow_rule_does_not_cover_a_redirection_into_a_file(secret_ws: Path) -> None:

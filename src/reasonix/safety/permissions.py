@@ -85,7 +85,7 @@ from reasonix.safety.patterns import (
     escape_path_pattern,
     normalize_command,
 )
-from reasonix.safety.shell.effects import Effects, effects
+from reasonix.safety.shell.effects import effects
 from reasonix.safety.shell.readers import read_only_obstacle
 from reasonix.safety.shell.rules import allow_obstacle, rule_matches
 from reasonix.terminal_text import printable
@@ -215,19 +215,6 @@ class Subject:
         """The subject for a person to read; control and bidi characters are shown escaped so
         a command cannot hide a part of itself from the one approving it."""
         return printable(" ; ".join(self.values))
-
-
-def scan_command(command: str) -> Effects:
-    """What the permission checks read of a command line (its simple commands as ``parts``,
-    whether some are hidden, whether it writes a file through a redirection)."""
-    return effects(command)
-
-
-def split_command(command: str) -> tuple[list[str], bool]:
-    """The simple commands of a line (as written) and whether some are hidden inside
-    ``$(...)``, backticks or ``<(...)``/``>(...)`` or could not be analysed."""
-    line = effects(command)
-    return line.parts, line.opaque
 
 
 def call_subject(tool: Tool, arguments: Mapping[str, Any], workspace: Path) -> Subject:
