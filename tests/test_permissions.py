@@ -94,6 +94,18 @@ async def test_deny_beats_allow_and_ask_beats_allow(ws: Path) -> None:
     assert (ws / "docs" / "guide.md").read_text() == "old guide\n"
 
 
+async def test_headless_advice_for_an_ask_rule_is_not_an_allow_rule(ws: Path) -> None:
+    # An ask rule is read before the allow rules: advising an allow rule would not help.
+    run = Harness(ws, PermissionEngine(mode="ask", ask=["bash(touch*)"]))
+    asked = await run("bash", command="touch made")
+    assert denied(asked) and "the ask rule 'bash(touch*)'" in asked.content
+    assert "[permissions] allow" not in asked.content and "interactive session" in asked.content
+    assert not (ws / "made").exists()
+    # the control: without the ask rule the same call is advised an allow rule
+    plain = await Harness(ws, PermissionEngine(mode="ask"))("bash", command="touch made")
+    assert denied(plain) and "'bash(touch made)' to [permissions] allow" in plain.content
+
+
 async def test_compound_and_hidden_commands_need_every_part_allowed(ws: Path) -> None:
     engine = PermissionEngine(mode="ask", allow=["bash(git status*)", "bash(echo *)"])
     run = Harness(ws, engine)

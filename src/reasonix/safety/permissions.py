@@ -481,11 +481,7 @@ class PermissionEngine:
                 again = _match_allow(
                     session_rules_covering(self.session_allow, tool), tool, subject
                 )
-                if (
-                    again is not None
-                    and self.rules().must_ask(tool, subject) is None
-                    and _match_any_form(self.ask, tool, subject) is None
-                ):
+                if again is not None and self.rules().must_ask(tool, subject) is None:
                     return Verdict("allow", "session", again.text)
             request = ApprovalRequest(
                 tool=tool.name,
@@ -618,19 +614,20 @@ class Rules:
     ask_checks: tuple[Callable[[Tool, Subject], str | None], ...] = ()
 
     def must_ask(self, tool: Tool, subject: Subject) -> str | None:
+        """Why the call asks whatever allow rules and the mode say (in every mode but yolo):
+        a check of ``ask_checks`` (a write to what runs code later), or an ask rule the user
+        wrote; None when neither applies. Only a person may answer it (:func:`_floor`)."""
         for check in self.ask_checks:
             reason = check(tool, subject)
             if reason is not None:
                 return reason
-        return None
+        asked = _match_any_form(self.ask, tool, subject)
+        return None if asked is None else f"the ask rule {asked.text!r}"
 
     def ask_reason(self, tool: Tool, subject: Subject, mode: Mode) -> str:
         must = self.must_ask(tool, subject)
         if must is not None:
             return f"{tool.name} needs approval ({must})"
-        asked = _match_any_form(self.ask, tool, subject)
-        if asked is not None:
-            return f"{tool.name} needs approval (rule {asked.text!r})"
         if subject.opaque:
             return f"{tool.name} needs approval (the command hides parts in $(...) or backticks)"
         if subject.redirects:
@@ -687,12 +684,9 @@ def _floor(rules: Rules, tool: Tool, subject: Subject, hook: str | None) -> str 
     """Why an ask may not go to a reviewer: a check that always asks (a write to what runs
     code later), an ask rule the user wrote, a hook that asked."""
     must = rules.must_ask(tool, subject)
-    if must is not None:
-        return must
-    asked = _match_any_form(rules.ask, tool, subject)
-    if asked is not None:
-        return f"the ask rule {asked.text!r}"
-    return "a PreToolUse hook asked" if hook == "ask" else None
+    if must is None and hook == "ask":
+        return "a PreToolUse hook asked"
+    return must
 
 
 def _decide_irreversible(
@@ -728,8 +722,6 @@ def _decide_by_rules(tool: Tool, subject: Subject, mode: Mode, rules: Rules) -> 
     if mode is Mode.YOLO:
         return Verdict("allow", "mode")
     if rules.must_ask(tool, subject) is not None:
-        return None
-    if _match_any_form(rules.ask, tool, subject) is not None:
         return None
     allowed = _match_allow(rules.allow, tool, subject)
     if allowed is not None:
