@@ -81,6 +81,22 @@ def test_an_included_file_is_read_for_what_it_names(repo: Path) -> None:
     assert repo / "githooks" in protected_paths(repo)
 
 
+def test_the_users_configuration_is_read_where_git_reads_it(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIT_CONFIG_GLOBAL replaces ~/.gitconfig for git: a relative hooks path set there points
+    # into this work tree as one in ~/.gitconfig would.
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    assert "myhooks" not in _named(repo)
+    global_config = tmp_path / "global.gitconfig"
+    global_config.write_text("[core]\n\thooksPath = myhooks\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(global_config))
+    assert _named(repo).get("myhooks") == "core.hooksPath"
+    assert "which git runs" in (protection(repo / "myhooks" / "pre-commit", repo) or "")
+
+
 def test_a_hooks_path_that_is_the_work_tree_protects_the_hook_names(repo: Path) -> None:
     _git(repo, "config", "core.hooksPath", ".")
     named = _named(repo)

@@ -40,23 +40,33 @@ def _is_git_directory(folder: Path) -> bool:
     )
 
 
+def dot_git_target(folder: Path) -> Path | None:
+    """The git folder ``folder``'s own ``.git`` stands for (None when it has none): the folder
+    itself, or for a linked worktree or a submodule the folder its ``gitdir:`` line names; a
+    ``.git`` file without one is returned as it is (it cannot be read as a repository)."""
+    dot_git = folder / ".git"
+    if dot_git.is_dir():
+        return dot_git
+    if not dot_git.is_file():
+        return None
+    try:
+        text = dot_git.read_text(errors="replace")[:4096]
+    except OSError:
+        return dot_git
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    if line.startswith("gitdir:"):
+        return Path(os.path.realpath(folder / line[len("gitdir:") :].strip()))
+    return dot_git
+
+
 def find_git_dir(start: Path) -> Path | None:
     """The git folder of the repository ``start`` is in (None outside any repository): in each
-    folder from ``start`` up, as git looks, its ``.git`` (for a linked worktree, the folder its
-    ``.git`` file names), else the folder itself when it has a git folder's layout."""
+    folder from ``start`` up, as git looks, its ``.git`` (:func:`dot_git_target`), else the
+    folder itself when it has a git folder's layout."""
     for folder in (start, *start.parents):
-        dot_git = folder / ".git"
-        if dot_git.is_dir():
-            return dot_git
-        if dot_git.is_file():
-            try:
-                text = dot_git.read_text(errors="replace")[:4096]
-            except OSError:
-                return dot_git
-            line = text.strip().splitlines()[0] if text.strip() else ""
-            if line.startswith("gitdir:"):
-                return Path(os.path.realpath(folder / line[len("gitdir:") :].strip()))
-            return dot_git
+        found = dot_git_target(folder)
+        if found is not None:
+            return found
         if _is_git_directory(folder):
             return folder
     return None
@@ -232,7 +242,9 @@ def has_hooks(git_dir: Path, names: frozenset[str] | None = None) -> bool:
 _FILTER_KEYS = re.compile(r"filter\..+\.(clean|process)|include\..+|includeif\..+|\?")
 
 
-def _user_config_files() -> list[Path]:
+def user_config_files() -> list[Path]:
+    """The user's and the system's git configuration files, where git reads them (their
+    relative paths name places in every work tree)."""
     env = os.environ
     files: list[Path] = []
     if not env.get("GIT_CONFIG_NOSYSTEM"):
@@ -257,7 +269,7 @@ def user_filter_drivers() -> bool:
     :func:`repository_obstacle`'s."""
     if os.environ.get("GIT_CONFIG_PARAMETERS") or os.environ.get("GIT_CONFIG_COUNT"):
         return True
-    for path in _user_config_files():
+    for path in user_config_files():
         try:
             if not path.is_file():
                 continue

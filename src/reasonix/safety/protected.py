@@ -44,8 +44,11 @@ from typing import Any
 
 from reasonix.safety.git_repository import (
     config_entries,
+    config_files,
+    dot_git_target,
     has_hooks,
     is_command_setting,
+    user_config_files,
 )
 
 #: Our own configuration, at a workspace root (the folders are protected at any depth for the
@@ -131,20 +134,6 @@ def _read_config(path: Path) -> str:
         return ""
 
 
-def _git_dir_at(root: Path) -> Path | None:
-    dot_git = root / ".git"
-    if dot_git.is_dir():
-        return dot_git
-    if dot_git.is_file():
-        try:
-            first = (dot_git.read_text(errors="replace")[:4096].strip().splitlines() or [""])[0]
-        except OSError:
-            return None
-        if first.startswith("gitdir:"):
-            return Path(os.path.realpath(root / first[len("gitdir:") :].strip()))
-    return None
-
-
 @dataclass
 class _GitNamed:
     """What the repository's configuration names inside ``root`` (its work tree: ``top``),
@@ -218,18 +207,16 @@ def git_named_paths(root: Path) -> list[tuple[Path, str]]:
     """The paths inside ``root`` that the repository's own configuration makes git run or
     obey, each with the setting that names it (see the module docstring); empty outside a
     repository."""
-    from reasonix.safety.git_repository import config_files
-
     # The repository may start above the workspace (a run in a subfolder): its configuration
     # still names paths inside the workspace, relative to its own work tree.
     top = next((f for f in (root, *root.parents) if os.path.lexists(f / ".git")), None)
-    git_dir = _git_dir_at(top) if top is not None else None
+    git_dir = dot_git_target(top) if top is not None else None
     if top is None or git_dir is None:
         return []
     named = _GitNamed(root, top)
     # The user's own files too: a relative core.hooksPath in ~/.gitconfig points into every
     # repository's work tree.
-    users = _user_git_configs()
+    users = user_config_files()
     queue = [*users, *config_files(git_dir)]
     seen: set[Path] = set()
     while queue and len(seen) < _MAX_INCLUDES:
@@ -243,17 +230,6 @@ def git_named_paths(root: Path) -> list[tuple[Path, str]]:
             if included is not None:
                 queue.append(included)
     return named.finish(git_dir)
-
-
-def _user_git_configs() -> list[Path]:
-    """The user's and the system's git configuration files (their relative paths name places
-    in every work tree)."""
-    home = os.path.expanduser("~")
-    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
-    files = [Path(home) / ".gitconfig", Path(xdg) / "git" / "config"]
-    if not os.environ.get("GIT_CONFIG_NOSYSTEM"):
-        files.append(Path("/etc/gitconfig"))
-    return files
 
 
 def _words(value: str) -> list[str]:
