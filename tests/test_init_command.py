@@ -39,9 +39,10 @@ async def test_init_asks_the_model_and_the_write_is_approved(
     session = await open_session(tmp_path, servers, store, approver=approver)
     try:
         reply = await answer(session, "/init", "app")
-        assert reply.turn is not None and reply.then is not None and not reply.text
+        # the closing words come with the turn's outcome (the core's), not for a frontend to ask
+        assert reply.turn is not None and reply.then is None and not reply.text
         outcome = await reply.turn(session).result()
-        then = reply.then(session)
+        then = outcome.closing
     finally:
         await session.aclose()
     assert outcome.result.text == "Wrote AGENTS.md."
@@ -69,9 +70,8 @@ async def test_an_existing_agents_md_is_refused_unless_asked_to_update(
         refused = await answer(session, "/init", "run")
         asked_before = len(ex.requests)
         update = await answer(session, "/init update", "run")
-        assert update.turn is not None and update.then is not None
-        await update.turn(session).result()
-        then = update.then(session)
+        assert update.turn is not None and update.then is None
+        then = (await update.turn(session).result()).closing
         wrong = await answer(session, "/init everything", "run")
     finally:
         await session.aclose()

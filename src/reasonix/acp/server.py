@@ -373,13 +373,12 @@ class ReasonixAcpAgent:
     ) -> schema.PromptResponse:
         session = opened.session
         sid = session.session_id
-        answer = await self._command(opened, text, images)
+        answer = await self._command(opened, text, images, typed)
         if answer is not None and answer.turn is None:
             return schema.PromptResponse(stop_reason="end_turn")
         try:
             if answer is not None and answer.turn is not None:
-                with session.typed_request(typed):  # the embedded files are data
-                    turn = answer.turn(session)
+                turn = answer.turn(session)
             else:
                 turn = session.start_turn(text, images=images, request=typed)
         except ReasonixError as exc:
@@ -399,8 +398,8 @@ class ReasonixAcpAgent:
         closing = opened.mapper.closing_usage()
         if closing is not None:
             await self._send(sid, closing)
-        if answer is not None and answer.then is not None:
-            await self._say(sid, "\n\n" + answer.then(session))
+        if outcome.closing:
+            await self._say(sid, "\n\n" + outcome.closing)
         stop = stop_reason_for(outcome.result.stop_reason, outcome.interrupted)
         if outcome.is_error:
             await self._say(sid, f"\n\nreasonix: {outcome.result.text}")
@@ -425,15 +424,20 @@ class ReasonixAcpAgent:
         )
 
     async def _command(
-        self, opened: _Open, line: str, images: tuple[ImagePart, ...] = ()
+        self,
+        opened: _Open,
+        line: str,
+        images: tuple[ImagePart, ...] = (),
+        typed: str | None = None,
     ) -> Answer | None:
         """A slash command, answered from the one table (:mod:`reasonix.app.commands`): its
-        reply is said; None when ``line`` is a task, not a command."""
+        reply is said; None when ``line`` is a task, not a command. ``typed``: the user's
+        words of the prompt (the embedded files are data to auto mode's reviewer)."""
         session = opened.session
         if not commands.is_command(session, line, "acp"):
             return None
         mode = session.mode
-        answer = await commands.answer(session, line, "acp", images=images)
+        answer = await commands.answer(session, line, "acp", images=images, request=typed)
         if session.mode != mode:
             update = schema.CurrentModeUpdate(
                 session_update="current_mode_update", current_mode_id=session.mode

@@ -5,6 +5,7 @@ table that names them."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -45,9 +46,11 @@ Starter = Callable[["AgentSession"], "Turn"]
 @dataclass(frozen=True, slots=True)
 class Answer:
     """What a command line comes to. ``text``: what to show (may be empty); ``turn``: a turn
-    to start and run (the frontend's own way); ``then``: what to show once that turn ended;
-    ``error``: the text is an argument or usage error; ``exit``: the frontend should end;
-    ``switched``: the session now shows another stored conversation (a frontend may recap)."""
+    to start and run (the frontend's own way); ``then``: what a handler says once that turn
+    ended (:func:`~reasonix.app.commands.answer` folds it into the turn, whose outcome carries
+    it as ``closing``: an Answer a frontend gets has ``then`` None); ``error``: the text is an
+    argument or usage error; ``exit``: the frontend should end; ``switched``: the session now
+    shows another stored conversation (a frontend may recap)."""
 
     text: str = ""
     turn: Starter | None = None
@@ -56,13 +59,30 @@ class Answer:
     exit: bool = False
     switched: bool = False
 
+    def closed(self) -> Answer:
+        """This answer with ``then`` folded into the turn it starts: the core says a command's
+        closing words once, in the turn's outcome, and every frontend shows that."""
+        start, then = self.turn, self.then
+        if start is None or then is None:
+            return self
+
+        def started(session: AgentSession) -> Turn:
+            turn = start(session)
+            turn.close_with(lambda: then(session))
+            return turn
+
+        return dataclasses.replace(self, turn=started, then=None)
+
 
 @dataclass(frozen=True, slots=True)
 class Context:
     """What a handler gets: the session, the argument (read per the command's ``arg``), the
     frontend asking, and what that frontend adds (its environment for ``/config``; ``prepare``
     turns a task's text into the message and its images, e.g. attaching ``@path`` mentions,
-    raising ValueError for an image that may not be sent); ``images`` came with the line."""
+    raising ValueError for an image that may not be sent); ``images`` came with the line;
+    ``request``: the user's own words when the frontend attached data after the line (piped
+    input, an editor's embedded files), for auto mode's reviewer (``request`` of
+    :meth:`~reasonix.app.session.AgentSession.start_turn`; None: the line is all theirs)."""
 
     session: AgentSession
     arg: str
@@ -70,6 +90,7 @@ class Context:
     environ: Mapping[str, str] | None = None
     prepare: Callable[[str], Prepared] | None = None
     images: tuple[ImagePart, ...] = ()
+    request: str | None = None
 
 
 Handler = Callable[[Context], Awaitable[Answer]]

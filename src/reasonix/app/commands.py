@@ -89,9 +89,10 @@ async def _plan(ctx: Context) -> Answer:
     task, found = ctx.prepare(ctx.arg) if ctx.prepare else (ctx.arg, ())
     images = (*ctx.images, *found)
 
+    # ``prepare`` attaches the @path files: the reviewer's request is the typed task
+    typed = ctx.request if ctx.request is not None else ctx.arg if ctx.prepare else None
+
     def start(session: AgentSession) -> Turn:
-        # ``prepare`` attaches the @path files: the reviewer's request is the typed task
-        typed = ctx.arg if ctx.prepare else None
         return session.start_turn(task, plan=True, images=images, request=typed)
 
     return Answer(turn=start)
@@ -453,14 +454,16 @@ async def answer(
     environ: Mapping[str, str] | None = None,
     prepare: Callable[[str], Prepared] | None = None,
     images: tuple[ImagePart, ...] = (),
+    request: str | None = None,
 ) -> Answer:
     """Answer the command ``line`` (``/name args``) for ``frontend``. An unknown command, a
     bad argument or a failure is an Answer with ``error`` set (its text says what to type);
     a local command comes back as an Answer with no text and no turn (the frontend answers
     it: :func:`command_for` says which). ``images`` came with the line: a command that runs
-    a task (``/plan``, a custom command) carries them in its turn; any other refuses them."""
-    from reasonix.errors import ReasonixError
-
+    a task (``/plan``, a custom command) carries them in its turn; any other refuses them.
+    ``request``: the user's own words when the frontend attached data to the line (see
+    :class:`Context`). A turn the answer starts says the command's closing words in its
+    outcome (``TurnOutcome.closing``)."""
     stripped = line.strip()
     name, _, arg = stripped[1:].partition(" ")
     name, arg = name.lower(), arg.strip()
@@ -470,7 +473,7 @@ async def answer(
             custom_arg = arg
 
             def start(session: AgentSession) -> Turn:
-                return session.start_command(name, custom_arg, images=images)
+                return session.start_command(name, custom_arg, images=images, request=request)
 
             return Answer(turn=start)
         return Answer(f"Unknown command /{name}; /help lists them.", error=True)
@@ -482,8 +485,14 @@ async def answer(
         return Answer(refused, error=True)
     if command.handler is None:
         return Answer()
-    context = Context(session, arg, frontend, environ, prepare, images)
+    context = Context(session, arg, frontend, environ, prepare, images, request)
+    return (await _handle(command.handler, context)).closed()
+
+
+async def _handle(handler: Handler, context: Context) -> Answer:
+    from reasonix.errors import ReasonixError
+
     try:
-        return await command.handler(context)
+        return await handler(context)
     except (ReasonixError, ValueError, OSError) as exc:
         return Answer(str(exc), error=True)

@@ -11,7 +11,6 @@ last failed check).
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -139,17 +138,13 @@ async def run_text(
         return await session.run_turn(
             text, plan=plan, plan_only=plan_only, images=images, request=request
         )
-    answer = await commands.answer(session, text, "run", images=images)
+    # what rode after the command's line (piped input) is data: ``request`` is the user's
+    answer = await commands.answer(session, text, "run", images=images, request=request)
     if answer.error:
         raise SessionError(answer.text)
     if answer.turn is None:
         return answer.text
-    with session.typed_request(request):  # what rode after the command's line is data
-        turn = answer.turn(session)
-    outcome = await turn.result()
-    if answer.then is None:
-        return outcome
-    return dataclasses.replace(outcome, closing=answer.then(session))
+    return await answer.turn(session).result()
 
 
 def reply_object(session: AgentSession, command: str, text: str) -> dict[str, Any]:

@@ -82,8 +82,10 @@ async def init_command(ctx: Context) -> Answer:
     before = _read(path)
     prompt = init_prompt(update=bool(word))
 
+    request = ctx.request  # what rode after the line (an editor's files) is data
+
     def start(session: AgentSession) -> Turn:
-        return session.start_turn(prompt)
+        return session.start_turn(prompt, request=request)
 
     def then(session: AgentSession) -> str:
         after = _read(path)

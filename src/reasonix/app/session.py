@@ -47,7 +47,7 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -161,8 +161,6 @@ class AgentSession:
         self.notices: list[str] = []
         self._goal: Goal | None = None
         self._goal_pause = False
-        #: the user's own words of a turn a command starts (:meth:`typed_request`)
-        self._typed: str | None = None
         #: the parts of the façade, by concern (see docs/architecture.md)
         self.history = SessionHistory(self)
         self.usage = SessionUsage(self)
@@ -535,8 +533,6 @@ class AgentSession:
         only those as instructions (None: all of ``text`` is the user's).
         Raises SessionError while another turn runs."""
         self._check_idle("start a turn")
-        if request is None:
-            request = self._typed
         if plan and self.mode == "plan":
             plan_only = True
         ctrl = self._controller
@@ -588,18 +584,6 @@ class AgentSession:
             result = await ctrl.run_turn(stop.reason or "Continue.", request=ctrl.turn_request)
         return result
 
-    @contextlib.contextmanager
-    def typed_request(self, words: str | None) -> Iterator[None]:
-        """Turns started inside take ``words`` as the user's own words (``request`` of
-        :meth:`start_turn`): a frontend that attached piped input or files to a slash command's
-        line starts the command's turn inside, so auto mode's reviewer reads the attachments as
-        data, not as the request. None: no change."""
-        before, self._typed = self._typed, words if words is not None else self._typed
-        try:
-            yield
-        finally:
-            self._typed = before
-
     @property
     def commands(self) -> dict[str, CustomCommand]:
         """The custom slash commands of this session (the user's, and the project's in a
@@ -618,13 +602,19 @@ class AgentSession:
         return skills_listing(self._extensions.skills)
 
     def start_command(
-        self, name: str, arguments: str = "", *, images: tuple[ImagePart, ...] = ()
+        self,
+        name: str,
+        arguments: str = "",
+        *,
+        images: tuple[ImagePart, ...] = (),
+        request: str | None = None,
     ) -> Turn:
         """Run the custom command ``/name arguments`` as a user turn: its ``!`` lines run
         first, inside the turn (through the permission engine, so approvals and interrupts
         work as for any tool call). The turn carries ``images`` and the image files its
-        ``@path`` mentions name. Raises SessionError for an unknown command or while another
-        turn runs."""
+        ``@path`` mentions name. ``request``: the user's own words when the frontend attached
+        data to the line (default: the command line itself), for auto mode's reviewer.
+        Raises SessionError for an unknown command or while another turn runs."""
         self._check_idle("run a command")
         if name not in self._extensions.commands:
             raise SessionError(f"no custom command /{name}; /help lists them")
@@ -636,7 +626,7 @@ class AgentSession:
             f"/{name} {arguments}".strip(),
         )
 
-        typed = self._typed or f"/{name} {arguments}".strip()
+        typed = request or f"/{name} {arguments}".strip()
 
         async def run() -> TurnResult:
             prompt, found = await self.expand_command_parts(name, arguments)

@@ -16,6 +16,7 @@ whose ``interrupted`` is true instead of raising.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -44,7 +45,8 @@ class TurnOutcome:
     requests: int = 0
     interrupted: bool = False
     #: what the slash command that started the turn says once it has ended (``/init``:
-    #: "AGENTS.md written: PATH"); empty for a plain turn
+    #: "AGENTS.md written: PATH"; ``/goal``: where the goal stands), computed once by the core
+    #: (:meth:`Turn.close_with`) for every frontend to show; empty for a plain turn
     closing: str = ""
 
     @property
@@ -105,6 +107,7 @@ class Turn:
         self._events: asyncio.Queue[Event | _End] = asyncio.Queue()
         self._interrupted = interrupted
         self._interrupt_requested = False
+        self._closing: Callable[[], str] | None = None
         self._task: asyncio.Task[TurnOutcome] = asyncio.get_running_loop().create_task(
             self._run(work), name=f"reasonix-turn-{number}"
         )
@@ -112,7 +115,7 @@ class Turn:
 
     async def _run(self, work: Coroutine[Any, Any, TurnOutcome]) -> TurnOutcome:
         try:
-            return await work
+            outcome = await work
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if not self._interrupt_requested or task is None:
@@ -120,7 +123,16 @@ class Turn:
             # Our own interrupt: the session is valid again (the agent closed its
             # conversation), so the turn ends with an outcome rather than an exception.
             task.uncancel()
-            return self._interrupted()
+            outcome = self._interrupted()
+        if self._closing is not None:
+            outcome = dataclasses.replace(outcome, closing=self._closing())
+        return outcome
+
+    def close_with(self, closing: Callable[[], str]) -> None:
+        """Once the turn has ended (done or interrupted), ``closing()`` is what the command
+        that started it says: the outcome's :attr:`TurnOutcome.closing`. The command table
+        sets it (:func:`reasonix.app.commands.answer`); frontends only show the outcome's."""
+        self._closing = closing
 
     def emit(self, event: Event) -> None:
         """Add an event to this turn's stream (the session routes its events here)."""

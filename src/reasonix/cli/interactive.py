@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     # prompt is on the screen (see App.main): start-up time is a feature.
     from reasonix.app.mentions import Attached
     from reasonix.app.session import AgentSession
-    from reasonix.app.turn import Turn
+    from reasonix.app.turn import Turn, TurnOutcome
     from reasonix.config import Config
     from reasonix.control.plan import Plan
     from reasonix.messages import ImagePart
@@ -867,6 +867,7 @@ class App:
             self.console.print(
                 "[yellow]Interrupted.[/yellow] The session is kept; type to continue."
             )
+            self._closing(outcome)
             return
         result = outcome.result
         spent = sum(c.cost for c in result.cost_by_role.values())
@@ -874,6 +875,7 @@ class App:
         if result.route != "executor_only":
             tail = f"{result.route} · " + tail
         self.console.print(f"[dim]── {tail}[/dim]")
+        self._closing(outcome)
         # A refusal or an unfinished plan was said once, by its notice, as the turn ended.
         revision, self._revision = self._revision, ""
         if result.stop_reason == "plan_declined" and revision:
@@ -883,6 +885,11 @@ class App:
             self.console.print(
                 "[dim]The plan is kept: /approve runs it; /plan <what to change> revises it.[/dim]"
             )
+
+    def _closing(self, outcome: TurnOutcome) -> None:
+        """What the command that started the turn says now it ended (the core's words)."""
+        if outcome.closing:
+            self.renderer.line(outcome.closing)
 
     async def approve_plan(self, plan: Plan) -> bool:
         self.renderer.end_line()
@@ -931,8 +938,6 @@ class App:
             except (ReasonixError, ValueError, OSError) as exc:  # it could not start
                 self.renderer.line(str(exc), "red")
                 return None
-            if answer.then is not None:
-                self.renderer.line(answer.then(rt))
         if answer.switched:
             self._recap()
         return None

@@ -356,18 +356,14 @@ class Dashboard:
         if answer.text and log_ is not None:
             log_.append({"kind": "command_reply", "role": "user", "text": answer.text})
         if answer.turn is not None:
-            out["turn"] = self._start(session, text, answer.turn, answer.then).number
+            out["turn"] = self._start(session, text, answer.turn).number
         return out
 
     def _start(
-        self,
-        session: AgentSession,
-        text: str,
-        start: Callable[[AgentSession], Turn],
-        then: Callable[[AgentSession], str] | None = None,
+        self, session: AgentSession, text: str, start: Callable[[AgentSession], Turn]
     ) -> Turn:
         """Start a turn (``start``) for the message ``text`` and drive it to its end; a
-        command's ``then`` is said to every tab once it ended."""
+        command's closing words (its outcome's) are said to every tab once it ended."""
         try:
             turn = start(session)
         except SessionError as exc:
@@ -376,19 +372,14 @@ class Dashboard:
         log_ = self._logs.get(session.session_id)
         if log_ is not None:
             log_.append({"kind": "user_message", "role": "user", "text": text})
-        task = asyncio.get_running_loop().create_task(self._drive(session, turn, then))
+        task = asyncio.get_running_loop().create_task(self._drive(session, turn))
         self._drivers.add(task)
         task.add_done_callback(self._drivers.discard)
         return turn
 
-    async def _drive(
-        self,
-        session: AgentSession,
-        turn: Turn,
-        then: Callable[[AgentSession], str] | None = None,
-    ) -> None:
+    async def _drive(self, session: AgentSession, turn: Turn) -> None:
         """Run the turn to its end (its events reach the page through the session's sink),
-        then say a command's ``then``."""
+        then say a command's closing words."""
         async for _ in turn:
             pass
         log_ = self._logs.get(session.session_id)
@@ -418,8 +409,8 @@ class Dashboard:
                     "requests": outcome.requests,
                 }
             )
-            if then is not None:
-                log_.append({"kind": "command_reply", "role": "user", "text": then(session)})
+            if outcome.closing:
+                log_.append({"kind": "command_reply", "role": "user", "text": outcome.closing})
 
     async def _message(self, request: Request) -> dict[str, Any]:
         sid = request.path_params["sid"]
