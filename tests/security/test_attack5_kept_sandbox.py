@@ -15,6 +15,11 @@ the supervisor, a process of the same user, so ``renice``/``taskset``/``chrt -i`
 change its nice value, CPU affinity and scheduling policy, and every later command inherits
 them (nice 19 and SCHED_IDLE for the rest of the session; an unprivileged process cannot lower
 its nice value back). Control: per call, the next command has the defaults.
+
+B5: the kernel's user keyring (and the user-session keyring) belong to the sandbox's user
+namespace, which lives as long as the kept sandbox: a key one command adds (``add_key`` into
+``@u``) is there for the next to read; the supervisor looks at files, IPC and message queues, not
+keyrings. Control: per call, a new user namespace has empty keyrings.
 """
 
 from __future__ import annotations
@@ -192,3 +197,55 @@ def test_break_a_lowered_priority_reaches_the_next_command(lab: Lab) -> None:
 def test_control_per_call_the_next_command_has_the_defaults(lab: Lab) -> None:
     look = _priority_steps(lab, REASONIX_SANDBOX="per-call")
     assert "nice=0" in look and "SCHED_OTHER" in look, look
+
+
+# -- B5: a key in the sandbox's user keyring reaches the next command ----------------------------
+
+KEYS = """import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+L, NAME = ctypes.c_long, b"reasonix-probe"
+if sys.argv[1] == "add":  # add_key("user", name, payload, KEY_SPEC_USER_KEYRING)
+    r = libc.syscall(248, b"user", NAME, b"EVIL-KEY", ctypes.c_size_t(8), L(-4))
+    print("added-key" if r > 0 else "add failed: " + os.strerror(ctypes.get_errno()))
+else:  # keyctl(KEYCTL_SEARCH, @u, "user", name), then KEYCTL_READ
+    kid = libc.syscall(250, L(10), L(-4), b"user", NAME, L(0))
+    if kid < 0:
+        print("no key:", os.strerror(ctypes.get_errno()))
+    else:
+        buf = ctypes.create_string_buffer(64)
+        n = libc.syscall(250, L(11), L(kid), buf, L(64))
+        print("key:", buf.raw[:max(n, 0)].decode())
+"""
+
+
+def _key_steps(lab: Lab, **env: str) -> str:
+    (lab.root / "keys.py").write_text(KEYS)
+    outcome = lab.attack(
+        [
+            Attack("add", "bash", {"command": "python3 keys.py add"}),
+            Attack("read", "bash", {"command": "python3 keys.py read"}),
+        ],
+        "--mode",
+        "yolo",
+        env=lab.env(**env) if env else None,
+    )
+    assert outcome.proc.returncode == 0, outcome.proc.stdout[-2000:]
+    added, read = outcome.results
+    assert "added-key" in added, added
+    return read
+
+
+@needs_x86_64
+@pytest.mark.xfail(
+    strict=True, reason="attacker5 B5: the sandbox's keyrings outlive the command that filled them"
+)
+def test_break_a_key_does_not_reach_the_next_command(lab: Lab) -> None:
+    read = _key_steps(lab)
+    assert "EVIL-KEY" not in read, f"the next command read the key: {read}"
+
+
+@needs_x86_64  # the syscall numbers
+def test_control_per_call_the_keyring_is_empty(lab: Lab) -> None:
+    read = _key_steps(lab, REASONIX_SANDBOX="per-call")
+    assert "no key" in read and "EVIL-KEY" not in read, read
