@@ -592,8 +592,9 @@ class App:
         # it starts) opens in the background while the user types the first task, which waits
         # for it only if it is not ready yet (so the first request has every tool).
         self._header()
+        # Both start once the first frame is drawn (the task runs when the prompt first waits
+        # for a key): a thread importing beside the prompt would take the GIL from its drawing.
         self._opening = asyncio.create_task(self._open())
-        _warm_up_imports()
         try:
             while not self._quit_now:
                 self.arm_interrupt()
@@ -665,6 +666,7 @@ class App:
         session; then show the banner above the prompt. A failure ends the prompt."""
         import importlib
 
+        _warm_up_imports()
         try:
             mod = await asyncio.to_thread(importlib.import_module, "reasonix.app.session")
             picker = await asyncio.to_thread(importlib.import_module, "reasonix.cli.picker")

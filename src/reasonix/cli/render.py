@@ -17,34 +17,36 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
-from reasonix.events import (
-    CacheMissExplained,
-    ErrorEvent,
-    Event,
-    GateDecided,
-    NoticeEvent,
-    PlanApproval,
-    PlanFailed,
-    PlanProduced,
-    ReasoningDeltaEvent,
-    ReplanTriggered,
-    RetryEvent,
-    ReviewVerdict,
-    StepCompleted,
-    TextDeltaEvent,
-    ToolCallEvent,
-    ToolResultEvent,
-    TurnEnded,
-    TurnStarted,
-)
 from reasonix.terminal_text import printable, terminal_safe
 from reasonix.tools.limits import ArgumentsRejected, parse_arguments
+
+if TYPE_CHECKING:
+    # The event types load with the session, after the interactive prompt (which builds the
+    # renderer) is drawn: the handlers below are typed by them, and chosen by kind.
+    from reasonix.events import (
+        CacheMissExplained,
+        ErrorEvent,
+        Event,
+        GateDecided,
+        NoticeEvent,
+        PlanApproval,
+        PlanFailed,
+        PlanProduced,
+        ReplanTriggered,
+        RetryEvent,
+        ReviewVerdict,
+        StepCompleted,
+        ToolCallEvent,
+        ToolResultEvent,
+        TurnEnded,
+        TurnStarted,
+    )
 
 _DIFF_LINES = 40
 _ERROR_LINES = 6
@@ -318,6 +320,8 @@ class TerminalRenderer:
     # -- events ------------------------------------------------------------------------------------
 
     def emit(self, event: Event) -> None:
+        from reasonix.events import ReasoningDeltaEvent, TextDeltaEvent
+
         if isinstance(event, ReasoningDeltaEvent):
             self._reasoning_delta(event.role, event.text)
             return
@@ -346,17 +350,14 @@ class TerminalRenderer:
             label = printable(f"── {role}" + (f" · {model}" if model else "") + " ")
             self.line(Text(label, style="bold cyan" if role == "planner" else "bold green"))
 
-    def _on_turn_started(self, event: Any) -> None:
-        assert isinstance(event, TurnStarted)
+    def _on_turn_started(self, event: TurnStarted) -> None:
         self._role_header(event.role)
 
-    def _on_gate_decided(self, event: Any) -> None:
-        assert isinstance(event, GateDecided)
+    def _on_gate_decided(self, event: GateDecided) -> None:
         if event.route != "executor_only":
             self.line(f"planner gate: {event.route} ({event.reason})", "dim")
 
-    def _on_tool_call(self, event: Any) -> None:
-        assert isinstance(event, ToolCallEvent)
+    def _on_tool_call(self, event: ToolCallEvent) -> None:
         self._role_header(event.role)
         text = Text("● ", style="yellow")
         summary = summarize_call(event)
@@ -364,8 +365,7 @@ class TerminalRenderer:
         text.append(summary, style="bold")
         self.line(text)
 
-    def _on_tool_result(self, event: Any) -> None:
-        assert isinstance(event, ToolResultEvent)
+    def _on_tool_result(self, event: ToolResultEvent) -> None:
         call = self._calls.pop(event.call_id, event.name)
         self.results.append((call, event.content, event.is_error))
         number = len(self.results)
@@ -446,8 +446,7 @@ class TerminalRenderer:
         out.rstrip()
         self.line(out)
 
-    def _on_plan_produced(self, event: Any) -> None:
-        assert isinstance(event, PlanProduced)
+    def _on_plan_produced(self, event: PlanProduced) -> None:
         # Loaded on first plan: markdown parsing costs ~50 ms of start-up otherwise.
         from rich.panel import Panel
 
@@ -459,44 +458,36 @@ class TerminalRenderer:
         self.console.print(Panel(markdown(text), title=title, border_style="cyan"))
         self._at_line_start = True
 
-    def _on_plan_failed(self, event: Any) -> None:
-        assert isinstance(event, PlanFailed)
+    def _on_plan_failed(self, event: PlanFailed) -> None:
         self.line(f"planning failed: {event.reason}", "yellow")
 
-    def _on_plan_approval(self, event: Any) -> None:
-        assert isinstance(event, PlanApproval)
+    def _on_plan_approval(self, event: PlanApproval) -> None:
         self.line(f"plan {'approved' if event.approved else 'not approved'}: {event.reason}", "dim")
 
-    def _on_replan_triggered(self, event: Any) -> None:
-        assert isinstance(event, ReplanTriggered)
+    def _on_replan_triggered(self, event: ReplanTriggered) -> None:
         self.line(f"re-planning (round {event.round}): {event.reason}", "yellow")
 
-    def _on_step_completed(self, event: Any) -> None:
-        assert isinstance(event, StepCompleted)
+    def _on_step_completed(self, event: StepCompleted) -> None:
         if event.accepted:
             self.line(Text(f"✓ step {printable(str(event.step))} completed", style="green"))
         else:
             reason = printable(event.reason[:160])
             self.line(Text(f"✗ step {printable(str(event.step))} not accepted: {reason}", "yellow"))
 
-    def _on_notice(self, event: Any) -> None:
-        assert isinstance(event, NoticeEvent)
+    def _on_notice(self, event: NoticeEvent) -> None:
         if event.code == "mcp_starting":  # progress, not a problem
             self.line(event.message, "dim")
             return
         self.line(f"note: {event.message}", "yellow")
 
-    def _on_review_verdict(self, event: Any) -> None:
-        assert isinstance(event, ReviewVerdict)
+    def _on_review_verdict(self, event: ReviewVerdict) -> None:
         style = {"allow": "green", "deny": "red"}.get(event.decision, "yellow")
         self.line(printable(event.line()), style)
 
-    def _on_error(self, event: Any) -> None:
-        assert isinstance(event, ErrorEvent)
+    def _on_error(self, event: ErrorEvent) -> None:
         self.line(f"error ({event.error_type}): {event.message}", "bold red")
 
-    def _on_retry(self, event: Any) -> None:
-        assert isinstance(event, RetryEvent)
+    def _on_retry(self, event: RetryEvent) -> None:
         self.line(
             f"retrying (attempt {event.attempt}) in {event.delay:.1f}s: {event.reason}", "dim"
         )
@@ -506,8 +497,7 @@ class TerminalRenderer:
         chars = getattr(event, "partial_chars", 0)
         self.line(f"↺ the answer broke off: the {chars} characters above are withdrawn", "yellow")
 
-    def _on_cache_miss_explained(self, event: Any) -> None:
-        assert isinstance(event, CacheMissExplained)
+    def _on_cache_miss_explained(self, event: CacheMissExplained) -> None:
         what = ", ".join(event.changed)
         self.line(f"cache miss ({event.role}): {what}. {event.detail}".strip(), "dim")
 
@@ -521,8 +511,7 @@ class TerminalRenderer:
         else:
             self.line(f"compaction skipped: {reason}", "dim")
 
-    def _on_turn_ended(self, event: Any) -> None:
-        assert isinstance(event, TurnEnded)
+    def _on_turn_ended(self, event: TurnEnded) -> None:
         self._newline()
         if event.reason == "cancelled":
             self.line("interrupted", "yellow")

@@ -19,22 +19,14 @@ import io
 import shutil
 import time
 from collections.abc import Callable
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from rich.cells import cell_len
 
-from reasonix.events import (
-    CompactionEvent,
-    Event,
-    NoticeEvent,
-    ReasoningDeltaEvent,
-    TextDeltaEvent,
-    ToolCallEvent,
-    ToolResultEvent,
-    TurnStarted,
-    UsageEvent,
-)
 from reasonix.terminal_text import printable
+
+if TYPE_CHECKING:
+    from reasonix.events import Event
 
 __all__ = ["LiveStatus", "StatusFile", "fit", "format_tokens"]
 
@@ -91,6 +83,19 @@ class LiveStatus:
 
     def observe(self, event: Event) -> None:
         """Update from one event of the running turn."""
+        # The event types load with the session (after the prompt is drawn), not with this
+        # module, which the prompt needs.
+        from reasonix.events import (
+            CompactionEvent,
+            NoticeEvent,
+            ReasoningDeltaEvent,
+            TextDeltaEvent,
+            ToolCallEvent,
+            ToolResultEvent,
+            TurnStarted,
+            UsageEvent,
+        )
+
         role = event.role
         if isinstance(event, TurnStarted | ReasoningDeltaEvent | TextDeltaEvent) and role in (
             "executor",

@@ -10,9 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from reasonix.errors import UnknownModelError
-from reasonix.messages import Usage
+
+if TYPE_CHECKING:
+    from reasonix.messages import Usage
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,20 +40,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reasonix.errors import SessionStoreError
-from reasonix.events import Event, ToolCharged, UsageEvent, UsageSource, charge_source
-from reasonix.messages import (
-    AssistantMessage,
-    Message,
-    ToolMessage,
-    Usage,
-    message_from_dict,
-    message_to_dict,
-)
 from reasonix.redaction import redact, redact_value
 from reasonix.store.private import private_dir, private_file, tighten_existing
+
+if TYPE_CHECKING:
+    # The interactive prompt opens the store before it is drawn; the message and event types
+    # (about 40 dataclasses) load with the session, after it: each method that reads or writes
+    # them imports them.
+    from reasonix.events import Event, UsageSource
+    from reasonix.messages import Message, Usage
 
 DATA_DIR_ENV = "REASONIX_DATA_DIR"
 DB_FILE = "sessions.db"
@@ -534,6 +532,8 @@ class SessionStore:
 
         Storing the same message at the same seq again is a no-op; a different one is refused.
         """
+        from reasonix.messages import message_to_dict
+
         data = _dump(redact_value(message_to_dict(message)))
         with self._op("append a message") as conn:
             conn.execute("BEGIN IMMEDIATE")
@@ -559,6 +559,8 @@ class SessionStore:
 
     def load_messages(self, session_id: str, agent: str) -> list[Message]:
         """``agent``'s messages in seq order, exactly as they were appended."""
+        from reasonix.messages import message_from_dict
+
         with self._op("load messages") as conn:
             rows = conn.execute(
                 "SELECT data FROM messages WHERE session_id = ? AND agent = ? ORDER BY seq",
@@ -610,6 +612,8 @@ class SessionStore:
     def load_archived(self, session_id: str, agent: str) -> list[tuple[str, Message]]:
         """Messages rewrites removed from ``agent``'s live session, oldest first, each with the
         reason it was archived."""
+        from reasonix.messages import message_from_dict
+
         with self._op("load archived messages") as conn:
             rows = conn.execute(
                 "SELECT reason, data FROM archived_messages WHERE session_id = ? AND agent = ? "
@@ -704,6 +708,8 @@ class SessionStore:
                     (session_id,),
                 ).fetchall()
             )
+        from reasonix.messages import Usage
+
         return {
             str(r[0]): UsageTotal(
                 Usage(int(r[1]), int(r[2]), int(r[3]), int(r[4]), int(r[5])),
@@ -724,6 +730,8 @@ class SessionStore:
 
     def export_json(self, session_id: str) -> dict[str, Any]:
         """The whole session as plain JSON-ready data."""
+        from reasonix.messages import message_to_dict
+
         info = self.get_session(session_id)
         if info is None:
             raise SessionStoreError(f"no session {session_id!r} in {self.path}")
@@ -764,6 +772,8 @@ class SessionStore:
 
     def export_markdown(self, session_id: str) -> str:
         """A readable transcript: per agent, each message with reasoning and tool calls."""
+        from reasonix.messages import message_from_dict
+
         data = self.export_json(session_id)
         info = data["session"]
         out = [f"# {info['title'] or 'Session ' + info['id']}", ""]
@@ -881,6 +891,8 @@ def _fence(text: str, info: str = "") -> list[str]:
 
 
 def _markdown_message(message: Message) -> list[str]:
+    from reasonix.messages import AssistantMessage, ToolMessage
+
     if isinstance(message, AssistantMessage):
         lines = ["### assistant"]
         if message.reasoning_content:
@@ -913,6 +925,9 @@ class StoreSink:
         self.session_id = session_id
 
     def emit(self, event: Event) -> None:
+        from reasonix.events import ToolCharged, UsageEvent, charge_source
+        from reasonix.messages import Usage
+
         if event.kind in self.SKIPPED:
             return
         self.store.record_event(self.session_id, event)

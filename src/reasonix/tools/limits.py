@@ -25,10 +25,14 @@ import re
 import weakref
 from collections.abc import Collection
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reasonix.errors import ProviderError
-from reasonix.messages import AssistantMessage, Message, ToolCall
+
+if TYPE_CHECKING:
+    # The interactive prompt imports this module (to summarise calls) before it is drawn: the
+    # message types load with the session, after it.
+    from reasonix.messages import AssistantMessage, Message, ToolCall
 
 
 class RequestTooLargeError(ProviderError):
@@ -218,6 +222,8 @@ class StepBudget:
 def request_chars(messages: tuple[Message, ...] | list[Message]) -> int:
     """The text ``messages`` carry (contents, reasoning, call arguments), in characters:
     a cheap measure of a request's size, taken before every request."""
+    from reasonix.messages import AssistantMessage
+
     total = 0
     for m in messages:
         total += len(m.content)
