@@ -7,6 +7,10 @@ from the end-of-turn record, and the rewind keeps the job's bytes, telling the u
 agent's work; your version is kept". The job stands in for any delayed write the agent starts
 (``sleep 5; ...``); here it waits for a signal file so the order is certain, not timed.
 Control: the same write made in the turn itself is rewound (the user's version comes back).
+
+Fixed (fix5): a rewind stops the jobs the rewound turns started first, names a file that
+changed while a job ran ("changed while job-1 (started in turn 1) ran") instead of calling it the
+user's, and ``/rewind --force PATH`` puts it back.
 """
 
 from __future__ import annotations
@@ -57,9 +61,9 @@ def _wait(condition: object, what: str) -> None:
         time.sleep(0.05)
 
 
-def _turn_then_rewind(w: Work, first: Reply) -> str:
+def _turn_then_rewind(w: Work, first: Reply, *more: str) -> list[str]:
     """Turn 1 makes ``first`` call; after the turn ended the signal file appears (a delayed job
-    writes then); then ``/rewind``. Returns the rewind's answer."""
+    writes then); then ``/rewind`` and the ``more`` inputs. Returns the answers of these."""
     w.ex.push(first, Reply.text("started"))
     argv = ["run", "--no-planner", "--mode", "yolo", "--input-format", "stream-json"]
     argv += ["--output-format", "stream-json"]
@@ -81,31 +85,38 @@ def _turn_then_rewind(w: Work, first: Reply) -> str:
                 break
         (w.root / "go").write_text("")
         _wait(lambda: "the user" not in (w.root / "app.py").read_text(), "app.py was not written")
-        out, _ = proc.communicate(json.dumps({"text": "/rewind"}) + "\n", timeout=120)
+        inputs = "".join(json.dumps({"text": t}) + "\n" for t in ("/rewind", *more))
+        out, _ = proc.communicate(inputs, timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
     results = [json.loads(x) for x in out.splitlines() if x.startswith('{"type": "result"')]
-    assert results, out[-2000:]
-    answer: str = results[-1]["result"]
-    return answer
+    assert len(results) == 1 + len(more), out[-2000:]
+    return [str(r["result"]) for r in results]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="B8: a rewind keeps what the agent's own background job wrote after the turn and "
-    "calls it the user's version (attacks4.md)",
-)
 def test_break_a_rewind_undoes_or_names_the_agents_delayed_write(work: Work) -> None:
     job = Reply.call("bash", {"command": DELAYED, "run_in_background": True})
-    answer = _turn_then_rewind(work, job)
+    (answer,) = _turn_then_rewind(work, job)
     restored = (work.root / "app.py").read_text() == USERS
     named = "job-1" in answer and "your version is kept" not in answer
     assert restored or named, answer
 
 
+def test_the_rewind_stops_the_turns_job_and_force_puts_the_file_back(work: Work) -> None:
+    """Fix of B8: the rewound turn's job is stopped before the files are put back, the file it
+    changed is named with it, and ``/rewind --force app.py`` puts the user's version back."""
+    job = Reply.call("bash", {"command": DELAYED, "run_in_background": True})
+    answer, forced = _turn_then_rewind(work, job, "/rewind --force app.py")
+    assert "Stopped job-1 (started in turn 1)" in answer, answer
+    assert "changed while job-1 (started in turn 1) ran" in answer, answer
+    assert "/rewind --force app.py" in answer, answer
+    assert (work.root / "app.py").read_text() == USERS, forced
+    assert "Restored app.py" in forced, forced
+
+
 def test_control_the_same_write_in_the_turn_is_rewound(work: Work) -> None:
     write = Reply.call("bash", {"command": "printf 'EVIL\\n' > app.py"})
-    answer = _turn_then_rewind(work, write)
+    (answer,) = _turn_then_rewind(work, write)
     assert (work.root / "app.py").read_text() == USERS, answer

@@ -168,7 +168,13 @@ async def _undo(ctx: Context) -> Answer:
 
 
 async def _rewind(ctx: Context) -> Answer:
-    return _reply(ctx.session.history.rewind(int(ctx.arg) if ctx.arg else None))
+    """``/rewind``, ``/rewind TURN``, ``/rewind --force PATH...``."""
+    word, _, rest = (ctx.arg or "").strip().partition(" ")
+    if word == "--force" and rest.strip():
+        return _reply(ctx.session.history.force(rest))
+    if rest.strip() or (word and not word.isdigit()):
+        return Answer(f"Usage: /rewind [TURN] | --force PATH... (not {ctx.arg!r})", error=True)
+    return _reply(ctx.session.history.rewind(int(word) if word else None))
 
 
 async def _turns(ctx: Context) -> Answer:
@@ -345,11 +351,11 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "rewind",
-        "[TURN]",
-        "undo the last turn (or TURN and after): files and talk",
+        "[TURN] | --force PATH...",
+        "undo the last turn (or TURN and after): files and talk; --force PATH: right after, "
+        "put back a file it left alone",
         _rewind,
-        arg="number",
-        hint="TURN is a number from /turns",
+        arg="optional",
     ),
     Command("turns", "", "the turns of this session (for /rewind)", _turns),
     Command(

@@ -40,9 +40,22 @@ class SessionHistory:
         """Undo user turn ``turn`` and everything after it (default: the last turn): restore
         the files the tools changed and cut both conversations back to where it started."""
         self._s._check_idle("rewind")
-        text = rewind_turn(self._s._controller, self._s._checkpoints, self._s._record, turn)
+        s = self._s
+        text = rewind_turn(s._controller, s._checkpoints, s._record, turn, s.jobs)
         self._s._events.last_prompt.clear()  # the context shrank: no stale figure in a status line
         return text
+
+    def force(self, paths: str) -> str:
+        """``/rewind --force PATH...`` (``paths`` in shell quoting): right after a rewind, put
+        the files it left alone back to the version it went to, over what is there now."""
+        import shlex
+
+        self._s._check_idle("rewind")
+        try:
+            names = shlex.split(paths)
+        except ValueError as exc:
+            return f"Cannot read the paths {paths!r}: {exc}. Nothing was changed."
+        return str(self._s._checkpoints.force(names))
 
     def undo(self, steps: int = 1) -> str:
         """Undo the last ``steps`` steps that may have changed files (``/undo``): the files go

@@ -8,16 +8,24 @@ the store mirrors), clears the todo list, and records the shortened list of mark
 restores the snapshot before the first undone step and cuts the executor's conversation before
 the model step that made it, closing it with a note so the model knows. What a compaction
 folded into its summary can no longer be cut out; the answer says so and changes nothing.
+
+The session's background jobs write outside its steps: a rewind first stops the jobs the
+rewound turns started (nothing of theirs writes after it), and a file that changed while any
+job ran is left alone and named with the job (it may be the job's work or the user's), with
+``/rewind --force PATH`` to put it back.
 """
 
 from __future__ import annotations
 
-from reasonix.app.persistence import SessionRecord
+from collections.abc import Sequence
+
+from reasonix.app.persistence import SessionRecord, TurnMark
 from reasonix.control import Controller
 from reasonix.messages import AssistantMessage
-from reasonix.safety.checkpoints import CheckpointManager
+from reasonix.safety.checkpoints import Busy, CheckpointManager
+from reasonix.tools.builtin.jobs import JobInfo, JobTable
 
-__all__ = ["UNDONE_STEP", "rewind_turn", "undo_steps"]
+__all__ = ["UNDONE_STEP", "job_windows", "rewind_turn", "undo_steps"]
 
 #: What the executor's conversation says in place of the steps the user undid.
 UNDONE_STEP = (
@@ -31,8 +39,10 @@ def rewind_turn(
     checkpoints: CheckpointManager,
     record: SessionRecord,
     turn: int | None = None,
+    jobs: JobTable | None = None,
 ) -> str:
-    """Rewind to before ``turn`` (default: the last one); returns what happened, for the user."""
+    """Rewind to before ``turn`` (default: the last one); returns what happened, for the user.
+    The running ``jobs`` those turns started are stopped first."""
     marks = record.marks
     if not marks:
         return "Nothing to rewind: no turn has run in this session."
@@ -48,7 +58,14 @@ def rewind_turn(
             f"since, and that turn now lives only in its summary. Nothing was changed.{can}"
         )
     label = f"before turn {target.turn}"
-    lines = [str(checkpoints.rewind(target.agent_turn + 1, label=label))]
+    lines = []
+    busy: list[Busy] = []
+    if jobs is not None:
+        ours = [j.id for j in jobs.running() if j.turn > target.agent_turn]
+        for info in jobs.stop_now(ours):
+            lines.append(f"Stopped {info.id} (started in turn {_user_turn(marks, info)}) first.")
+        busy = job_windows(jobs.snapshot(), marks)
+    lines.append(str(checkpoints.rewind(target.agent_turn + 1, label=label, busy=busy)))
     ex = controller.executor.session
     ex.rewrite(ex.snapshot()[: target.executor_len], reason="rewind")
     if controller.planner is not None:
@@ -61,6 +78,19 @@ def rewind_turn(
         "continues from there."
     )
     return "\n".join(line for line in lines if line)
+
+
+def job_windows(jobs: Sequence[JobInfo], marks: Sequence[TurnMark]) -> list[Busy]:
+    """When each background job of the session ran, named for the user."""
+    return [
+        Busy(f"{j.id} (started in turn {_user_turn(marks, j)})", j.started_at, j.ended_at)
+        for j in jobs
+    ]
+
+
+def _user_turn(marks: Sequence[TurnMark], job: JobInfo) -> int:
+    """The user turn in which the executor turn ``job.turn`` ran (0: before any mark)."""
+    return max((m.turn for m in marks if m.agent_turn < job.turn), default=0)
 
 
 def undo_steps(

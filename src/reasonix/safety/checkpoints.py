@@ -102,6 +102,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CHECKPOINTS_KEY",
     "DEFAULT_EXCLUDE",
+    "Busy",
     "CheckpointManager",
     "FileChange",
     "RewindResult",
@@ -207,6 +208,20 @@ class FileChange:
 
 
 @dataclass(frozen=True, slots=True)
+class Busy:
+    """Something of the agent's that could write files outside its steps (a background job):
+    its name for the user (``job-1 (started in turn 1)``) and when it ran (wall clock; ``end``
+    None: still running). A rewind does not call what changed while it ran the user's."""
+
+    name: str
+    start: float
+    end: float | None = None
+
+    def overlaps(self, start: float, end: float) -> bool:
+        return self.start <= end and (self.end is None or self.end >= start)
+
+
+@dataclass(frozen=True, slots=True)
 class RewindResult:
     """What a rewind or an undo did to the files; ``text`` is the summary shown to the user."""
 
@@ -221,6 +236,9 @@ class RewindResult:
     text: str = ""
     #: Paths changed or created by someone else since the agent's last snapshot: left alone.
     kept: tuple[str, ...] = ()
+    #: Of those, the ones that changed while something of the agent's ran (:class:`Busy`):
+    #: (path, what ran), left alone too but not called the user's.
+    held: tuple[tuple[str, str], ...] = ()
 
     def __str__(self) -> str:
         return self.text
@@ -716,7 +734,11 @@ def _names(items: Sequence[str]) -> str:
 
 
 def _done_lines(
-    r: _Restorer, renamed: list[tuple[str, str]], recreated: list[str], removed: list[str]
+    r: _Restorer,
+    renamed: list[tuple[str, str]],
+    recreated: list[str],
+    removed: list[str],
+    held: Mapping[str, str] | None = None,
 ) -> list[str]:
     """The lines of a rewind's summary that say what it changed, or that nothing differed."""
     lines = []
@@ -730,14 +752,48 @@ def _done_lines(
         lines.append(f"Removed {_names(removed)} (created since).")
     if r.modes:
         lines.append(f"Restored the permissions of {_names(r.modes)}.")
-    if r.kept:
+    held = held or {}
+    theirs = [n for n in r.kept if n not in held]
+    if theirs:
         lines.append(
-            f"Left alone {_names(r.kept)}: changed or created since the agent's last "
+            f"Left alone {_names(theirs)}: changed or created since the agent's last "
             "snapshot, so not the agent's work; your version is kept."
+        )
+    for who in sorted(set(held.values())):
+        names = sorted(n for n, w in held.items() if w == who)
+        lines.append(
+            f"Left alone {_names(names)}: changed while {who} ran, so maybe the job's work, "
+            f"maybe yours; not restored. `/rewind --force {' '.join(map(_quoted, names))}` "
+            "puts back the version this rewind went to."
         )
     if not (lines or r.failed):
         lines.append("No file differed from the snapshot.")
     return lines
+
+
+def _held(windows: Mapping[str, list[tuple[float, float]]], busy: Sequence[Busy]) -> dict[str, str]:
+    """The paths that changed while something of the agent's ran: path -> the names of what
+    ran then (its changes cannot be told from someone else's)."""
+    out = {}
+    for name, spans in windows.items():
+        who = [b.name for b in busy if any(b.overlaps(a, z) for a, z in spans)]
+        if who:
+            out[name] = " and ".join(who)
+    return out
+
+
+def _inside(path: str, workspace: Path) -> str | None:
+    """``path`` (relative to the workspace, or absolute) as a name inside it; None outside."""
+    full = Path(os.path.normpath(workspace / path))
+    if not full.is_relative_to(workspace) or full == workspace:
+        return None
+    return full.relative_to(workspace).as_posix()
+
+
+def _quoted(name: str) -> str:
+    import shlex
+
+    return shlex.quote(name)
 
 
 def _listed(lead: str, reasons: Mapping[str, str]) -> str:
@@ -1007,10 +1063,11 @@ class CheckpointManager:
 
     # -- rewinding -----------------------------------------------------------------------------
 
-    def rewind(self, turn: int, *, label: str = "") -> RewindResult:
+    def rewind(self, turn: int, *, label: str = "", busy: Sequence[Busy] = ()) -> RewindResult:
         """Put the files back to how they were before executor turn ``turn``'s first step
         (turns after it included), and forget the steps from there on. ``label`` names the
-        point in the summary (default ``before turn <turn>``)."""
+        point in the summary (default ``before turn <turn>``); ``busy``: what of the agent's
+        ran outside its steps (what changed meanwhile is left alone and named)."""
         with self._lock:
             first = next((s for s in self.steps() if s.turn >= turn), None)
             if first is None:
@@ -1018,7 +1075,51 @@ class CheckpointManager:
                 if not self.enabled:
                     text = "Snapshots are off ([checkpoints] enabled = false); files unchanged."
                 return RewindResult(turn, text=text)
-            return self._rewind_to(first, label or f"before turn {turn}")
+            return self._rewind_to(first, label or f"before turn {turn}", busy)
+
+    def force(self, paths: Sequence[str]) -> RewindResult:
+        """``/rewind --force PATH``: right after a rewind, put ``paths`` back to the version
+        that rewind went to, over what is there now (the rewind left them alone: changed while
+        a job ran, or too large for a snapshot). The files as they are now go into the store
+        first, as for any rewind."""
+        with self._lock:
+            entries = [e for e in self._entries() if e.kind in ("step", "after", "rewind")]
+            if len(entries) < 2 or (entries[-2].kind, entries[-1].kind) != ("rewind", "after"):
+                return RewindResult(
+                    0,
+                    text="Nothing to force: --force PATH works right after a rewind (before the "
+                    "next step), on the files it left alone. Nothing was changed.",
+                )
+            names = set()
+            for path in paths:
+                name = _inside(path, self.workspace)
+                if name is None:
+                    return RewindResult(0, text=f"{path} is not inside the workspace.")
+                names.add(name)
+            return self._force(entries[-1], names)
+
+    def _force(self, target: Step, names: set[str]) -> RewindResult:
+        try:
+            self._prepare()
+            with self._store.locked():
+                wanted = self._store.load(target.commit)
+                now_commit = self._store.snapshot()
+                current = self._store.load(now_commit)
+                if wanted is None or current is None:
+                    return RewindResult(0, text="The snapshot is gone (pruned); files unchanged.")
+                self._append(target.turn, "", "rewind", target.detail, now_commit, "rewind")
+                from reasonix.safety.snapshot_restore import _Restorer
+
+                probe = _Restorer(self._store, wanted, current)
+                others = probe.differing() - names
+                restorer = _Restorer(self._store, wanted, current, others, force=names)
+                restorer.run()
+                restorer.kept = []  # left alone because not named, not as someone else's
+                self._append(target.turn, "", "after", target.detail, target.commit, "after")
+                self._store.set_refs({"refs/last": now_commit})
+        except (OSError, _GitError, subprocess.SubprocessError) as exc:
+            return RewindResult(target.turn, text=f"Putting the files back failed: {exc}")
+        return self._result(target, target.detail, restorer, [])
 
     def undo(self, count: int = 1) -> RewindResult:
         """Put the files back to how they were before the last ``count`` steps that changed
@@ -1080,14 +1181,15 @@ class CheckpointManager:
             except (OSError, _GitError, subprocess.SubprocessError) as exc:
                 self.last_error = f"the snapshot at the end of the turn failed: {exc}"
 
-    def _agent_state(self) -> _Snapshot | None:
-        """The files as the agent last left them: the latest ``after`` record, or when a step
-        came after it (a turn cut short before its end was recorded) that step's snapshot, so
-        what changed since is treated as someone else's. None: no record at all."""
+    def _agent_state(self) -> tuple[_Snapshot | None, float]:
+        """The files as the agent last left them, and when: the latest ``after`` record, or
+        when a step came after it (a turn cut short before its end was recorded) that step's
+        snapshot, so what changed since is treated as someone else's. None: no record at
+        all."""
         entries = [e for e in self._entries() if e.kind in ("step", "after")]
         if not entries:
-            return None
-        return self._store.load(entries[-1].commit)
+            return None, 0.0
+        return self._store.load(entries[-1].commit), entries[-1].time
 
     def _foreign(self, agent: _Snapshot | None, current: _Snapshot) -> set[str]:
         """Paths whose current content, type or permissions differ from the agent's last
@@ -1100,23 +1202,25 @@ class CheckpointManager:
                 names.add(name)
         return names
 
-    def _changed_between_turns(self, seq: int) -> set[str]:
+    def _changed_between_turns(self, seq: int) -> dict[str, list[tuple[float, float]]]:
         """Paths someone else changed between two of the agent's turns from record ``seq`` on:
         those that differ between a turn's ``after`` record and the next step's snapshot. A
         rewind over several turns leaves them alone, as it does what changed since the last
         turn (the user's edit between turn 1 and turn 2 matched turn 2's record and would
-        otherwise be overwritten by turn 1's snapshot)."""
+        otherwise be overwritten by turn 1's snapshot). Each with when it changed (between
+        which two records)."""
         entries = [e for e in self._entries() if e.kind in ("step", "after") and e.seq >= seq]
-        names: set[str] = set()
+        names: dict[str, list[tuple[float, float]]] = {}
         for left, right in itertools.pairwise(entries):
             if left.kind != "after" or right.kind != "step" or left.commit == right.commit:
                 continue
             before, after = self._store.load(left.commit), self._store.load(right.commit)
             if before is not None and after is not None:
-                names |= self._foreign(before, after)
+                for name in self._foreign(before, after):
+                    names.setdefault(name, []).append((left.time, right.time))
         return names
 
-    def _rewind_to(self, target: Step, label: str) -> RewindResult:
+    def _rewind_to(self, target: Step, label: str, busy: Sequence[Busy] = ()) -> RewindResult:
         if not label:
             label = f"before step {target.seq} ({target.describe()})"
         try:
@@ -1128,14 +1232,18 @@ class CheckpointManager:
                         target.turn,
                         text=f"The snapshot {label} is gone (pruned); files unchanged.",
                     )
-                agent = self._agent_state()
+                agent, since = self._agent_state()
                 now_commit = self._store.snapshot()
                 current = self._store.load(now_commit)
                 assert current is not None
                 # The files as they are now stay in the store (a rewind's record and its ref),
                 # so even what the rewind replaces can be had back.
                 self._append(target.turn, "", "rewind", label, now_commit, "rewind")
-                foreign = self._foreign(agent, current) | self._changed_between_turns(target.seq)
+                windows = self._changed_between_turns(target.seq)
+                for name in self._foreign(agent, current):
+                    windows.setdefault(name, []).append((since, time.time()))
+                foreign = set(windows)
+                held = _held(windows, busy)
                 from reasonix.safety.snapshot_restore import _Restorer
 
                 restorer = _Restorer(self._store, wanted, current, foreign)
@@ -1149,7 +1257,7 @@ class CheckpointManager:
                 # The restored files are picked up by the next snapshot's stat check.
         except (OSError, _GitError, subprocess.SubprocessError) as exc:
             return RewindResult(target.turn, text=f"Rewinding the files failed: {exc}")
-        return self._result(target, label, restorer, uncovered)
+        return self._result(target, label, restorer, uncovered, held)
 
     def _drop_from(self, seq: int) -> None:
         entries = self._entries()
@@ -1159,7 +1267,14 @@ class CheckpointManager:
         self._store.delete_refs(self._store.ref(self.session_id, e.seq) for e in gone)
         self._write_journal(self.journal, [e for e in entries if e not in gone])
 
-    def _result(self, target: Step, label: str, r: _Restorer, uncovered: list[str]) -> RewindResult:
+    def _result(
+        self,
+        target: Step,
+        label: str,
+        r: _Restorer,
+        uncovered: list[str],
+        held: Mapping[str, str] | None = None,
+    ) -> RewindResult:
         renamed = r.renamed()
         back = {new for _, new in renamed}
         gone = {old for old, _ in renamed}
@@ -1168,7 +1283,11 @@ class CheckpointManager:
         covered = {**r.not_covered}
         for name in uncovered:
             covered.setdefault(name, "excluded by [checkpoints] exclude or the defaults")
-        lines = [f"Files put back to {label}.", *_done_lines(r, renamed, recreated, removed)]
+        held = {n: w for n, w in (held or {}).items() if n in r.kept}
+        lines = [
+            f"Files put back to {label}.",
+            *_done_lines(r, renamed, recreated, removed, held),
+        ]
         if r.failed:
             lines.append(_listed("Not restored: ", r.failed))
         if covered:
@@ -1184,6 +1303,7 @@ class CheckpointManager:
             tuple(sorted(covered.items())),
             "\n".join(lines),
             tuple(r.kept),
+            tuple(sorted(held.items())),
         )
 
     # -- pruning -------------------------------------------------------------------------------

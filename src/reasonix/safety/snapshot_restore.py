@@ -58,6 +58,8 @@ class _Restorer:
         target: _Snapshot,
         current: _Snapshot,
         keep: Iterable[str] = (),
+        *,
+        force: Iterable[str] = (),
     ) -> None:
         self.store = store
         self.ws = store.workspace
@@ -65,6 +67,8 @@ class _Restorer:
         self.current = current
         #: Paths someone else changed since the agent's last snapshot: never touched.
         self.keep = frozenset(keep)
+        #: Paths the user asked to put back whatever they hold now (``/rewind --force``).
+        self.force = frozenset(force)
         self.kept: list[str] = []
         self.restored: list[str] = []
         self.recreated: list[str] = []
@@ -86,6 +90,10 @@ class _Restorer:
         self._put_modes_back({r[1] for r in write if r[3] != r[5]})
         for name, why in self.target.skipped.items():
             self.not_covered.setdefault(name, why)
+
+    def differing(self) -> set[str]:
+        """Every path the restore would change (before ``keep``)."""
+        return self._differing(self.store.diff(self.current.tree, self.target.tree))
 
     def _differing(self, rows: Sequence[_Row]) -> set[str]:
         """Every path whose content, type or permissions differ between the two snapshots."""
@@ -115,7 +123,7 @@ class _Restorer:
             if old_blob == new_blob and old_mode[:3] == new_mode[:3] == "100":
                 self._chmod(name, self.target.modes.get(name, _canonical(new_mode)))
                 continue
-            if name in self.current.skipped:
+            if name in self.current.skipped and name not in self.force:
                 self.failed[name] = (
                     f"its current version is not in any snapshot ({self.current.skipped[name]}),"
                     " and restoring would lose it"

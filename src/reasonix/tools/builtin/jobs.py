@@ -40,6 +40,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -152,6 +153,11 @@ class JobInfo:
     exit_code: int | None
     kept: bool
     log: str
+    #: the executor turn that started it (0: unknown), and when it ran (wall clock: ``ended``
+    #: None while it runs), so a rewind can say what changed while it ran
+    turn: int = 0
+    started_at: float = 0.0
+    ended_at: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -192,6 +198,20 @@ class Job:
     #: the clean-up after the end, once started: every caller that sees the end awaits it, so
     #: no report of the end goes out before the undo it makes (and its note) is done
     ending: asyncio.Future[None] | None = field(default=None, repr=False)
+    #: the executor turn that started it, and when (wall clock) it started and ended
+    turn: int = 0
+    started_at: float = field(default_factory=time.time)
+    ended_at: float | None = None
+    _cleaned: list[Sequence[str] | None] | None = field(default=None, repr=False)
+    _clean_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def clean_once(self) -> Sequence[str] | None:
+        """Run :attr:`cleanup` the first time only (a stop before a rewind and the watcher
+        that notices the end both call it); later calls return the first one's answer."""
+        with self._clean_lock:
+            if self._cleaned is None:
+                self._cleaned = [self.cleanup()]
+            return self._cleaned[0]
 
     @property
     def pid(self) -> int:
@@ -218,6 +238,9 @@ class Job:
             self.exit_code,
             self.kept,
             str(self.log),
+            self.turn,
+            self.started_at,
+            self.ended_at,
         )
 
 
@@ -285,11 +308,13 @@ class JobTable:
         env: Mapping[str, str],
         cleanup: Callable[[], Sequence[str] | None] = lambda: None,
         over_bound: Callable[[int], bool] | None = None,
+        turn: int = 0,
     ) -> Job:
         """Start ``argv`` (the confined command line) as a job. ``cleanup`` kills what escaped
         the job's process group (``bash``'s marker search) and releases its process bound;
         ``over_bound`` (told the job's pid) says when the job started too many processes, which
-        stops it. Raises JobError over the bound of jobs."""
+        stops it; ``turn`` is the executor turn starting it. Raises JobError over the bound of
+        jobs."""
         if len(self.running()) >= self.max_running:
             raise JobError(
                 f"{self.max_running} background jobs are running already ([jobs] max_running); "
@@ -323,7 +348,7 @@ class JobTable:
             raise JobError(f"the job could not start: {exc}") from exc
         finally:
             os.close(fd)
-        job = Job(job_id, command, process, log, time.monotonic(), cleanup, over_bound)
+        job = Job(job_id, command, process, log, time.monotonic(), cleanup, over_bound, turn=turn)
         self._jobs[job_id] = job
         job.watcher = asyncio.get_running_loop().create_task(
             self._watch(job), name=f"reasonix-{job_id}"
@@ -354,6 +379,8 @@ class JobTable:
         goes on when a caller is cancelled (it undoes plants)."""
         if job.ending is None:
             job.ended = time.monotonic()
+            if job.ended_at is None:
+                job.ended_at = time.time()
             job.status = "killed" if job.status == "killed" else status
             code = job.process.returncode
             job.exit_code = code if code is None or code >= 0 else 128 - code
@@ -362,7 +389,7 @@ class JobTable:
         await asyncio.shield(job.ending)
 
     async def _clean_up(self, job: Job) -> None:
-        undone = await asyncio.to_thread(job.cleanup)
+        undone = await asyncio.to_thread(job.clean_once)
         if undone:
             note = (
                 f"reasonix undid what the job did to {', '.join(undone)}: what makes code run "
@@ -448,6 +475,26 @@ class JobTable:
         if job.watcher is not None and job.watcher is not asyncio.current_task():
             job.watcher.cancel()
         return job.info()
+
+    def stop_now(self, job_ids: Sequence[str]) -> list[JobInfo]:
+        """Stop the running ``job_ids`` at once and wait for their processes to be gone (a
+        rewind of the turn that started them does this first, so nothing of theirs writes after
+        it): SIGKILL to each group, then the clean-up (what escaped the group, the undo of
+        plants). Synchronous: the watcher reports each end as usual. Returns the ones stopped."""
+        stopped = []
+        for job_id in job_ids:
+            job = self.get(job_id)
+            if job.status != "running":
+                continue
+            if job.process.poll() is None:
+                job.status = "killed"
+            _signal_group(job.pid, signal.SIGKILL)
+            job.process.wait()
+            if job.ended_at is None:
+                job.ended_at = time.time()
+            job.clean_once()
+            stopped.append(job.info())
+        return stopped
 
     def keep(self, job_id: str) -> JobInfo:
         """Keep ``job_id`` running after the session ends (``/jobs keep``). Raises JobError."""

@@ -237,7 +237,7 @@ class ShellTool:
                 if isinstance(self.confiner, BwrapConfiner)
                 else None
             )
-            return self._start_job(self.jobs, argv, command, env, marker, pids, guard)
+            return self._start_job(self.jobs, argv, command, env, marker, pids, guard, ctx.turn)
         run = await self._execute(argv, limit, self._inner(command))
         text = run.output
         shown = text if text else "(no output)"
@@ -400,10 +400,12 @@ class ShellTool:
         marker: str,
         pids: PidsCgroup | None,
         guard: CreationGuard | None = None,
+        turn: int = 0,
     ) -> ToolResult:
         """``run_in_background``: the same command line (its process bound included) and
         environment as in front, as a job (see :mod:`reasonix.tools.builtin.jobs`); what it
-        created among the protected paths is undone when it ends (``guard``)."""
+        created among the protected paths is undone when it ends (``guard``). ``turn``: the
+        executor turn starting it (a rewind of that turn stops it first)."""
 
         def cleanup() -> list[str]:
             kill_marked(marker)
@@ -420,6 +422,7 @@ class ShellTool:
                 env=env,
                 cleanup=cleanup,
                 over_bound=self._job_watchdog(),
+                turn=turn,
             )
         except JobError as exc:
             if pids is not None:
