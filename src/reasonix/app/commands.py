@@ -168,13 +168,9 @@ async def _undo(ctx: Context) -> Answer:
 
 
 async def _rewind(ctx: Context) -> Answer:
-    """``/rewind``, ``/rewind TURN``, ``/rewind --force PATH...``."""
-    word, _, rest = (ctx.arg or "").strip().partition(" ")
-    if word == "--force" and rest.strip():
-        return _reply(ctx.session.history.force(rest))
-    if rest.strip() or (word and not word.isdigit()):
-        return Answer(f"Usage: /rewind [TURN] | --force PATH... (not {ctx.arg!r})", error=True)
-    return _reply(ctx.session.history.rewind(int(word) if word else None))
+    from reasonix.app.history import rewind_command
+
+    return rewind_command(ctx)
 
 
 async def _turns(ctx: Context) -> Answer:
@@ -352,8 +348,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "rewind",
         "[TURN] | --force PATH...",
-        "undo the last turn (or TURN and after): files and talk; --force PATH: right after, "
-        "put back a file it left alone",
+        "undo the last turn (or TURN and after): files and talk; --force PATH after it",
         _rewind,
         arg="optional",
     ),

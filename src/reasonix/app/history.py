@@ -12,9 +12,10 @@ from reasonix.app.rewind import rewind_turn, undo_steps
 from reasonix.store import SessionInfo
 
 if TYPE_CHECKING:
+    from reasonix.app.command_types import Answer, Context
     from reasonix.app.session import AgentSession
 
-__all__ = ["DIFF_LIMIT", "SessionHistory"]
+__all__ = ["DIFF_LIMIT", "SessionHistory", "rewind_command"]
 
 #: the most of ``/diff``'s patch shown at once (characters)
 DIFF_LIMIT = 200_000
@@ -128,3 +129,16 @@ class SessionHistory:
         if previous != stored.session_id:
             self._s._record.release()
         self._s._attach(stored)
+
+
+def rewind_command(ctx: Context) -> Answer:
+    """``/rewind``, ``/rewind TURN``, ``/rewind --force PATH...`` (the command table's row)."""
+    from reasonix.app.command_types import Answer
+
+    word, _, rest = (ctx.arg or "").strip().partition(" ")
+    history = ctx.session.history
+    if word == "--force" and rest.strip():
+        return Answer(history.force(rest))
+    if rest.strip() or (word and not word.isdigit()):
+        return Answer(f"Usage: /rewind [TURN] | --force PATH... (not {ctx.arg!r})", error=True)
+    return Answer(history.rewind(int(word) if word else None))
