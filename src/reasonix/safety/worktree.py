@@ -129,30 +129,14 @@ class Worktree:
         self._git(self.path, "index", "checkout-index", "-a", "-f")
 
     def diff(self) -> WorktreeDiff:
-        """What the child changed in its copy, against the workspace as it was copied."""
+        """What the child changed in its copy, against the workspace as it was copied. A
+        rename is a delete and an add (``--no-renames``): the patch, the stat and the names
+        all show the path it left (the parent asks about a protected one)."""
         new = self._record(self.path, "index")
-        patch = self._git(
-            self.path,
-            "index",
-            "diff",
-            "--binary",
-            "--no-ext-diff",
-            "--no-textconv",
-            "--no-renames",
-            self.base,
-            new,
-        )
-        stat = self._git(
-            self.path,
-            "index",
-            "diff",
-            "--stat=100",
-            "--no-textconv",
-            "--no-renames",
-            self.base,
-            new,
-        )
-        names = self._git(self.path, "index", "diff", "--name-only", "-z", self.base, new)
+        trees = ("--no-textconv", "--no-renames", self.base, new)
+        patch = self._git(self.path, "index", "diff", "--binary", "--no-ext-diff", *trees)
+        stat = self._git(self.path, "index", "diff", "--stat=100", *trees)
+        names = self._git(self.path, "index", "diff", "--name-only", "-z", *trees)
         listed = tuple(n for n in names.split("\0") if n)
         return WorktreeDiff(patch, stat.rstrip(), len(listed), listed)
 
