@@ -28,9 +28,9 @@ from reasonix.safety.confinement import (
     NoConfiner,
     PidsCgroup,
     UnavailableConfiner,
-    bash_confinement,
     bwrap_features,
     bwrap_problem,
+    confinement_for,
     program_folders,
     sandbox_process_count,
     start_bwrap_probe,
@@ -228,7 +228,7 @@ def test_program_folders(home: Path, tmp_path: Path) -> None:
 
 
 def test_off_runs_unconfined_and_says_it_was_asked_for() -> None:
-    chosen = bash_confinement("off")
+    chosen = confinement_for(SandboxConfig(bash="off"))
     assert isinstance(chosen.confiner, NoConfiner)
     assert chosen.acknowledged is True and chosen.mode == "off"
     assert chosen.notice is not None and "NOT confined" in chosen.notice
@@ -236,7 +236,9 @@ def test_off_runs_unconfined_and_says_it_was_asked_for() -> None:
 
 @pytest.mark.parametrize("allow", [False, True])
 def test_auto_without_bubblewrap_runs_unconfined_with_a_notice(allow: bool) -> None:
-    chosen = bash_confinement("auto", allow_unconfined=allow, environ={"PATH": "/nonexistent"})
+    chosen = confinement_for(
+        SandboxConfig(allow_unconfined=allow), environ={"PATH": "/nonexistent"}
+    )
     assert isinstance(chosen.confiner, NoConfiner)
     assert chosen.notice == "bash is NOT confined: bubblewrap (bwrap) is not installed"
     assert chosen.acknowledged is allow
@@ -247,7 +249,7 @@ def test_auto_without_bubblewrap_runs_unconfined_with_a_notice(allow: bool) -> N
 
 
 def test_bwrap_required_but_missing_refuses_every_command() -> None:
-    chosen = bash_confinement("bwrap", environ={"PATH": "/nonexistent"})
+    chosen = confinement_for(SandboxConfig(bash="bwrap"), environ={"PATH": "/nonexistent"})
     assert isinstance(chosen.confiner, UnavailableConfiner)
     assert chosen.mode == "bwrap" and chosen.unattended_error("--yes") is None
     with pytest.raises(ConfinementError, match='bash = "bwrap"'):
@@ -326,7 +328,7 @@ def test_a_bubblewrap_that_cannot_sandbox_is_reported_with_its_reason(
     assert "cannot create a sandbox here (bwrap: setting up uid map: Permission denied)" in problem
     assert str(broken_bwrap) not in confinement._PROBES
     assert bwrap_problem(str(broken_bwrap)) == problem  # remembered
-    chosen = bash_confinement("auto", environ={"PATH": str(broken_bwrap.parent)})
+    chosen = confinement_for(environ={"PATH": str(broken_bwrap.parent)})
     assert isinstance(chosen.confiner, NoConfiner) and chosen.notice is not None
     assert "cannot create a sandbox here" in chosen.notice
 

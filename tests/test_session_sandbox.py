@@ -13,12 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from reasonix.safety.confinement import bash_confinement
+from reasonix.config.schema import SandboxConfig
+from reasonix.safety.confinement import confinement_for
 from reasonix.safety.session_sandbox import SessionSandbox
 from reasonix.tools.builtin.shell import ShellOptions, ShellTool, command_env
 
 pytestmark = pytest.mark.skipif(
-    shutil.which("bwrap") is None or bash_confinement("bwrap").confiner.name != "bwrap",
+    shutil.which("bwrap") is None
+    or confinement_for(SandboxConfig(bash="bwrap")).confiner.name != "bwrap",
     reason="bubblewrap (bwrap) cannot make a sandbox here; CI installs it",
 )
 
@@ -35,7 +37,7 @@ PS = "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done"
 
 
 def _sandbox(root: Path, kind: type[SessionSandbox] = SessionSandbox) -> SessionSandbox:
-    confiner = bash_confinement("bwrap").confiner
+    confiner = confinement_for(SandboxConfig(bash="bwrap")).confiner
     assert confiner.name == "bwrap"
     return kind(confiner, root, (root,))  # type: ignore[arg-type]
 
@@ -133,7 +135,7 @@ def test_a_killed_supervisor_takes_its_sandbox_and_the_next_command_gets_a_new_o
 def test_the_bash_tool_uses_the_kept_sandbox_unless_told_otherwise(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    confiner = bash_confinement("bwrap").confiner
+    confiner = confinement_for(SandboxConfig(bash="bwrap")).confiner
 
     def starts(tool: ShellTool) -> set[str]:
         async def go() -> set[str]:
@@ -161,7 +163,7 @@ def test_a_command_in_the_kept_sandbox_has_the_signal_handling_of_a_fresh_shell(
     # The supervisor is Python, which ignores SIGPIPE and SIGXFSZ: a command it started
     # inherited that (`yes | head -1` then printed "Broken pipe"); a per-call sandbox's
     # bubblewrap starts the shell with no signal ignored. Compared with that one.
-    confiner = bash_confinement("bwrap").confiner
+    confiner = confinement_for(SandboxConfig(bash="bwrap")).confiner
     probe = "yes | head -1; grep SigIgn /proc/self/status"
 
     def output(kept: bool) -> str:

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from reasonix.app import AgentSession
-from reasonix.safety.confinement import bash_confinement
+from reasonix.config.schema import SandboxConfig
+from reasonix.safety.confinement import confinement_for
 from reasonix.store import SessionStore
 from reasonix.testing import Reply
 from reasonix.tools.registry import ToolRegistry
@@ -23,7 +24,8 @@ from tests.support.processes import alive, command_line, descendants
 from tests.support.sessions import Servers, open_session
 
 pytestmark = pytest.mark.skipif(
-    shutil.which("bwrap") is None or bash_confinement("bwrap").confiner.name != "bwrap",
+    shutil.which("bwrap") is None
+    or confinement_for(SandboxConfig(bash="bwrap")).confiner.name != "bwrap",
     reason="bubblewrap (bwrap) cannot make a sandbox here; CI installs it",
 )
 

@@ -16,7 +16,7 @@ that runs it confined. Two implementations exist today:
   the PID namespace goes and every process in it with it (``setsid`` daemons included).
 - :class:`NoConfiner`: the command runs as the agent's user, unconfined.
 
-:func:`bash_confinement` chooses from the user's ``[sandbox]`` settings: ``bash = "auto"`` (the
+:func:`confinement_for` chooses from the user's ``[sandbox]`` settings: ``bash = "auto"`` (the
 default) confines where bubblewrap exists and works, ``"bwrap"`` requires it (commands are
 refused without it), ``"off"`` runs unconfined. A macOS Seatbelt profile would be a third
 ``Confiner``; nothing else needs to change.
@@ -45,12 +45,12 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from reasonix.safety.protected import bind_arguments
 
 if TYPE_CHECKING:
-    from reasonix.config.schema import SandboxConfig
+    from reasonix.config.schema import SandboxConfig, SandboxMode
 
 
 #: System folders bound read-only (when they exist); symlinks (merged /usr) are kept as links.
@@ -406,9 +406,6 @@ def bwrap_problem(executable: str) -> str | None:
     return problem
 
 
-SandboxMode = Literal["auto", "bwrap", "off"]
-
-
 @dataclass(frozen=True)
 class BashConfinement:
     """The confinement chosen for this run, and what to tell the user about it.
@@ -434,21 +431,22 @@ class BashConfinement:
         )
 
 
-def bash_confinement(
-    mode: str = "auto",
+def confinement_for(
+    sandbox: SandboxConfig | None = None,
     *,
-    network: bool = False,
-    allow_read: Sequence[str] = (),
-    allow_unconfined: bool = False,
-    max_processes: int = DEFAULT_MAX_PROCESSES,
-    max_memory_mb: int = DEFAULT_MAX_MEMORY_MB,
-    private: Sequence[Path] = (),
+    data_dir: Path | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> BashConfinement:
-    """Choose the confinement from the user's ``[sandbox]`` settings (see the module docstring).
-    bubblewrap is looked up on ``PATH`` (``environ``'s, default ours)."""
+    """Choose the confinement from the user's ``[sandbox]`` table (its defaults without one; see
+    the module docstring). bubblewrap is looked up on ``PATH`` (``environ``'s, default ours);
+    our configuration folder and ``data_dir`` (the session store) are never visible to
+    commands."""
+    from reasonix.config import user_config_path
+    from reasonix.config.schema import SandboxConfig
+
+    chosen = SandboxConfig() if sandbox is None else sandbox
     env = os.environ if environ is None else environ
-    if mode == "off":
+    if chosen.bash == "off":
         reason = 'turned off in your config ([sandbox] bash = "off")'
         return BashConfinement(NoConfiner(reason), "off", f"bash is NOT confined ({reason})", True)
     home_text = env.get("HOME") or os.path.expanduser("~")
@@ -461,32 +459,33 @@ def bash_confinement(
         problem = bwrap_problem(os.path.realpath(found))
     if problem is None and found:
         readable = []
-        for entry in allow_read:
+        for entry in chosen.allow_read:
             expanded = os.path.expanduser(entry) if entry.startswith("~") and home else entry
             if entry.startswith("~/") and home is not None:
                 expanded = str(home / entry[2:])
             readable.append(Path(os.path.realpath(expanded)))
+        private = [user_config_path(environ).parent, *([data_dir] if data_dir else [])]
         confiner = BwrapConfiner(
             os.path.realpath(found),
-            network=network,
+            network=chosen.network,
             home=home,
             allow_read=tuple(readable),
             programs=program_folders(env.get("PATH", ""), home),
             private=tuple(Path(os.path.realpath(p)) for p in private),
-            max_processes=max_processes,
-            max_memory_mb=max_memory_mb,
+            max_processes=chosen.max_processes,
+            max_memory_mb=chosen.max_memory_mb,
             features=bwrap_features(os.path.realpath(found)),
         )
-        return BashConfinement(confiner, "bwrap" if mode == "bwrap" else "auto")
+        return BashConfinement(confiner, "bwrap" if chosen.bash == "bwrap" else "auto")
     assert problem is not None
-    if mode == "bwrap":
+    if chosen.bash == "bwrap":
         reason = (
             f'[sandbox] bash = "bwrap" but {problem}. Install bubblewrap (e.g. apt install '
             'bubblewrap) or set [sandbox] bash = "auto" or "off" in your config'
         )
         return BashConfinement(UnavailableConfiner(reason), "bwrap")
     notice = f"bash is NOT confined: {problem}"
-    return BashConfinement(NoConfiner(problem), "auto", notice, allow_unconfined)
+    return BashConfinement(NoConfiner(problem), "auto", notice, chosen.allow_unconfined)
 
 
 def sandbox_process_count(pid: int) -> int:
@@ -538,31 +537,6 @@ def program_folders(path_env: str, home: Path | None) -> tuple[Path, ...]:
         if real.is_dir() and real not in out:
             out.append(real)
     return tuple(out)
-
-
-def confinement_for(
-    sandbox: SandboxConfig,
-    *,
-    data_dir: Path | None = None,
-    environ: Mapping[str, str] | None = None,
-) -> BashConfinement:
-    """:func:`bash_confinement` from the ``[sandbox]`` table; our configuration folder and
-    ``data_dir`` (the session store) are never visible to commands."""
-    from reasonix.config import user_config_path
-
-    private = [user_config_path(environ).parent]
-    if data_dir is not None:
-        private.append(data_dir)
-    return bash_confinement(
-        sandbox.bash,
-        network=sandbox.network,
-        allow_read=sandbox.allow_read,
-        allow_unconfined=sandbox.allow_unconfined,
-        max_processes=sandbox.max_processes,
-        max_memory_mb=sandbox.max_memory_mb,
-        private=private,
-        environ=environ,
-    )
 
 
 _CGROUP_ROOT = Path("/sys/fs/cgroup")

@@ -18,7 +18,7 @@
   namespace, bounded processes and memory). ``isolation="bwrap"`` is the short form that asks
   for it with the defaults; without ``bwrap`` on ``PATH`` the tool then refuses to run rather
   than run unconfined. The default is no confinement; the application chooses from the user's
-  ``[sandbox]`` settings (:func:`reasonix.safety.confinement.bash_confinement`). Commands in
+  ``[sandbox]`` settings (:func:`reasonix.safety.confinement.confinement_for`). Commands in
   front share one kept sandbox (:mod:`reasonix.safety.session_sandbox`), which finds each
   command the sandbox as a fresh one would be; ``kept_sandbox=False`` or
   ``REASONIX_SANDBOX=per-call`` starts one per command, as background jobs always do.
