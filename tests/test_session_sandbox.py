@@ -15,7 +15,7 @@ import pytest
 
 from reasonix.config.schema import SandboxConfig
 from reasonix.safety.confinement import confinement_for
-from reasonix.safety.session_sandbox import SessionSandbox
+from reasonix.safety.session_sandbox import SandboxUnavailable, SessionSandbox
 from reasonix.tools.builtin.shell import ShellOptions, ShellTool, command_env
 
 pytestmark = pytest.mark.skipif(
@@ -176,3 +176,27 @@ def test_a_command_in_the_kept_sandbox_has_the_signal_handling_of_a_fresh_shell(
     fresh = output(False)
     assert fresh == "y\nSigIgn:\t0000000000000000"
     assert output(True) == fresh
+
+
+@pytest.mark.parametrize("why", ["busy", "broken"])
+def test_a_sandbox_that_cannot_run_the_command_still_closes_its_output(
+    tmp_path: Path, why: str
+) -> None:
+    # The shell tool then runs the command in a sandbox of its own; its reader of the first
+    # pipe waited for an end that never came (and the pipe's write end leaked) when the kept
+    # sandbox was busy or broken.
+    box = _sandbox(tmp_path)
+    if why == "busy":
+        assert box._lock.acquire(blocking=False)
+    else:
+        box.broken = "the supervisor did not start"
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(read_fd, False)
+    try:
+        with pytest.raises(SandboxUnavailable):
+            asyncio.run(box.run(["/bin/true"], {}, write_fd, limit=5, grace=1))
+        assert os.read(read_fd, 1) == b""  # the end: nothing holds the write end open
+        assert box.started == 0
+    finally:
+        os.close(read_fd)
+        box.close()

@@ -569,44 +569,29 @@ class SessionSandbox:
         grace: float,
     ) -> SupervisedRun:
         """Run ``argv`` (a shell command line) under the confiner's bounds with its stdout and
-        stderr on ``out_fd`` (closed here); see the module docstring."""
+        stderr on ``out_fd`` (closed here, whatever happens: the reader of its pipe sees the
+        end); see the module docstring."""
         if self.broken is not None or not self._lock.acquire(blocking=False):
-            raise SandboxUnavailable(self.broken or "the kept sandbox is busy")
-        try:
-            return await self._run(argv, env, out_fd, limit=limit, grace=grace)
-        finally:
-            self._lock.release()
-
-    async def _run(
-        self,
-        argv: Sequence[str],
-        env: Mapping[str, str],
-        out_fd: int,
-        *,
-        limit: float,
-        grace: float,
-    ) -> SupervisedRun:
-        args = tuple(self.confiner.arguments(workspace=self.workspace, roots=self.roots))
-        try:
-            box = await self._box_for(args)
-        except BaseException:
             os.close(out_fd)
-            raise
-        done = False
+            raise SandboxUnavailable(self.broken or "the kept sandbox is busy")
+        box: _Box | None = None
         try:
             try:
+                args = tuple(self.confiner.arguments(workspace=self.workspace, roots=self.roots))
+                box = await self._box_for(args)
                 limits = self.confiner.rlimits()
                 await box.send({"argv": list(argv), "env": dict(env), "limits": limits}, out_fd)
-            except OSError as exc:  # the supervisor went since the last command
+            except OSError as exc:  # no new sandbox, or the supervisor went since the last command
                 raise SandboxUnavailable(f"the kept sandbox is gone: {exc}") from exc
             finally:
                 os.close(out_fd)
             result = await self._wait(box, limit, grace)
-            done = True
+            box = None
             return result
         finally:
-            if not done:  # cancelled, or the socket failed: nothing of it may go on running
+            if box is not None:  # cancelled, or the socket failed: nothing of it may go on
                 self._discard(box)
+            self._lock.release()
 
     async def _wait(self, box: _Box, limit: float, grace: float) -> SupervisedRun:
         timed_out = False
