@@ -8,6 +8,7 @@ the store mirrors), clears the todo list, and records the shortened list of mark
 restores the snapshot before the first undone step and cuts the executor's conversation before
 the model step that made it, closing it with a note so the model knows. What a compaction
 folded into its summary can no longer be cut out; the answer says so and changes nothing.
+After either, auto mode's reviewer reuses none of the verdicts it gave before the cut.
 
 The session's background jobs write outside its steps: a rewind first stops the jobs the
 rewound turns started (nothing of theirs writes after it), and a file that changed while any
@@ -73,6 +74,7 @@ def rewind_turn(
         pl.rewrite(pl.snapshot()[: target.planner_len], reason="rewind")
     controller.executor.seed_todo_state([])
     record.cut_marks(target)
+    _reviewer_rewound(controller)
     lines.append(
         f"Rewound to before turn {target.turn} ({target.text[:60]!r}); the conversation "
         "continues from there."
@@ -125,7 +127,15 @@ def undo_steps(
             pl = controller.planner.session
             pl.rewrite(pl.snapshot()[: dropped[0].planner_len], reason="rewind")
         record.cut_marks(dropped[0])
+    _reviewer_rewound(controller)
     return (
         f"{result}\nThe conversation continues from before that step; the model is told it was "
         "undone."
     )
+
+
+def _reviewer_rewound(controller: Controller) -> None:
+    """Auto mode's reviewer reuses no verdict from before the cut (see
+    :meth:`~reasonix.control.review.ReviewerRole.rewound`)."""
+    if controller.reviewer is not None:
+        controller.reviewer.rewound(len(controller.executor.session))

@@ -15,7 +15,8 @@ output of the agent's session) is data between fence lines carrying a random per
 and any copy of the token inside the data is defused, so nothing in the data can close the fence
 early. A verdict is bound to the exact call (:func:`reasonix.safety.reviewing.call_hash`) and
 to the request it served: the same call later in a turn with the same request reuses it, a
-changed call, or the same call under another request, is reviewed again. What the reviewer
+changed call, or the same call under another request, is reviewed again; so is every call
+after ``/rewind`` or ``/undo`` (:meth:`ReviewerRole.rewound`). What the reviewer
 may answer at all is limited by the hard floor (:mod:`reasonix.safety.reviewing`).
 
 ``[review] budget_usd`` bounds what the reviewer spends per session; past it every question
@@ -275,6 +276,18 @@ class ReviewerRole:
             self._by_call.clear()
         self.user_request = request
         self.attached = attached
+
+    def rewound(self, kept: int) -> None:
+        """The user rewound turns or undid steps (``/rewind``, ``/undo``): the agent's
+        conversation keeps its first ``kept`` messages. No verdict given before is reused (it
+        was judged against a conversation and files that no longer exist, even when the same
+        words ask for the same call again), the user's request is shown again with the next
+        review, and the agent's output after the cut counts as unseen. The verdicts stay in
+        the records (``/permissions``) and their cost in the reviewer's row: they were given
+        and paid for."""
+        self._by_call.clear()
+        self._shown_request = None
+        self._context_seen = min(self._context_seen, kept)
 
     @property
     def spent(self) -> float:
