@@ -93,3 +93,62 @@ def test_the_stat_cache_misses_no_change(tmp_path: Path) -> None:
     manager.after_turn(2)  # the files as the agent left them, as the session records
     manager.undo(1)
     assert state(ws) == after_first
+
+
+def test_a_file_changed_before_a_look_is_not_read_again_yet_no_change_is_missed(
+    tmp_path: Path,
+) -> None:
+    """A file changed within git's racy window (whole seconds) of a snapshot, but long enough
+    before its look that the file system's inode time tells any later change apart: the next
+    look trusts its full stat instead of hashing it again (a look that finds nothing changed
+    leaves our index as it was), and still catches a same-size rewrite with the old
+    modification time put back in the same second."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    target = ws / "same.txt"
+    manager = manager_for(tmp_path, ws)
+    index = manager.store_dir / "index"
+    for attempt in range(20):
+        target.write_bytes(b"aaaa\n")
+        time.sleep(0.12)  # older than the look by more than a clock tick
+        assert manager.before_step(1, f"a{attempt}", "bash", "x") is not None, manager.last_error
+        recorded = os.stat(target)
+        written = os.stat(index).st_mtime_ns, os.stat(index).st_ino
+        assert manager.before_step(1, f"n{attempt}", "bash", "x") is not None
+        assert (os.stat(index).st_mtime_ns, os.stat(index).st_ino) == written  # not hashed again
+        target.write_bytes(b"bbbb\n")  # the step's work
+        os.utime(target, ns=(recorded.st_atime_ns, recorded.st_mtime_ns))
+        if os.stat(target).st_ctime_ns // 10**9 == recorded.st_ctime_ns // 10**9:
+            break  # the same second: the case git alone misses
+        manager.after_turn(1)
+        manager.rewind(1)
+    else:
+        pytest.fail("no attempt kept the change in the same second as the snapshot")
+    assert manager.before_step(1, "b", "bash", "y") is not None, manager.last_error
+    target.write_bytes(b"cccc\n")
+    manager.after_turn(1)
+    manager.undo(1)
+    assert target.read_bytes() == b"bbbb\n"
+
+
+def test_a_step_rewrites_only_the_small_part_of_the_index(tmp_path: Path) -> None:
+    """Our index is split: the entries of every file live in a shared part that a step which
+    changed a few files does not write again (at 50,000 files it is 4 MB), and the snapshot
+    still holds the change."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    seed(ws)
+    for i in range(40):  # git writes the shared part again once a fifth of it changed
+        (ws / f"m{i}.py").write_text(f"x = {i}\n")
+    time.sleep(0.12)  # not read again by the next look (see the test above)
+    manager = manager_for(tmp_path, ws)
+    assert manager.before_step(1, "c1", "bash", "one") is not None, manager.last_error
+    # A shared part is named by its content's hash; git only touches its time when it uses it.
+    shared = list((manager.store_dir / "git").glob("sharedindex.*"))
+    assert len(shared) == 1
+    inode = os.stat(shared[0]).st_ino
+    (ws / "a.txt").write_bytes(b"changed by the step\n")
+    assert manager.before_step(1, "c2", "bash", "two") is not None, manager.last_error
+    assert list((manager.store_dir / "git").glob("sharedindex.*")) == shared
+    assert os.stat(shared[0]).st_ino == inode
+    assert _stored(manager, b"changed by the step\n")

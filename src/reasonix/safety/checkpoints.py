@@ -24,8 +24,9 @@ What a snapshot costs
     (``ls-files -o``), and only those are stat'ed and hashed; permission bits git does not
     keep are carried over from the last snapshot (a change of them changes the inode time,
     which git sees). git compares times in whole seconds, so a file whose times were within
-    the racy window of the last look is read again whatever its stat says
-    (:mod:`reasonix.safety.snapshot_scan`). After another process's snapshot, or in a new
+    the racy window of the last look is checked by its full stat, or read again where that
+    cannot tell (:mod:`reasonix.safety.snapshot_scan`). Our index is split, so that a step
+    rewrites only its small part. After another process's snapshot, or in a new
     process, a full look: git's listing of changed files and one stat of every file. A
     folder's very first snapshot starts from the folder's own git index where that is exact,
     and borrows the blobs it names from the user's repository until a background copy has put
@@ -84,6 +85,7 @@ from typing import TYPE_CHECKING, Any
 from reasonix.config.schema import CheckpointsConfig
 from reasonix.safety.snapshot_git import (
     _ATTRIBUTES,
+    _STORE_FLAGS,
     _escape_pattern,
     _GitError,
     _nul,
@@ -97,7 +99,7 @@ from reasonix.tools.state import StateKey
 
 if TYPE_CHECKING:
     from reasonix.safety.snapshot_restore import _Restorer
-    from reasonix.safety.snapshot_scan import _Scan
+    from reasonix.safety.snapshot_scan import Recent, _Scan
 
 __all__ = [
     "CHECKPOINTS_KEY",
@@ -306,7 +308,7 @@ class _Store:
         # their stat to be trusted). While the store's last snapshot is that commit and the
         # index is as we left it (another process may snapshot the workspace in between),
         # git's stat comparison against our index says what changed.
-        self._look: tuple[str, tuple[int, int, int, int] | None, set[str]] | None = None
+        self._look: tuple[str, tuple[int, int, int, int] | None, Recent] | None = None
         #: the store's first snapshot started from the workspace repository's index
         self.seeded = False
 
@@ -392,7 +394,7 @@ class _Store:
         if env is None:
             env = self.read_env() if reads else self.env()
         proc = subprocess.run(
-            ["git", *_GIT_FLAGS, *args],
+            ["git", *_STORE_FLAGS, *args],
             cwd=self.workspace,
             env=env,
             input=stdin,
@@ -526,14 +528,15 @@ class _Store:
         scan.candidates(others, in_index=False)
         scan.nested(nested)
 
-    def _scan_changes(self, scan: _Scan, previous: _Snapshot, recent: set[str]) -> None:
+    def _scan_changes(self, scan: _Scan, previous: _Snapshot, recent: Recent) -> None:
         """A quick look after our own last snapshot: git compares every file's stat with what
         our index recorded (in C, no file read) and lists the new files at the same time; only
-        those, and the files too recent for their stat to be trusted, are looked at."""
+        those, and the files too recent for git's stat to be trusted, are looked at."""
         changed, others, nested = self._changes()
-        scan.carry(previous.modes, changed | recent)
+        again = set(recent) - changed - scan.unchanged(recent)
+        scan.carry(previous.modes, changed | again)
         scan.candidates(changed, in_index=True)
-        scan.candidates(recent - changed, in_index=True, reread=True)
+        scan.candidates(again, in_index=True, reread=True)
         scan.candidates(others, in_index=False)
         scan.nested(nested)
 
@@ -541,7 +544,7 @@ class _Store:
         """(changed, others, nested): the index's files whose stat or content differ from the
         index (``diff-files``), and what :meth:`_untracked` says, run side by side."""
         lister = subprocess.Popen(
-            ["git", *_GIT_FLAGS, "ls-files", "-z", "-o", f"--exclude-from={self.exclude}"],
+            ["git", *_STORE_FLAGS, "ls-files", "-z", "-o", f"--exclude-from={self.exclude}"],
             cwd=self.workspace,
             env=self.env(),
             stdout=subprocess.PIPE,

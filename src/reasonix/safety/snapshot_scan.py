@@ -14,15 +14,20 @@ import stat
 import time
 from collections.abc import Iterable, Mapping
 
-#: A file whose change or inode time is within this long of a snapshot's look at it is read
-#: again by the next snapshot, whatever its stat then says: git compares times in whole seconds
-#: (this build has no nanosecond times), so a write in the same second as the snapshot, of the
-#: same size with the old modification time put back, leaves the stat as it was (racy git).
+#: git compares times in whole seconds (this build has no nanosecond times), so a write in the
+#: same second as a snapshot's look, of the same size with the old modification time put back,
+#: leaves git's stat as it was (racy git). A file changed within this long of a look is
+#: therefore checked by the next look itself: by its full stat (nanosecond inode time) where
+#: its inode time is fine-grained and older than the look by :data:`_TICK_NS` (every later
+#: change then gives another inode time), and otherwise read again.
 _RACY_NS = 2_000_000_000
+_TICK_NS = 50_000_000  # more than a clock tick of the file system's timestamps
 _PLAIN = (0o644, 0o755)
 
 #: What a later look compares: (size, mtime, ctime, mode, inode).
 _Key = tuple[int, int, int, int, int]
+#: Files the next look checks itself: their stat then, or None to read them again.
+Recent = dict[str, _Key | None]
 
 
 def _key(st: os.stat_result) -> _Key:
@@ -36,6 +41,7 @@ class _Scan:
         self.max_file_mb = max_file_mb
         self.limit = int(max_file_mb * 1024 * 1024)
         self.fd = os.open(workspace, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        self.started = time.time_ns()
         self._real: dict[str, bool] = {"": True}
         self.modes: dict[str, int] = {}
         self.skipped: dict[str, str] = {}
@@ -147,19 +153,36 @@ class _Scan:
         for name in folders:
             self.skipped[name] = "a repository of its own"
 
-    def recent(self) -> set[str]:
-        """After git hashed the added files: those the next snapshot must read again, whatever
-        their stat says then. A file changed while git read it, or changed within the racy
-        window of now, may change again without its stat showing it."""
+    def unchanged(self, recent: Recent) -> set[str]:
+        """Of the files the last look left to this one, those whose full stat vouches that they
+        are as git hashed them (they are looked at again for the next look's sake)."""
+        out = set()
+        for name, key in recent.items():
+            try:
+                if key is not None and _key(os.lstat(name, dir_fd=self.fd)) == key:
+                    out.add(name)
+                    self.looked[name] = key
+            except OSError:
+                pass
+        return out
+
+    def recent(self) -> Recent:
+        """After git hashed the added files: those the next look checks itself. A file changed
+        while git read it is read again; one changed within the racy window of now is read
+        again unless its stat can tell any later change (:data:`_TICK_NS`)."""
         now = time.time_ns()
-        out: set[str] = set()
+        out: Recent = {}
         for name, before in self.looked.items():
             try:
                 st = os.lstat(name, dir_fd=self.fd)
             except OSError:
-                out.add(name)
+                out[name] = None
                 continue
             key = _key(st)
-            if key != before or now - max(st.st_ctime_ns, st.st_mtime_ns) < _RACY_NS:
-                out.add(name)
+            if key != before:
+                out[name] = None
+            elif now - max(st.st_ctime_ns, st.st_mtime_ns) < _RACY_NS:
+                fine = st.st_ctime_ns % 10_000_000 != 0  # not whole seconds or hundredths
+                trusted = fine and st.st_ctime_ns < self.started - _TICK_NS
+                out[name] = key if trusted else None
         return out
