@@ -107,3 +107,39 @@ def test_break_a_lowered_limit_reaches_the_next_command(lab: Lab) -> None:
 def test_control_per_call_the_next_command_has_its_limits(lab: Lab) -> None:
     _, write = _limit_steps(lab, REASONIX_SANDBOX="per-call")
     assert "size=5000" in write, write
+
+
+# -- B22's note: a command stops the supervisor (kill -STOP $PPID) -------------------------------
+
+#: The supervisor is the command's parent in a kept sandbox; a short timeout bounds a hang.
+STOP = {"command": "kill -STOP $PPID; echo sent-stop", "timeout": 20}
+
+
+def _stop_steps(lab: Lab, **env: str) -> tuple[str, str]:
+    outcome = lab.attack(
+        [Attack("stop", "bash", STOP), Attack("next", "bash", {"command": "echo next-runs"})],
+        "--mode",
+        "yolo",
+        env=lab.env(**env) if env else None,
+    )
+    assert outcome.proc.returncode == 0, outcome.proc.stdout[-2000:]
+    stop, following = outcome.results
+    return stop, following
+
+
+def test_a_stopped_supervisor_ends_the_sandbox_at_once_and_the_next_command_runs(
+    lab: Lab,
+) -> None:
+    """Fixed (fix5): the host watches the supervisor's state while a command runs; stopped, the
+    sandbox is ended at once with a message that says so, not taken for the command's time-out
+    (the unwatched control is in tests/test_session_sandbox.py)."""
+    stop, following = _stop_steps(lab)
+    assert "supervisor was stopped by the command" in stop, stop
+    assert "timed out" not in stop, stop
+    assert "next-runs" in following, following
+
+
+def test_control_per_call_the_stop_reaches_no_supervisor(lab: Lab) -> None:
+    stop, following = _stop_steps(lab, REASONIX_SANDBOX="per-call")
+    assert "sent-stop" in stop and "supervisor" not in stop, stop
+    assert "next-runs" in following, following
