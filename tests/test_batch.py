@@ -524,3 +524,91 @@ def test_a_drivers_next_batch_runs_on_the_workers_of_its_last(
         ray.shutdown()
     assert len(first) == 1 and second == first, (first, second)
     assert third != first, "a released worker was still used"
+
+
+def _ray_worker_pids() -> set[int]:
+    """The Ray worker processes below this one (started by the raylet this process started):
+    ``default_worker.py`` while it starts, ``ray::IDLE`` (or an actor's name) once it runs."""
+    parents: dict[int, int] = {}
+    lines: dict[int, str] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+        lines[int(entry.name)] = cmdline
+    ours: set[int] = set()
+    frontier = {os.getpid()}
+    while frontier:
+        frontier = {pid for pid, parent in parents.items() if parent in frontier} - ours
+        ours |= frontier
+    return {p for p in ours if "default_worker.py" in lines[p] or lines[p].startswith("ray::IDLE")}
+
+
+def test_ray_hosts_take_the_workers_ray_started_with_the_instance(
+    batch: Batch, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``reasonix batch --engine ray`` starts its own instance, and Ray starts a worker process
+    per CPU with it: the batch's hosts run in those (the keys and folders handed to each host,
+    not through a job runtime environment, whose workers are new processes started after
+    the instance, while the batch waits). The worker processes are read the moment Ray's
+    start returns, before any host is asked for; the tasks' rows name the process they ran in.
+    The keys still reach the tasks (they finish) and never a worker's environment block."""
+    ray = pytest.importorskip("ray")
+    from reasonix.batch.engines import PLAIN_VARS, Ledger, RayEngine
+    from reasonix.batch.runner import RunSettings
+    from reasonix.batch.tasks import BatchTask
+
+    monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    environ = batch.env()
+    assert not ray.is_initialized()
+    at_start: list[set[int]] = []
+    real_init = ray.init
+
+    def init(**options: Any) -> Any:
+        assert "runtime_env" not in options, options
+        answer = real_init(**options)
+        for _ in range(300):  # the raylet has spawned them: wait until they are listed
+            if _ray_worker_pids():
+                break
+            time.sleep(0.1)
+        at_start.append(_ray_worker_pids())
+        return answer
+
+    monkeypatch.setattr(ray, "init", init)
+    mark = batch.root / "environ-checked"
+    tasks = [
+        BatchTask.from_dict(
+            {
+                "id": f"ok-{i}",
+                "repo": str(batch.repo(f"w{i}")),
+                "task": f"[ok-{i}] create done.txt",
+                # The worker's environment block never had the key.
+                "setup": f"! grep -qa sk-test /proc/$PPID/environ && touch {mark}",
+                "unconfined": ["setup"],
+            }
+        )
+        for i in range(2)
+    ]
+    # As reasonix batch gives them: no environment in the settings, the key and the config
+    # folder handed to the engine.
+    settings = RunSettings(out=str(batch.root / "out"), engine="ray", yes=True)
+    env = {k: environ[k] for k in (KEY_ENV, *PLAIN_VARS) if k in environ}
+    assert "REASONIX_CONFIG_DIR" in env
+    engine = RayEngine(num_cpus=1, env=env)
+    rows: list[dict[str, Any]] = []
+    asyncio.run(engine.run(tasks, settings, Ledger(), 2, rows.append, lambda t: None))
+    assert not ray.is_initialized(), "the engine stops the instance it started"
+    assert [r["error_class"] for r in rows] == [None, None], rows
+    assert mark.exists()
+    assert engine.started_in is not None and engine.started_in > 0
+    (before,) = at_start
+    workers = {int(r["worker"].rsplit(":", 1)[1]) for r in rows}
+    assert len(workers) == 1, "one CPU: one host holds both tasks"
+    assert workers <= before, (workers, before)

@@ -31,7 +31,7 @@ from reasonix.batch.tasks import BatchTask
 from reasonix.batch.workspace import prepare_baselines
 from reasonix.errors import ConfigError
 
-__all__ = ["ENGINES", "Ledger", "LocalEngine", "RayEngine"]
+__all__ = ["ENGINES", "Batch", "Engine", "Ledger", "LocalEngine", "RayEngine"]
 
 OnRow = Callable[[dict[str, Any]], None]
 OnStart = Callable[[BatchTask], None]
@@ -55,6 +55,42 @@ class Ledger:
 
     def spend(self, row: Mapping[str, Any]) -> None:
         self.spent += float((row.get("cost_usd") or {}).get("total", 0.0))
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One run of an engine: the tasks to run, what they share, the budget, how many at once,
+    and where each task's start and row are reported."""
+
+    tasks: Sequence[BatchTask]
+    settings: RunSettings
+    ledger: Ledger
+    concurrency: int
+    on_row: OnRow
+    on_start: OnStart
+
+
+class Engine:
+    """What every engine is called with (the one signature): :meth:`run` hands the batch to
+    the engine's own ``_run``."""
+
+    name = ""
+
+    async def run(
+        self,
+        tasks: Sequence[BatchTask],
+        settings: RunSettings,
+        ledger: Ledger,
+        concurrency: int,
+        on_row: OnRow,
+        on_start: OnStart,
+    ) -> None:
+        """Run ``tasks``, at most ``concurrency`` at once, while ``ledger`` has money left:
+        ``on_start`` as each starts, ``on_row`` with each one's row as it ends."""
+        await self._run(Batch(tasks, settings, ledger, concurrency, on_row, on_start))
+
+    async def _run(self, batch: Batch) -> None:
+        raise NotImplementedError
 
 
 class _OwnLoop:
@@ -85,7 +121,7 @@ class _OwnLoop:
                 self._loop.call_soon_threadsafe(self._job.cancel)
 
 
-class LocalEngine:
+class LocalEngine(Engine):
     """Tasks in this process, at most ``concurrency`` at a time, each in a thread with an event
     loop of its own: what a task does without awaiting (loading its config, opening its store,
     git and snapshots, its subprocesses' start) then holds up only that task, not every task
@@ -93,15 +129,8 @@ class LocalEngine:
 
     name = "local"
 
-    async def run(
-        self,
-        tasks: Sequence[BatchTask],
-        settings: RunSettings,
-        ledger: Ledger,
-        concurrency: int,
-        on_row: OnRow,
-        on_start: OnStart,
-    ) -> None:
+    async def _run(self, batch: Batch) -> None:
+        settings, ledger, concurrency = batch.settings, batch.ledger, batch.concurrency
         bound = asyncio.Semaphore(concurrency)
         loop = asyncio.get_running_loop()
         pool = ThreadPoolExecutor(max_workers=max(concurrency, 1), thread_name_prefix="batch")
@@ -111,7 +140,7 @@ class LocalEngine:
                 if ledger.exhausted():
                     ledger.not_started.append(task.id)
                     return
-                on_start(task)
+                batch.on_start(task)
                 left = ledger.left()
                 own = _OwnLoop()
                 ran = loop.run_in_executor(pool, own.run, lambda: run_task(task, settings, left))
@@ -125,17 +154,20 @@ class LocalEngine:
                         await ran
                     raise
                 ledger.spend(row)
-                on_row(row)
+                batch.on_row(row)
 
         try:
             # run_task reports every failure in its row, so one task cannot cancel the others.
-            await asyncio.gather(*(one(task) for task in tasks))
+            await asyncio.gather(*(one(task) for task in batch.tasks))
         finally:
             pool.shutdown(wait=False)
 
 
-#: The API keys a Ray worker took out of its environment (once: a worker runs many tasks).
+#: The API keys a Ray worker holds for its tasks (once: a worker runs many tasks).
 _HELD_KEYS: dict[str, str] = {}
+
+#: Variables of a Ray engine's ``env`` that are not keys: a worker puts them in its environment.
+PLAIN_VARS = ("REASONIX_CONFIG_DIR", "REASONIX_DATA_DIR")
 
 
 def _ray_task(
@@ -144,12 +176,13 @@ def _ray_task(
     budget: float | None,
     key_vars: Sequence[str] = (),
 ) -> Any:
-    """What a Ray worker runs: one task, in a fresh event loop of its own. The keys Ray's
-    runtime environment put in the worker's environment leave it first (as the command line's
-    own start-up does), so no command the task runs inherits or reads them there
-    (``/proc/<worker>/environ``); the task's session gets them from memory. An environment the
-    caller put in ``settings`` (a driver that started Ray itself, as the bench does) is the
-    task's environment, with the held keys added; without one it is the worker's own."""
+    """What a Ray worker runs: one task, in a fresh event loop of its own. Keys found in the
+    worker's environment (``key_vars``: a cluster whose workers were started with them) leave
+    it first (as the command line's own start-up does), so no command the task runs inherits
+    or reads them there (``/proc/<worker>/environ``); the task's session gets them from
+    memory. An environment the caller put in ``settings`` (a driver that started Ray itself,
+    as the bench does) is the task's environment, with the held keys added; without one it is
+    the worker's own."""
     import os
 
     from reasonix.app.launch import take_keys
@@ -193,18 +226,32 @@ def host_plan(cpus: float, concurrency: int) -> HostPlan:
 
 class _Host:
     """A Ray worker process that runs batch tasks (an actor, several method calls at once, each
-    in a thread of its own: :func:`_ray_task`'s event loop). It takes the
-    keys out of its environment before any task, and loads the task machinery while the batch
-    prepares its copies."""
+    in a thread of its own: :func:`_ray_task`'s event loop). It is handed the engine's ``env``
+    as an argument, not through a runtime environment (a worker of the job's runtime
+    environment would be a new process, started after Ray's own were; these take the workers
+    Ray started with the instance): the keys it holds in memory, the other variables
+    (:data:`PLAIN_VARS`) go into its environment. Then it loads the task machinery, while the
+    batch prepares its copies."""
 
-    def __init__(self, key_vars: Sequence[str]) -> None:
+    def __init__(self, env: Mapping[str, str]) -> None:
+        import os
+
         from reasonix.app.launch import take_keys
 
-        _HELD_KEYS.update(take_keys(names=key_vars))
+        keys = {k: v for k, v in env.items() if k not in PLAIN_VARS}
+        _HELD_KEYS.update(take_keys(names=keys))
+        _HELD_KEYS.update(keys)
+        os.environ.update({k: v for k, v in env.items() if k in PLAIN_VARS})
         preload()
 
     def run(self, task: dict[str, Any], settings: dict[str, Any], budget: float | None) -> Any:
         return _ray_task(task, settings, budget)
+
+    def pid(self) -> int:
+        """The worker's process id (for a driver that wants to know where its tasks ran)."""
+        import os
+
+        return os.getpid()
 
 
 #: The threads of a worker process (a batch gives one no more tasks than its plan's
@@ -253,14 +300,16 @@ HOSTS = HostPool()
 _DIED = ("WorkerCrashedError", "NodeDiedError", "RayActorError", "ActorDiedError")
 
 
-class RayEngine:
+class RayEngine(Engine):
     """The batch's tasks on Ray worker processes (:class:`_Host` actors, one per CPU, each
     running several tasks at once: :func:`host_plan`). ``address`` is an existing cluster
     (``auto`` or ``ray://host:port``); None starts a local instance with ``num_cpus`` CPUs for
-    this batch. ``env`` (the API-key variables) is passed to the workers through Ray's runtime
-    environment. A worker that dies is started again and the tasks it was running run again,
-    each at most ``max_retries`` times. On a Ray instance the caller started, the workers are
-    kept for its next batch (:class:`HostPool`)."""
+    this batch. ``env`` (the API-key variables and :data:`PLAIN_VARS`) is handed to each worker
+    when it starts (:class:`_Host`). A worker that dies is started again and the tasks it was
+    running run again, each at most ``max_retries`` times. On a Ray instance the caller
+    started, the workers are kept for its next batch (:class:`HostPool`). After a run,
+    ``started_in`` is how long this engine's own Ray start took (seconds; None where the
+    caller's Ray was running already)."""
 
     name = "ray"
 
@@ -276,16 +325,9 @@ class RayEngine:
         self.num_cpus = num_cpus
         self.env = dict(env or {})
         self.max_retries = max_retries
+        self.started_in: float | None = None
 
-    async def run(
-        self,
-        tasks: Sequence[BatchTask],
-        settings: RunSettings,
-        ledger: Ledger,
-        concurrency: int,
-        on_row: OnRow,
-        on_start: OnStart,
-    ) -> None:
+    async def _run(self, batch: Batch) -> None:
         try:
             import ray
         except ImportError:
@@ -294,34 +336,25 @@ class RayEngine:
             ) from None
         # The tasks' shared clones are made while Ray starts (11-24 s on a loaded machine) and
         # while its workers load the task machinery.
-        local = [t.repo for t in tasks if not t.is_url]
+        local = [t.repo for t in batch.tasks if not t.is_url]
         preparing = asyncio.ensure_future(
-            asyncio.to_thread(prepare_baselines, local, baselines_dir(settings))
+            asyncio.to_thread(prepare_baselines, local, baselines_dir(batch.settings))
         )
         started_here = not ray.is_initialized()
         if started_here:
-            options: dict[str, Any] = {
-                "include_dashboard": False,
-                "log_to_driver": False,
-                "runtime_env": {"env_vars": self.env},
-            }
-            if self.address:
-                options["address"] = self.address
-            elif self.num_cpus:
-                options["num_cpus"] = self.num_cpus
-            await asyncio.to_thread(ray.init, **options)
+            await self._start_ray(ray)
         hosts: list[Any] = []
         shape: tuple[Any, ...] = ()
         try:
             resources: dict[str, float] = await asyncio.to_thread(ray.cluster_resources)
-            plan = host_plan(float(resources.get("CPU", 1.0)), concurrency)
-            count = min(plan.hosts, max(len(tasks), 1))
+            plan = host_plan(float(resources.get("CPU", 1.0)), batch.concurrency)
+            count = min(plan.hosts, max(len(batch.tasks), 1))
             shape = self._shape(ray, plan)
             if not started_here:  # a driver's earlier batch may have left its workers
                 hosts = HOSTS.take(ray, shape, count)
             hosts += self._start_hosts(ray, shape, count - len(hosts))
             await preparing
-            await self._dispatch(ray, hosts, tasks, settings, ledger, concurrency, on_row, on_start)
+            await self._dispatch(ray, hosts, batch)
         finally:
             if started_here:
                 for host in hosts:
@@ -331,16 +364,35 @@ class RayEngine:
             else:
                 HOSTS.keep(shape, hosts)
 
+    async def _start_ray(self, ray: Any) -> None:
+        """A local instance (or a connection to ``address``) for this batch. No runtime
+        environment: the job's workers are then the ones Ray starts with the instance, one per
+        CPU, and a host takes one of them as soon as Ray is up (with one, Ray started new
+        workers after the instance was up, while the batch waited: 5.7 s against 1.0 s for two
+        hosts on a loaded 2-core machine). No dashboard, no worker logs sent to the driver."""
+        import time
+
+        options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+        if self.address:
+            options["address"] = self.address
+        elif self.num_cpus:
+            options["num_cpus"] = self.num_cpus
+        began = time.monotonic()
+        await asyncio.to_thread(ray.init, **options)
+        self.started_in = time.monotonic() - began
+
     def _shape(self, ray: Any, plan: HostPlan) -> tuple[Any, ...]:
         """What a kept worker must match to serve a batch: the same Ray instance, CPUs asked,
-        threads enough, the same keys and retries."""
+        threads enough, the same variables (a digest of them) and retries."""
+        import hashlib
+
         context = ray.get_runtime_context()
-        keys = sorted(k for k in self.env if k not in ("REASONIX_CONFIG_DIR", "REASONIX_DATA_DIR"))
         threads = max(plan.per_host, HOST_THREADS)
-        return (context.get_node_id(), context.get_job_id(), plan.cpus, threads, tuple(keys))
+        env = hashlib.sha256(repr(sorted(self.env.items())).encode()).hexdigest()
+        return (context.get_node_id(), context.get_job_id(), plan.cpus, threads, env)
 
     def _start_hosts(self, ray: Any, shape: tuple[Any, ...], count: int) -> list[Any]:
-        *_, cpus, threads, keys = shape
+        *_, cpus, threads, _env = shape
         actor = ray.remote(
             num_cpus=cpus,
             max_concurrency=threads,
@@ -348,31 +400,22 @@ class RayEngine:
             max_restarts=-1,
             max_task_retries=self.max_retries,
         )(_Host)
-        return [actor.remote(list(keys)) for _ in range(count)]
+        return [actor.remote(self.env) for _ in range(count)]
 
-    async def _dispatch(
-        self,
-        ray: Any,
-        hosts: list[Any],
-        tasks: Sequence[BatchTask],
-        settings: RunSettings,
-        ledger: Ledger,
-        concurrency: int,
-        on_row: OnRow,
-        on_start: OnStart,
-    ) -> None:
+    async def _dispatch(self, ray: Any, hosts: list[Any], batch: Batch) -> None:
+        settings, ledger = batch.settings, batch.ledger
         plain = dataclasses.asdict(settings)
-        queue = list(tasks)
+        queue = list(batch.tasks)
         pending: dict[Any, tuple[BatchTask, int]] = {}
         load = [0] * len(hosts)
         while queue or pending:
-            while queue and len(pending) < concurrency:
+            while queue and len(pending) < batch.concurrency:
                 if ledger.exhausted():
                     ledger.not_started.extend(t.id for t in queue)
                     queue.clear()
                     break
                 task = queue.pop(0)
-                on_start(task)
+                batch.on_start(task)
                 at = load.index(min(load))  # the host running the fewest tasks
                 load[at] += 1
                 ref = (
@@ -389,7 +432,7 @@ class RayEngine:
                 load[at] -= 1
                 row = await asyncio.to_thread(self._collect, ray, ref, task, settings)
                 ledger.spend(row)
-                on_row(row)
+                batch.on_row(row)
 
     @staticmethod
     def _collect(ray: Any, ref: Any, task: BatchTask, settings: RunSettings) -> dict[str, Any]:
