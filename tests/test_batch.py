@@ -429,9 +429,9 @@ def test_local_tasks_do_not_wait_on_each_others_blocking_work(batch: Batch) -> N
     wrapper = bin_dir / "git"
     wrapper.write_text(
         "#!/bin/sh\n"
-        # Only the first `rev-parse --is-inside-work-tree` in task slow-a's copy waits (2.5 s at
+        # Only the first `status --porcelain --branch` (the facts) in slow-a's copy waits (2.5 s at
         # most: the session's own timeout for this git is 3 s).
-        f'case "$PWD $*" in *slow-a/repo*--is-inside-work-tree*)\n'
+        f'case "$PWD $*" in *slow-a/repo*status*--porcelain*--branch*)\n'
         f"  if [ ! -e {started} ]; then touch {started}; i=0\n"
         f"    while [ ! -e {answered} ] && [ $i -lt 25 ]; do sleep 0.1; i=$((i+1)); done\n"
         f"    if [ -e {answered} ]; then echo saw >> {log}; else echo gave-up >> {log}; fi\n"

@@ -35,6 +35,53 @@ def test_facts_name_os_shell_folder_date_and_git_state(tmp_path: Path) -> None:
     assert "- git: not a git repository" in plain or "- git: branch" in plain
 
 
+def _commit(root: Path, name: str = "a.py") -> None:
+    (root / name).write_text("x = 1\n")
+    git(root, "add", name)
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
+
+
+def test_branch_read_off_status_ahead_of_its_upstream_and_detached(tmp_path: Path) -> None:
+    upstream, clone = tmp_path / "up", tmp_path / "clone"
+    upstream.mkdir()
+    git(upstream, "init", "-q", "-b", "main")
+    _commit(upstream)
+    git(tmp_path, "clone", "-q", str(upstream), str(clone))
+    _commit(clone, "b.py")  # main...origin/main [ahead 1]
+    (clone / "a.py").write_text("x = 2\n")
+    facts = environment_facts(clone, environ={})
+    assert "- git: branch main, 1 changed file(s): a.py" in facts, facts
+    git(clone, "checkout", "-q", "--detach")
+    assert "- git: branch (detached HEAD), 1 changed" in environment_facts(clone, environ={})
+    git(clone, "checkout", "-q", "-b", "feature/x.y")
+    git(clone, "checkout", "-q", "--", "a.py")
+    assert "- git: branch feature/x.y, clean" in environment_facts(clone, environ={})
+
+
+def test_facts_read_a_repository_in_two_gits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch opens many sessions at once and each git is a process start: the branch and the
+    status come from one ``git status --branch`` after the filter drivers are read."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    _commit(repo)
+    real = subprocess.run(["which", "git"], capture_output=True, text=True, check=True)
+    bin_dir, log = tmp_path / "bin", tmp_path / "git.log"
+    bin_dir.mkdir()
+    (bin_dir / "git").write_text(
+        f'#!/bin/sh\necho "$*" >> {log}\nexec {real.stdout.strip()} "$@"\n'
+    )
+    (bin_dir / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    assert "- git: branch main, clean" in environment_facts(repo, environ={})
+    calls = log.read_text().splitlines()
+    assert len(calls) == 2, calls
+    log.unlink()
+    assert "- git: not a git repository" in environment_facts(tmp_path, environ={})
+
+
 @pytest.mark.slow
 def test_facts_ride_at_the_tail_of_the_first_user_turn_only(project: Project) -> None:
     git(project.root, "init", "-q", "-b", "main")

@@ -12,7 +12,7 @@ import datetime as _dt
 import os
 import platform
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from reasonix.safety.environment import git_environment
@@ -68,6 +68,10 @@ _SAFE_GIT = (
 
 
 def _git_summary(workspace: Path) -> str:
+    """The branch and what is uncommitted, in two gits where the folder is a repository (its
+    filter drivers, then ``status --branch``): a batch starts many sessions at once, and each
+    git is a process start."""
+
     def git(*args: str, flags: tuple[str, ...] = ()) -> str | None:
         try:
             proc = subprocess.run(
@@ -83,9 +87,6 @@ def _git_summary(workspace: Path) -> str:
             return None
         return proc.stdout if proc.returncode == 0 else None
 
-    if git("rev-parse", "--is-inside-work-tree") is None:
-        return "not a git repository"
-    branch = (git("branch", "--show-current") or "").strip() or "(detached HEAD)"
     # `git status` runs a filter driver's clean command on changed files (to compare their
     # content): every driver the configuration defines is switched off for this call. ``-c``
     # splits at the first "=", so a driver whose name holds one (``[filter "a=b"]``, valid in
@@ -93,17 +94,19 @@ def _git_summary(workspace: Path) -> str:
     drivers = git("config", "-z", "--get-regexp", r"^filter\.") or ""
     names = {entry.split("\n", 1)[0].rsplit(".", 1)[0] for entry in drivers.split("\0") if entry}
     if any("=" in name for name in names):
-        return f"branch {branch}"
+        return _branch_only(git)
     off = tuple(
         arg
         for name in sorted(names)
         for what in ("clean", "smudge", "process")
         for arg in ("-c", f"{name}.{what}=")
     )
-    status = git("status", "--porcelain", "--ignore-submodules=all", flags=off)
-    if status is None:
-        return f"branch {branch}"
-    entries = [line for line in status.splitlines() if line.strip()]
+    status = git("status", "--porcelain", "--branch", "--ignore-submodules=all", flags=off)
+    if status is None or not status.startswith("## "):  # not a repository, or status failed
+        return _branch_only(git)
+    header, _, rest = status.partition("\n")
+    branch = _branch_of(header[3:])
+    entries = [line for line in rest.splitlines() if line.strip()]
     untracked = sum(1 for e in entries if e.startswith("??"))
     changed = len(entries) - untracked
     if not entries:
@@ -115,3 +118,22 @@ def _git_summary(workspace: Path) -> str:
         parts.append(f"{untracked} untracked")
     shown = ", ".join(e[3:] for e in entries[:8]) + (", …" if len(entries) > 8 else "")
     return f"branch {branch}, {' and '.join(parts)} file(s): {shown}"
+
+
+def _branch_only(git: Callable[..., str | None]) -> str:
+    """The branch alone (no status could be read), or that this is no repository."""
+    if git("rev-parse", "--is-inside-work-tree") is None:
+        return "not a git repository"
+    return f"branch {(git('branch', '--show-current') or '').strip() or '(detached HEAD)'}"
+
+
+def _branch_of(header: str) -> str:
+    """The branch named by ``status --branch``'s first line (after its ``## ``): ``main``,
+    ``main...origin/main [ahead 1]``, ``No commits yet on main``, ``HEAD (no branch)``."""
+    for unborn in ("No commits yet on ", "Initial commit on "):
+        if header.startswith(unborn):
+            return header[len(unborn) :].strip() or "(detached HEAD)"
+    if header.startswith("HEAD (no branch)"):
+        return "(detached HEAD)"
+    # A branch name holds no "..." and no space (git refuses both in a ref name).
+    return header.split("...", 1)[0].split(" ", 1)[0] or "(detached HEAD)"

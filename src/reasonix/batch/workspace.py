@@ -36,8 +36,18 @@ class WorkspaceError(ReasonixError):
     """The task's repository could not be copied or cloned."""
 
 
+#: What every git of ours runs with: no hooks, no fsmonitor, and no automatic maintenance (a
+#: commit in a new copy otherwise starts a ``git maintenance run`` process of its own).
+_GIT_OPTIONS = (
+    "-c", "core.hooksPath=/dev/null",
+    "-c", "core.fsmonitor=false",
+    "-c", "maintenance.auto=false",
+    "-c", "gc.auto=0",
+)  # fmt: skip
+
+
 def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    cmd = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", *args]
+    cmd = ["git", *_GIT_OPTIONS, *args]
     env = git_environment()
     env["GIT_CONFIG_GLOBAL"] = "/dev/null"
     proc = subprocess.run(
