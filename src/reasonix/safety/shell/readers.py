@@ -18,6 +18,11 @@ add what a program must not be given to count as reading only.
 
 GNU programs accept any unambiguous prefix of a long option (``sort --out=x`` is ``--output``):
 a long option that is a prefix of one that writes counts as that one.
+
+A bare program name runs whatever the command's ``PATH`` finds first, and ``PATH`` may hold a
+folder of the workspace (an activated ``.venv/bin``, ``node_modules/.bin``, direnv's ``bin``) or
+a relative one (``.``, ``bin``): a program is proved only when the file ``PATH`` finds is outside
+the workspace and its added folders, and no relative entry comes before it.
 """
 
 from __future__ import annotations
@@ -308,8 +313,39 @@ _SYSTEM_BIN = ("/usr/bin/", "/bin/")
 _GLOB_START = "*?["
 
 
+#: Names the shell runs itself, whatever ``PATH`` holds.
+_BUILTINS = frozenset(
+    {"echo", "printf", "pwd", "test", "[", "true", "false", "type", "cd", "pushd", "popd", ":"}
+)
+
+
+def _path_obstacle(name: str, folders: Sequence[Path], path: str | None = None) -> str | None:
+    """Why the bare program ``name`` may be one of the workspace's (``folders``: the workspace
+    and its added folders, real paths): the first match on ``PATH`` (``path``, default the one
+    commands get, ours) lies in them, or a relative entry comes first. None: a program from
+    outside, or none at all."""
+    if name in _BUILTINS:
+        return None
+    entries = (os.environ.get("PATH", os.defpath) if path is None else path).split(os.pathsep)
+    for entry in entries:
+        if not os.path.isabs(entry):
+            return f"PATH holds the relative folder {entry or '.'!r}: {name} may be the workspace's"
+        candidate = os.path.join(entry, name)
+        if not (os.path.isfile(candidate) and os.access(candidate, os.X_OK)):
+            continue
+        real = Path(os.path.realpath(candidate))
+        if any(real.is_relative_to(f) for f in folders):
+            return f"{name} is found on PATH inside the workspace, a program of its own"
+        return None
+    return None
+
+
 def _command_obstacle(
-    words: Sequence[str], globs: Sequence[bool], workspace: Path, confined: bool
+    words: Sequence[str],
+    globs: Sequence[bool],
+    workspace: Path,
+    confined: bool,
+    folders: Sequence[Path] = (),
 ) -> str | None:
     first = words[0]
     if "/" in first and not first.startswith(_SYSTEM_BIN):
@@ -324,6 +360,8 @@ def _command_obstacle(
         if len(tokens) != len(form) or not tokens:
             return "the command runs something known only at run time"
         name = tokens[0].rsplit("/", 1)[-1]
+        if "/" not in tokens[0] and (found := _path_obstacle(name, folders or (workspace,))):
+            return found
         if name == "git" and confined and _below_a_repository(workspace):
             return "git in a subfolder of a repository reads all of it (HEAD:path, :/)"
         problem = reader_obstacle(name, tokens[1:], confined)
@@ -380,7 +418,8 @@ def read_only_obstacle(
         globs = [w.glob for w in cmd.words]
         if moves and any(w.glob and w.value[:1] in _GLOB_START for w in cmd.words):
             return "a pattern after cd cannot be checked"
-        problem = _command_obstacle([w.value for w in cmd.words], globs, base, confined)
+        folders = (base, *(Path(os.path.realpath(r)) for r in roots))
+        problem = _command_obstacle([w.value for w in cmd.words], globs, base, confined, folders)
         if problem:
             return problem
     return None
