@@ -40,5 +40,5 @@ class Harness:
 
 
 def denied(result: ToolResult) -> bool:
-    """The permission layer refused the call."""
-    return result.is_error and result.content.startswith("Permission denied")
+    """The permission layer refused the call (its typed refusal, not the result's wording)."""
+    return result.refused
