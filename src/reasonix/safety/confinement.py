@@ -240,7 +240,12 @@ class BwrapConfiner:
             args += ["--ro-bind", "/run/systemd/resolve", "/run/systemd/resolve"]
         bound: list[Path] = []
         args += self._scratch(bound)
+        hidden = tuple(os.path.join(secret, "") for secret in self.secret_paths())
         for readable in (*self.programs, *self.allow_read):
+            # A secret or a path inside one (allow_read = ["~/.ssh/id_rsa"]) is never shown:
+            # masking covers what lies below a bound folder, not a bind inside the secret.
+            if os.path.join(readable, "").startswith(hidden):
+                continue
             if readable.exists() and readable not in bound:
                 args += ["--ro-bind", str(readable), str(readable)]
                 bound.append(readable)
