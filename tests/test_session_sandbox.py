@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import signal
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,8 @@ class StaleSandbox(SessionSandbox):
 
 #: Prints the command line of every process the sandbox holds.
 PS = "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done"
+#: What the supervisor's command line holds (the bootstrap it runs).
+SUPERVISOR_LINE = "reasonix-supervisor"
 
 
 def _sandbox(root: Path, kind: type[SessionSandbox] = SessionSandbox) -> SessionSandbox:
@@ -69,7 +73,7 @@ def test_commands_share_one_sandbox_and_find_it_clean(tmp_path: Path) -> None:
     assert planted == (0, "ok\n")
     start, processes = second[1].split("\n", 1)
     assert first[1].strip() == start  # the same sandbox's init
-    assert "bwrap" in processes and "sleep 300" not in processes  # the setsid sleeper is gone
+    assert SUPERVISOR_LINE in processes and "sleep 300" not in processes  # the sleeper is gone
     assert ".gitconfig" not in listing[1] and "left" not in listing[1]
 
 
@@ -114,22 +118,53 @@ def test_a_protected_file_replaced_on_the_host_stays_read_only(tmp_path: Path) -
     assert asyncio.run(go(StaleSandbox)) == "new = 2\nevil = 3\n"
 
 
-def test_a_killed_supervisor_takes_its_sandbox_and_the_next_command_gets_a_new_one(
-    tmp_path: Path,
-) -> None:
-    async def go() -> tuple[int, tuple[int, str], int]:
+def test_the_supervisor_is_the_init_and_no_command_can_stop_or_kill_it(tmp_path: Path) -> None:
+    # pid 1 gets from inside its namespace only the signals it handles: kill -STOP $PPID made a
+    # call hang to its timeout while the supervisor was a process like any other.
+    async def go() -> tuple[tuple[int, str], tuple[int, str], tuple[int, str], int]:
         box = _sandbox(tmp_path)
         try:
-            await _run(box, "true")
-            code, _ = await _run(box, "setsid sleep 300 & kill -9 $PPID; sleep 5")
+            init = await _run(box, "tr '\\0' ' ' < /proc/1/cmdline; echo; echo $PPID")
+            stopped = await _run(
+                box, "setsid sleep 300 & kill -STOP $PPID; kill -9 $PPID; kill -INT 1; echo went on"
+            )
             after = await _run(box, PS)
-            return code, after, box.started
+            return init, stopped, after, box.started
         finally:
             box.close()
 
-    code, (after_code, processes), started = asyncio.run(go())
-    assert code != 0
-    assert after_code == 0 and "bwrap" in processes and "sleep 300" not in processes
+    (_, init), (code, out), (after_code, processes), started = asyncio.run(go())
+    line, parent = init.rstrip("\n").rsplit("\n", 1)
+    assert SUPERVISOR_LINE in line and parent == "1"
+    assert code == 0 and out == "went on\n"
+    assert after_code == 0 and "sleep 300" not in processes and started == 1
+
+
+def _kill_supervisor(bwrap: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the supervisor (the outer bubblewrap's child, pid 1 inside) and wait for its
+    sandbox to end."""
+    children = Path(f"/proc/{bwrap.pid}/task/{bwrap.pid}/children")
+    os.kill(int(children.read_text().split()[0]), signal.SIGKILL)
+    bwrap.wait(timeout=30)
+
+
+def test_a_supervisor_killed_from_outside_takes_its_sandbox_and_the_next_gets_a_new_one(
+    tmp_path: Path,
+) -> None:
+    async def go() -> tuple[tuple[int, str], int]:
+        box = _sandbox(tmp_path)
+        try:
+            await _run(box, "setsid sleep 300 &")
+            kept = box._box
+            assert kept is not None
+            await asyncio.to_thread(_kill_supervisor, kept.proc)
+            after = await _run(box, PS)
+            return after, box.started
+        finally:
+            box.close()
+
+    (after_code, processes), started = asyncio.run(go())
+    assert after_code == 0 and SUPERVISOR_LINE in processes and "sleep 300" not in processes
     assert started == 2
 
 

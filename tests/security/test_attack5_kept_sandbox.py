@@ -125,7 +125,6 @@ def _init_steps(lab: Lab, **env: str) -> tuple[str, str]:
     )
     assert outcome.proc.returncode == 0, outcome.proc.stdout[-2000:]
     inject, look = outcome.results
-    assert "attached-pid1" in inject, inject
     return inject, look
 
 
@@ -135,19 +134,15 @@ needs_x86_64 = pytest.mark.skipif(
 
 
 @needs_x86_64
-@pytest.mark.xfail(
-    strict=True,
-    reason="attacker5 B1: the sandbox's init is ptrace-able and outlives every command",
-)
 def test_break_the_sandboxs_init_cannot_be_made_to_outlive_the_command(lab: Lab) -> None:
-    inject, look = _init_steps(lab)
-    assert "injected" in inject, inject
+    _, look = _init_steps(lab)
     assert "written by the init" not in look, f"the next command found the init's file: {look}"
 
 
 @needs_x86_64
 def test_control_per_call_the_injected_init_ends_with_its_sandbox(lab: Lab) -> None:
-    _, look = _init_steps(lab, REASONIX_SANDBOX="per-call")
+    inject, look = _init_steps(lab, REASONIX_SANDBOX="per-call")
+    assert "attached-pid1" in inject and "injected" in inject, inject  # the probe works
     assert "written by the init" not in look and "No such file" in look, look
     assert "init=" in look and "bwrap" in look, look
 
@@ -184,10 +179,6 @@ needs_tools = pytest.mark.skipif(
 
 
 @needs_tools
-@pytest.mark.xfail(
-    strict=True,
-    reason="attacker5 B2: the supervisor's priority, affinity and policy are not compared",
-)
 def test_break_a_lowered_priority_reaches_the_next_command(lab: Lab) -> None:
     look = _priority_steps(lab)
     assert "nice=0" in look and "SCHED_IDLE" not in look, f"the next command inherited: {look}"
@@ -237,9 +228,6 @@ def _key_steps(lab: Lab, **env: str) -> str:
 
 
 @needs_x86_64
-@pytest.mark.xfail(
-    strict=True, reason="attacker5 B5: the sandbox's keyrings outlive the command that filled them"
-)
 def test_break_a_key_does_not_reach_the_next_command(lab: Lab) -> None:
     read = _key_steps(lab)
     assert "EVIL-KEY" not in read, f"the next command read the key: {read}"

@@ -62,7 +62,7 @@ def test_steps_share_one_sandbox_that_each_finds_clean(lab: Lab) -> None:
     assert "inited" in init
     assert plant.split()[0] == look.split()[0]  # one init: one sandbox for both steps
     assert ".planted" not in look and "planted" not in look
-    assert "bwrap" in look and "sleep 2718.5" not in look
+    assert "reasonix-supervisor" in look and "sleep 2718.5" not in look  # the init: ours
     assert "[alias]" not in (lab.root / ".git" / "config").read_text()
 
 

@@ -11,8 +11,8 @@ has a shell run ``ulimit``) and default signal handling, forwards a stop signal 
 asks, and when the command ends:
 
 - kills every other process of the sandbox (``kill(-1)`` from inside the PID namespace reaches
-  all of them, ``setsid`` daemons included) and waits until the namespace holds only the
-  sandbox's init and itself, as the end of a per-call sandbox did;
+  all of them, ``setsid`` daemons included), reaps them (it is their init) and waits until the
+  namespace holds only itself, as the end of a per-call sandbox did;
 - answers the host, then (the next command waits for it, this one's result does not)
   empties ``/tmp``, ``/dev``, ``/dev/shm`` and the home folder back to what they held at start
   (the next command finds no ``~/.gitconfig`` or ``/tmp`` file a previous one left), and
@@ -22,12 +22,8 @@ asks, and when the command ends:
 
 The host trusts none of this: after every command it counts the sandbox's processes itself
 (its ``pids`` cgroup's count where it has one, else the PID namespace of every process), and
-kills the sandbox (the next command gets a fresh one) when more than the init and the
-supervisor remain, when the supervisor reports the sandbox unclean, stops answering, or dies.
-While a command runs it also watches the supervisor's state: a command can stop it
-(``kill -STOP $PPID``: same user), which would leave the call waiting for its whole timeout;
-a supervisor seen stopped ends the sandbox at once, and the call says so
-(:data:`SUPERVISOR_STOPPED`).
+kills the sandbox (the next command gets a fresh one) when more than the supervisor
+remains, when the supervisor reports the sandbox unclean, stops answering, or dies.
 The supervisor makes itself non-dumpable so no command can ptrace it or read its memory and
 forge its answers.
 
@@ -36,8 +32,13 @@ list computed anew for every command (the protected paths and secrets that exist
 plus the identity (device, inode) of every path named in it, so a protected file replaced on the
 host, a new ``.git``, a new allowed folder or a changed setting starts a new sandbox.
 
-Residual difference from a per-call sandbox: the kernel bounds (``pids`` cgroup,
-``RLIMIT_NPROC``) count the supervisor too, so the cgroup is made one larger.
+The supervisor is the namespace's init (bubblewrap's ``--as-pid-1``), so the kernel bounds
+(``pids`` cgroup, ``RLIMIT_NPROC``) count it where a per-call sandbox has bubblewrap's init: the
+same bound holds for the commands. No other process is the init: none a command can ptrace
+(the supervisor is non-dumpable) or make run a program of its own, and the kernel gives pid 1
+only the signals it handles, so ``kill -STOP $PPID`` cannot hang a call. What fork passes on
+beside the limits (nice value, CPU affinity, scheduling policy, I/O priority) and the kernel
+keyrings of the sandbox's user namespace are compared after every command like the files.
 
 It runs past 500 lines because the supervisor's source (sent into the sandbox as text) and the
 host side that checks it are two ends of one protocol, read and changed together.
@@ -77,8 +78,12 @@ BOOTSTRAP = (
 
 #: The supervisor (see the module docstring).
 SUPERVISOR = r"""
-import ctypes, json, os, resource, select, signal, socket, stat, struct, sys, time
-ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: no ptrace, no /proc/PID/mem
+import ctypes, json, os, platform, resource, select, signal, socket, stat, struct, sys, time
+LIBC = ctypes.CDLL(None, use_errno=True)
+LIBC.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: no ptrace, no /proc/PID/mem
+# pid 1 of the namespace (bubblewrap --as-pid-1): the kernel gives it only the signals it
+# handles, so no command can stop or kill it; Python's own SIGINT handler would be one
+signal.signal(signal.SIGINT, signal.SIG_IGN)
 sock = s
 os.set_inheritable(sock.fileno(), False)
 RESET = json.loads(sys.argv[2])
@@ -169,18 +174,65 @@ def reset():
         pass
 
 
+# ioprio_get's number where we know it (x86-64, arm64)
+IOPRIO_GET = {"x86_64": 252, "aarch64": 31}.get(platform.machine())
+
+
 def limits():
-    # the bounds the supervisor passes on to every command: one a command lowered with
-    # prlimit --pid $PPID would reach the next command
+    # what the supervisor passes on to every command by fork: its bounds, nice value, CPU
+    # affinity, scheduling policy and I/O priority; one a command changed with
+    # prlimit/renice/taskset/chrt/ionice --pid $PPID would reach the next command
     names = sorted(n for n in dir(resource) if n.startswith("RLIMIT_"))
-    return [resource.getrlimit(getattr(resource, n)) for n in names]
+    out = [resource.getrlimit(getattr(resource, n)) for n in names]
+    out += [os.getpriority(os.PRIO_PROCESS, 0), sorted(os.sched_getaffinity(0))]
+    out += [os.sched_getscheduler(0), os.sched_getparam(0).sched_priority]
+    if IOPRIO_GET is not None:
+        out.append(LIBC.syscall(IOPRIO_GET, 1, 0))  # IOPRIO_WHO_PROCESS, this process
+    return out
 
 
 LIMITS = limits()
+KEYCTL = {"x86_64": 250, "aarch64": 219}.get(platform.machine())
+
+
+def keyctl(*args):
+    return -1 if KEYCTL is None else LIBC.syscall(KEYCTL, *args)
+
+
+def keyrings():
+    # The kernel keyrings that outlive a command: the user and user-session keyrings and the
+    # persistent one (of the sandbox's user namespace, so its own) hold what a command linked
+    # there for the next; a command's session keyring is its own (joined in start()). Read
+    # as the ids each holds, whatever the keys' own permissions; a keyring a command made
+    # unreadable reads as a change.
+    out = []
+    for ring in (-4, -5, "persistent"):  # KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING
+        if ring == "persistent":
+            ring = keyctl(22, -1, -3)  # KEYCTL_GET_PERSISTENT, our uid, into our session keyring
+            if ring < 0:
+                out.append(ctypes.get_errno() in (95, 38))  # not supported here: nothing held
+                continue
+        buf = ctypes.create_string_buffer(4096)
+        size = keyctl(11, ring, buf, 4096)  # KEYCTL_READ: the ids it links
+        out.append(buf.raw[: max(size, 0)] if 0 <= size <= 4096 else None)
+    return out
+
+
+keyctl(1, None)  # KEYCTL_JOIN_SESSION_KEYRING: a new session keyring, not the host's
+KEYS = keyrings()
 
 
 def others():
     return [int(n) for n in os.listdir("/proc") if n.isdigit() and int(n) not in (1, ME)]
+
+
+def reap():
+    # as pid 1, the supervisor inherits every orphan: a zombie stays in /proc until reaped
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+    except ChildProcessError:
+        pass
 
 
 def end_all():
@@ -190,6 +242,7 @@ def end_all():
             os.kill(-1, signal.SIGKILL)
         except OSError:
             pass
+        reap()
         if time.monotonic() > deadline:
             return False
         time.sleep(0.001)
@@ -241,6 +294,7 @@ def start(argv, env, out, limits):
         return pid
     try:
         os.setsid()
+        keyctl(1, None)  # a session keyring of its own, gone with the command
         for sig in range(1, signal.NSIG):
             try:
                 signal.signal(sig, signal.SIG_DFL)
@@ -308,7 +362,8 @@ while True:
         reset()
     except OSError:
         clean = False
-    send(op="reset", clean=clean and ipc_empty() and limits() == LIMITS)
+    clean = clean and ipc_empty() and limits() == LIMITS and keyrings() == KEYS
+    send(op="reset", clean=clean)
 """
 
 
@@ -387,7 +442,7 @@ class _Box:
         self.pids = pids
         self.fingerprint = _fingerprint(args)
         self.refusals = pids.refusals() if pids is not None else 0
-        #: the processes its cgroup holds between commands (bubblewrap, init, supervisor)
+        #: the processes its cgroup holds between commands (bubblewrap and the supervisor, its init)
         self.idle = -1
         #: the supervisor still owes the report of its reset after the last command
         self.resetting = False
@@ -520,9 +575,13 @@ class SessionSandbox:
         host, inside = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         # Its own mqueue file system shows the supervisor the POSIX message queues a command
         # left in the sandbox's IPC namespace.
-        argv = [self.confiner.executable, *args, "--mqueue", "/dev/mqueue", "--"]
+        # --as-pid-1: the supervisor is the namespace's init. No other process is, so none a
+        # command can ptrace or make exec its own program (bubblewrap's own init is dumpable),
+        # and the kernel delivers pid 1 only the signals it handles (kill -STOP, -KILL from
+        # inside are ignored); it reaps the orphans.
+        argv = [self.confiner.executable, *args, "--mqueue", "/dev/mqueue", "--as-pid-1", "--"]
         argv += [python, "-I", "-S", "-c", BOOTSTRAP, str(inside.fileno()), json.dumps(reset)]
-        pids = PidsCgroup.create(self.confiner.max_processes + 1)
+        pids = PidsCgroup.create(self.confiner.max_processes)
         if pids is not None:
             argv = pids.wrap(argv)
         try:
@@ -655,7 +714,7 @@ class SessionSandbox:
             over_limit = over_limit or refusals > box.refusals
             box.refusals = refusals
         clean = message is not None and message.get("clean") is True
-        # Trust, but count: only the sandbox's init and the supervisor may be left.
+        # Trust, but count: only the supervisor (the namespace's init) may be left.
         if clean and not await self._only_supervisor_left(box):
             clean = False
         code_value = message.get("code") if message is not None else None
@@ -697,12 +756,12 @@ class SessionSandbox:
         return message is not None and message.get("op") == "reset" and message.get("clean") is True
 
     async def _only_supervisor_left(self, box: _Box) -> bool:
-        """Whether the sandbox holds no process but its init and the supervisor: its cgroup's
+        """Whether the sandbox holds no process but the supervisor (its init): its cgroup's
         count where there is one (a file read, exact), else a look at every process's PID
         namespace."""
         if box.pids is not None and box.idle > 0:
             return box.pids.current() == box.idle
-        return await asyncio.to_thread(sandbox_process_count, box.proc.pid) <= 2
+        return await asyncio.to_thread(sandbox_process_count, box.proc.pid) <= 1
 
     async def _stop(self, box: _Box, grace: float) -> dict[str, object] | None:
         """Out of time: SIGTERM to the command's group, SIGKILL after ``grace``; a supervisor
