@@ -127,15 +127,12 @@ def _stop_steps(lab: Lab, **env: str) -> tuple[str, str]:
     return stop, following
 
 
-def test_a_stopped_supervisor_ends_the_sandbox_at_once_and_the_next_command_runs(
-    lab: Lab,
-) -> None:
-    """Fixed (fix5): the host watches the supervisor's state while a command runs; stopped, the
-    sandbox is ended at once with a message that says so, not taken for the command's time-out
-    (the unwatched control is in tests/test_session_sandbox.py)."""
+def test_a_command_cannot_stop_the_supervisor_and_the_next_command_runs(lab: Lab) -> None:
+    """Fixed (lead, attacker5 B1's fix): the supervisor is the sandbox's init, and the kernel
+    gives pid 1 only the signals it handles, so ``kill -STOP $PPID`` changes nothing: the call
+    ends at once (no wait for its timeout) and the next command runs in the same sandbox."""
     stop, following = _stop_steps(lab)
-    assert "supervisor was stopped by the command" in stop, stop
-    assert "timed out" not in stop, stop
+    assert "sent-stop" in stop and "timed out" not in stop, stop
     assert "next-runs" in following, following
 
 

@@ -367,15 +367,6 @@ while True:
 """
 
 
-#: What a call says when its command stopped the supervisor (``kill -STOP $PPID``).
-SUPERVISOR_STOPPED = (
-    "the sandbox's supervisor was stopped by the command, so the sandbox was ended; a new "
-    "sandbox starts for the next command"
-)
-#: How often the host looks at the supervisor's state while a command runs (seconds).
-_STATE_POLL = 0.2
-
-
 class SandboxUnavailable(Exception):
     """The supervised sandbox could not be started (or is busy): run the command per call."""
 
@@ -391,8 +382,6 @@ class SupervisedRun:
     timed_out: bool = False
     over_limit: bool = False
     discarded: bool = False
-    #: the command stopped the supervisor (SIGSTOP): the sandbox was ended at once
-    supervisor_stopped: bool = False
 
 
 def per_call_forced(environ: Mapping[str, str] | None = None) -> bool:
@@ -447,30 +436,9 @@ class _Box:
         #: the supervisor still owes the report of its reset after the last command
         self.resetting = False
         self.buffer = b""
-        #: the supervisor's pid on the host (found once it is ready; 0: not known)
-        self.supervisor = 0
 
     def alive(self) -> bool:
         return self.proc.poll() is None
-
-    def find_supervisor(self) -> None:
-        """Note the supervisor's host pid: the only child of the sandbox's init (bubblewrap's
-        child) while no command runs."""
-        init = _children(self.proc.pid)
-        below = _children(init[0]) if len(init) == 1 else []
-        self.supervisor = below[0] if len(below) == 1 else 0
-
-    def supervisor_stopped(self) -> bool:
-        """Whether the supervisor is stopped (``T``, or ``t`` under a tracer): a command sent it
-        SIGSTOP or another stop signal, and it can answer nothing until continued."""
-        if not self.supervisor:
-            return False
-        try:
-            with open(f"/proc/{self.supervisor}/stat", "rb") as f:
-                state = f.read().rpartition(b")")[2].split()[:1]
-        except OSError:
-            return False
-        return state in ([b"T"], [b"t"])
 
     def terminate(self) -> None:
         """SIGKILL the sandbox: its init dies, and with it the whole PID namespace."""
@@ -649,7 +617,6 @@ class SessionSandbox:
                 self.broken = str(exc)
                 raise
             box.fingerprint = _fingerprint(args)  # after bubblewrap made its mount points
-            box.find_supervisor()
             box.idle = box.pids.current() if box.pids is not None else -1
             self._slot[:] = [box]
             self.started += 1
@@ -695,10 +662,7 @@ class SessionSandbox:
         watchdog = self._watchdog(box)
         try:
             try:
-                message = await self._receive_watched(box, limit)
-            except _Stopped:
-                self._discard(box)
-                return SupervisedRun(-1, discarded=True, supervisor_stopped=True)
+                message = await box.receive(limit)
             except TimeoutError:
                 timed_out = True
                 message = await self._stop(box, grace)
@@ -725,23 +689,6 @@ class SessionSandbox:
             self._discard(box)
         box.resetting = clean
         return SupervisedRun(code, timed_out, over_limit, not clean)
-
-    async def _receive_watched(self, box: _Box, limit: float) -> dict[str, object] | None:
-        """:meth:`_Box.receive` of the command's end, looking at the supervisor's state every
-        :data:`_STATE_POLL` seconds meanwhile; raises :class:`_Stopped` when it is stopped."""
-        receive = asyncio.ensure_future(box.receive(limit))
-        try:
-            while True:
-                done, _ = await asyncio.wait({receive}, timeout=_STATE_POLL)
-                if done:
-                    return receive.result()
-                if box.supervisor_stopped():
-                    raise _Stopped
-        finally:
-            if not receive.done():
-                receive.cancel()
-                with contextlib.suppress(asyncio.CancelledError, OSError, ValueError):
-                    await receive
 
     async def _reset_done(self, box: _Box) -> bool:
         """Wait for the supervisor's report that the last command's ``/tmp``, ``/dev`` and home
@@ -798,18 +745,6 @@ class SessionSandbox:
         if box in self._slot:
             self._slot.clear()
         box.kill()
-
-
-class _Stopped(Exception):
-    """The supervisor was seen stopped while a command ran."""
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(n) for n in f.read().split()]
-    except (OSError, ValueError):
-        return []
 
 
 def _close_slot(slot: list[_Box]) -> None:

@@ -53,12 +53,7 @@ from reasonix.safety.confinement import (
 )
 from reasonix.safety.environment import build_environment
 from reasonix.safety.plants import CreationGuard
-from reasonix.safety.session_sandbox import (
-    SUPERVISOR_STOPPED,
-    SandboxUnavailable,
-    SessionSandbox,
-    per_call_forced,
-)
+from reasonix.safety.session_sandbox import SandboxUnavailable, SessionSandbox, per_call_forced
 from reasonix.tools.builtin.files import builtin_tool
 from reasonix.tools.builtin.jobs import JobError, JobTable
 from reasonix.tools.builtin.shell_output import CappedOutput, pump
@@ -118,8 +113,6 @@ class CommandRun:
     timed_out: bool = False
     over_limit: bool = False
     undone: tuple[str, ...] = ()
-    #: what the host did about the run, for the model (the kept sandbox's supervisor stopped)
-    note: str = ""
 
 
 def is_secret_env(name: str, extra: Sequence[str] = ()) -> bool:
@@ -257,8 +250,6 @@ class ShellTool:
         if run.over_limit:
             bound = self.confiner.max_processes if isinstance(self.confiner, BwrapConfiner) else 0
             shown += f"\n[stopped: the command started more than {bound} processes]"
-        if run.note:
-            shown += f"\n[{run.note}]"
         if run.timed_out:
             shown += f"\n[timed out after {limit:g} s; the command and its children were killed]"
             outcome = f"timeout\n{text}"
@@ -271,7 +262,7 @@ class ShellTool:
             hashlib.sha256(outcome.encode()).hexdigest()[:16],
             ok=not run.timed_out and run.code == 0,
         )
-        return ToolResult(shown, is_error=run.timed_out or bool(run.note), effects=(effect,))
+        return ToolResult(shown, is_error=run.timed_out, effects=(effect,))
 
     async def run_command(self, command: str, timeout: float | None = None) -> CommandRun:
         """Run ``command`` exactly as :meth:`bash` runs one in front (the same confiner,
@@ -391,8 +382,7 @@ class ShellTool:
         if run is None:
             return None
         text = output.text().rstrip("\n")
-        note = SUPERVISOR_STOPPED if run.supervisor_stopped else ""
-        return CommandRun(text, run.code, run.timed_out, run.over_limit, tuple(undone), note)
+        return CommandRun(text, run.code, run.timed_out, run.over_limit, tuple(undone))
 
     def _pids_cgroup(self) -> PidsCgroup | None:
         """The kernel's process bound for a confined command, where cgroups allow it."""
