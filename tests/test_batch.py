@@ -612,3 +612,51 @@ def test_ray_hosts_take_the_workers_ray_started_with_the_instance(
     workers = {int(r["worker"].rsplit(":", 1)[1]) for r in rows}
     assert len(workers) == 1, "one CPU: one host holds both tasks"
     assert workers <= before, (workers, before)
+
+
+def test_a_narrower_batch_leaves_the_other_kept_workers_for_a_wider_one(
+    batch: Batch, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A driver's batch at concurrency 1 uses one of the two workers its batch at 2 left; the
+    other stays kept, so its next batch at 2 runs on both again, starting none (the bench
+    runs its levels from 1 up). Control: once released, a batch at 2 starts its own."""
+    ray = pytest.importorskip("ray")
+    from reasonix.batch.engines import HOSTS, Ledger, RayEngine
+    from reasonix.batch.runner import RunSettings
+    from reasonix.batch.tasks import BatchTask
+
+    monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    environ = batch.env()
+    settings = RunSettings(
+        out=str(batch.root / "out"),
+        engine="ray",
+        yes=True,
+        user_config=str(batch.config_dir / "config.toml"),
+        environ=environ,
+    )
+    engine = RayEngine(env={KEY_ENV: environ[KEY_ENV]})
+
+    def one_batch(tag: str, concurrency: int) -> set[str]:
+        tasks = [
+            BatchTask(f"ok-{tag}{i}", str(batch.repo(f"{tag}{i}")), f"[ok-{tag}{i}] answer")
+            for i in range(2)
+        ]
+        rows: list[dict[str, Any]] = []
+        asyncio.run(engine.run(tasks, settings, Ledger(), concurrency, rows.append, lambda t: None))
+        assert [r["error_class"] for r in rows] == [None, None], rows
+        return {r["worker"] for r in rows}
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        wide = one_batch("a", 2)
+        narrow = one_batch("b", 1)
+        again = one_batch("c", 2)
+        HOSTS.release()
+        fresh = one_batch("d", 2)
+    finally:
+        HOSTS.release()
+        ray.shutdown()
+    assert len(wide) == 2 and narrow < wide, (wide, narrow)
+    assert again == wide, "a kept worker was ended by the narrower batch"
+    assert not fresh & wide, "a released worker was still used"

@@ -271,14 +271,19 @@ class HostPool:
         self._kept: list[tuple[tuple[Any, ...], Any]] = []
 
     def take(self, ray: Any, shape: tuple[Any, ...], count: int) -> list[Any]:
-        """Up to ``count`` kept workers of ``shape``; the others are ended (their CPUs would
-        stand in the way of the batch's own)."""
-        fits = [handle for kept, handle in self._kept if kept == shape][:count]
+        """Up to ``count`` kept workers of ``shape``. Where they are enough, the other workers
+        of ``shape`` stay kept (a narrower batch leaves them for a wider one after it);
+        otherwise every other worker is ended (the batch starts its own, and their CPUs would
+        stand in its way), as are workers of another shape."""
+        same = [handle for kept, handle in self._kept if kept == shape]
+        fits, spare = same[:count], same[count:]
+        if len(fits) < count:
+            spare = []
         for _, handle in self._kept:
-            if not any(handle is fit for fit in fits):
+            if not any(handle is kept for kept in (*fits, *spare)):
                 with contextlib.suppress(Exception):
                     ray.kill(handle)
-        self._kept = []
+        self._kept = [(shape, handle) for handle in spare]
         return fits
 
     def keep(self, shape: tuple[Any, ...], hosts: Sequence[Any]) -> None:
