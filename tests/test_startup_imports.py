@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
+import pexpect
 import pytest
+
+from tests.support.project import Project, project
+
+__all__ = ["project"]
 
 pytestmark = pytest.mark.slow
 
@@ -110,14 +116,20 @@ NOT_BEFORE_PROMPT = [
     "reasonix.messages",
     "reasonix.events",
     "reasonix.providers.base",
+    # Rich and the renderer: the header is drawn by prompt_toolkit, the renderer made on first use
+    "rich.console",
+    "rich.text",
+    "reasonix.cli.render",
     "httpx",
     "mcp",
     "pydantic",
 ]
 #: How many of our modules the prompt may need (it needed 91 when everything loaded first;
 #: 37 once the command table's records moved to app/command_types.py to keep app/commands.py
-#: under 500 lines; 34 since the message and event types load with the session).
-MAX_OWN_MODULES_BEFORE_PROMPT = 34
+#: under 500 lines; 34 since the message and event types, the renderer and the tool limits load
+#: after the first frame, of which the real start reports 33: the app's own module is imported
+#: with importlib, which ``-X importtime`` does not report).
+MAX_OWN_MODULES_BEFORE_PROMPT = 33
 
 BEFORE_PROMPT = (
     "import reasonix.cli.interactive, reasonix.app.launch, reasonix.safety.confinement\n"
@@ -153,3 +165,38 @@ def test_the_session_subsystems_still_load_when_the_session_opens() -> None:
         "reasonix.events",
     ):
         assert name in loaded
+
+
+def _early(loaded: set[str]) -> list[str]:
+    return sorted(m for m in loaded for p in NOT_BEFORE_PROMPT if m == p or m.startswith(p + "."))
+
+
+def test_the_real_prompt_is_drawn_before_any_of_them_loads(project: Project) -> None:
+    """The same through the real ``reasonix`` in a pseudo-terminal: what Python reports having
+    imported (``-X importtime``) by the time the prompt is on the screen, where building the
+    app, drawing the header and starting the background work are in it too."""
+    env = project.env(PYTHONPROFILEIMPORTTIME="1", PROMPT_TOOLKIT_NO_CPR="1", TERM="xterm")
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "reasonix"],
+        cwd=str(project.root),
+        env=env,
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(40, 120),
+    )
+    try:
+        child.expect("/help for commands")
+        seen = child.before
+        child.expect("›")
+        seen += child.before
+        child.sendline("/exit")
+        child.expect(pexpect.EOF, timeout=60)
+    finally:
+        child.close(force=True)
+    loaded = set(re.findall(r"import time:.*\|\s*([\w.]+)\s*$", seen, re.M))
+    # (modules imported with importlib.import_module, as the commands are, are not reported)
+    assert "reasonix.cli.status" in loaded and "prompt_toolkit" in loaded, sorted(loaded)
+    assert _early(loaded) == [], _early(loaded)
+    own = sorted(m for m in loaded if m.split(".")[0] == "reasonix")
+    assert len(own) <= MAX_OWN_MODULES_BEFORE_PROMPT, own

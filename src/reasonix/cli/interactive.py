@@ -29,13 +29,9 @@ from prompt_toolkit.formatted_text import HTML, FormattedText
 from prompt_toolkit.history import FileHistory, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from rich.cells import cell_len
-from rich.console import Console
-from rich.markup import escape
-from rich.text import Text
 
 from reasonix.app import commands
 from reasonix.cli.commands import EXIT_OK, UsageError, start
-from reasonix.cli.render import TerminalRenderer
 from reasonix.cli.status import LiveStatus, StatusFile, fit
 from reasonix.errors import ReasonixError
 from reasonix.store import default_store_path
@@ -43,11 +39,16 @@ from reasonix.store.private import private_dir, private_file
 from reasonix.terminal_text import printable, terminal_safe
 
 if TYPE_CHECKING:
+    # Rich's console and the renderer load once the first frame is drawn (the header is
+    # drawn by prompt_toolkit, which draws the prompt anyway): about a tenth of the start-up.
     # The session and what it brings (control, agents, tools, snapshots, MCP) load after the
-    # prompt is on the screen (see App.main): start-up time is a feature.
+    # prompt is on the screen too (see App.main): start-up time is a feature.
+    from rich.console import Console
+
     from reasonix.app.mentions import Attached
     from reasonix.app.session import AgentSession
     from reasonix.app.turn import Turn, TurnOutcome
+    from reasonix.cli.render import TerminalRenderer
     from reasonix.config import Config
     from reasonix.control.plan import Plan
     from reasonix.messages import ImagePart
@@ -221,7 +222,14 @@ class KeyWatcher:
 
 def _shown(text: str) -> str:
     """Outside text inside our markup: made terminal-safe, then markup-escaped."""
-    return escape(terminal_safe(text))
+    return _escaped(terminal_safe(text))
+
+
+def _escaped(text: str) -> str:
+    """``text`` markup-escaped for Rich (which loads on first use)."""
+    from rich.markup import escape
+
+    return escape(text)
 
 
 def _whole_subject(subject: str, limit: int = 2000) -> str:
@@ -252,6 +260,8 @@ class PromptApprover:
             f"[bold yellow]approval needed[/bold yellow] {_shown(request.reason)}",
             highlight=False,
         )
+        from rich.text import Text
+
         head = Text(f"  {request.tool}: ", style="bold")
         head.append(_whole_subject(request.subject))
         app.console.print(head, highlight=False)
@@ -406,13 +416,9 @@ class App:
         self.store = store
         self.args = args
         self.environ = environ
-        self._status_file: StatusFile | None = None
-        if sys.stdout.isatty():
-            self._status_file = StatusFile(sys.stdout)
-            self.console = Console(highlight=False, file=cast(IO[str], self._status_file))
-        else:
-            self.console = Console(highlight=False)
-        self.renderer = TerminalRenderer(self.console)
+        self._status_file = StatusFile(sys.stdout) if sys.stdout.isatty() else None
+        self._console: Console | None = None
+        self._renderer: TerminalRenderer | None = None
         self.runtime: AgentSession | None = None
         self._opening: asyncio.Task[None] | None = None
         self._turn: Turn | None = None
@@ -451,6 +457,25 @@ class App:
             return text.startswith("/") and (" " not in text or text.startswith(RESUME))
 
         return Condition(typing_command)
+
+    @property
+    def console(self) -> Console:
+        """Rich's console (on a terminal it writes through the status line), made on first use:
+        after the first frame (see :meth:`_header`)."""
+        if self._console is None:
+            from rich.console import Console
+
+            file = cast(IO[str], self._status_file) if self._status_file is not None else None
+            self._console = Console(highlight=False, file=file)
+        return self._console
+
+    @property
+    def renderer(self) -> TerminalRenderer:
+        if self._renderer is None:
+            from reasonix.cli.render import TerminalRenderer
+
+            self._renderer = TerminalRenderer(self.console)
+        return self._renderer
 
     @property
     def status(self) -> LiveStatus | None:
@@ -577,7 +602,7 @@ class App:
                     status.resume()
 
     def _said(self, text: str) -> None:
-        self.console.print(f"[dim]{escape(printable(text))}[/dim]")
+        self.console.print(f"[dim]{_escaped(printable(text))}[/dim]")
 
     def _typed_changed(self) -> None:
         status = self.status
@@ -670,6 +695,8 @@ class App:
         try:
             mod = await asyncio.to_thread(importlib.import_module, "reasonix.app.session")
             picker = await asyncio.to_thread(importlib.import_module, "reasonix.cli.picker")
+            # Rich and the renderer too (the banner needs them), off the prompt's thread.
+            await asyncio.to_thread(importlib.import_module, "reasonix.cli.render")
             self.runtime = await mod.AgentSession.open(
                 self.config,
                 Path.cwd(),
@@ -710,12 +737,20 @@ class App:
             show()
 
     def _header(self) -> None:
-        """What is known before the session opens: shown at once, never a blank screen."""
+        """What is known before the session opens: shown at once, never a blank screen. Drawn
+        by prompt_toolkit, like the prompt under it, so that Rich is not loaded for it."""
+        from prompt_toolkit import print_formatted_text
+
         from reasonix._version import __version__
 
-        self.console.print(
-            f"[bold]reasonix[/bold] {__version__} · "
-            "[dim]/help for commands; Esc+Enter for a new line[/dim]"
+        print_formatted_text(
+            FormattedText(
+                [
+                    ("bold", "reasonix"),
+                    ("", f" {__version__} · "),
+                    ("dim", "/help for commands; Esc+Enter for a new line"),
+                ]
+            )
         )
 
     def _opened(self) -> None:
@@ -771,7 +806,7 @@ class App:
             f"{_shown(models)} · mode {_shown(rt.mode)} · {what} session {_shown(rt.session_id)}"
         )
         if rt.bash.notice:
-            self.console.print(f"[bold yellow]warning:[/bold yellow] {escape(rt.bash.notice)}")
+            self.console.print(f"[bold yellow]warning:[/bold yellow] {_escaped(rt.bash.notice)}")
         for problem in rt.mcp.problems():
             self.renderer.line(problem, "yellow")
         if rt.resumed:
@@ -786,6 +821,8 @@ class App:
         turns = recap(rt.history.marks, rt.controller.executor.session.snapshot(), turns=3)
         if not turns:
             return
+        from rich.text import Text
+
         self.console.print(f"[dim]── recap: the last {len(turns)} turn(s)[/dim]")
         width = max(self.console.width - 4, 20)
         for user, answer in turns:
