@@ -535,7 +535,7 @@ def program_folders(path_env: str, home: Path | None) -> tuple[Path, ...]:
             if part in names:
                 real = Path(*real.parts[: k + 1])
                 break
-        if real == Path("/") or (home is not None and (home == real or home.is_relative_to(real))):
+        if real == Path("/") or (home is not None and home.is_relative_to(real)):
             continue
         if any(real.is_relative_to(system) for system in SYSTEM_PATHS):
             continue  # bound already

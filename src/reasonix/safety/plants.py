@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reasonix.safety.git_repository import git_dir_obstacle, has_hooks
-from reasonix.safety.protected import _inside, protected_paths
+from reasonix.safety.protected import protected_paths
 
 
 @dataclass(eq=False)
@@ -82,7 +82,7 @@ class CreationGuard:
 
     def approve(self, path: Path, data: bytes) -> None:
         """A file tool was approved to write ``data`` to ``path``: keep it at :meth:`finish`."""
-        if any(path == p or path.is_relative_to(p) for p in self.absent):
+        if any(path.is_relative_to(p) for p in self.absent):
             self.approved[path] = data
             self._write_record()
 
@@ -128,7 +128,7 @@ class CreationGuard:
             with contextlib.suppress(OSError):
                 path.rmdir()
             return False
-        keep = {p: d for p, d in self.approved.items() if p == path or p.is_relative_to(path)}
+        keep = {p: d for p, d in self.approved.items() if p.is_relative_to(path)}
         if keep:
             return _prune(path, keep)
         _remove(path)
@@ -204,7 +204,8 @@ def _embedded_plants(root: Path, since_ns: int) -> list[Path]:
             info = os.lstat(nested)
         except OSError:
             continue
-        if not stat.S_ISDIR(info.st_mode) or not _inside(Path(os.path.realpath(nested)), root):
+        outside = not Path(os.path.realpath(nested)).is_relative_to(root)
+        if not stat.S_ISDIR(info.st_mode) or outside:
             continue
         changed = max(info.st_ctime_ns, _newest(nested)) >= since_ns
         if changed and (git_dir_obstacle(nested) is not None or has_hooks(nested)):
@@ -235,11 +236,8 @@ def _prune(path: Path, keep: dict[Path, bytes]) -> bool:
             same = False
         if not same:
             _remove(path)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(keep[path])
-            changed = True
-        return changed
+            _write_new(path, keep[path])
+        return not same
     if path.is_symlink() or not path.is_dir():
         _remove(path)
         return True
@@ -252,11 +250,16 @@ def _prune(path: Path, keep: dict[Path, bytes]) -> bool:
             changed = True
     for kept in keep:
         if kept.parent == path and not os.path.lexists(kept):
-            fd = os.open(kept, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(keep[kept])
+            _write_new(kept, keep[kept])
             changed = True
     return changed
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    """Create ``path`` (never through a symlink, never over a file) holding ``data``."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
 
 
 #: The guards of background jobs still running.
@@ -300,7 +303,7 @@ def running_plants(record_dir: Path, folder: Path) -> list[str]:
             record.unlink(missing_ok=True)
             continue
         for path in left:
-            if not (path == base or path.is_relative_to(base)):
+            if not path.is_relative_to(base):
                 continue
             found.append(path.relative_to(base).as_posix() if path != base else ".")
     return sorted(set(found))

@@ -116,10 +116,6 @@ _MAX_CONFIG_BYTES = 1 << 20
 _MAX_INCLUDES = 32
 
 
-def _inside(path: Path, root: Path) -> bool:
-    return path == root or path.is_relative_to(root)
-
-
 def _resolved(value: str, base: Path) -> Path:
     expanded = os.path.expanduser(value) if value.startswith("~") else value
     return Path(os.path.realpath(os.path.join(base, expanded)))
@@ -153,7 +149,7 @@ class _GitNamed:
         if written is not None and base is not None:
             expanded = os.path.expanduser(written) if written.startswith("~") else written
             self.add(Path(os.path.normpath(os.path.join(base, expanded))), why)
-        if path != self.root and _inside(path, self.root) and path not in self.found:
+        if path != self.root and path.is_relative_to(self.root) and path not in self.found:
             self.found[path] = why
 
     def entry(self, key: str, value: str, config: Path, repository: bool) -> Path | None:
@@ -180,12 +176,12 @@ class _GitNamed:
         self.hooks_path = True
         top = self.top
         folder = _resolved(value, top)
-        if folder == self.root or (folder == top and _inside(self.root, top)):
+        if folder == self.root or (folder == top and self.root.is_relative_to(top)):
             for name in _HOOK_NAMES:
                 self.add(folder / name, "core.hooksPath")
             return
         self.add(folder, "core.hooksPath", value, top)
-        if _inside(folder, top) and folder != top:
+        if folder.is_relative_to(top) and folder != top:
             first = top / folder.relative_to(top).parts[0]
             if first.name.startswith("."):  # husky's .husky/_ runs the scripts in .husky/
                 self.add(first, "core.hooksPath")
@@ -269,7 +265,7 @@ def config_named_files(project_dir: Path) -> list[Path]:
     for word in words:
         candidate = Path(word) if os.path.isabs(word) else base / word
         real = Path(os.path.realpath(candidate))
-        if real != base and _inside(real, base) and real.is_dir() and real not in folders:
+        if real != base and real.is_relative_to(base) and real.is_dir() and real not in folders:
             folders.append(real)
     found: set[Path] = set()
     for word in words:
@@ -311,7 +307,7 @@ def _named_by(word: str, folders: list[Path], base: Path, project_dir: Path) -> 
         if not exists and ("/" not in word or folder != base):
             continue
         real = Path(os.path.realpath(candidate))
-        if real != base and _inside(real, base) and not real.is_dir():
+        if real != base and real.is_relative_to(base) and not real.is_dir():
             out.append(project_dir / real.relative_to(base))
     return out
 
@@ -408,11 +404,11 @@ def _listed_protection(path: Path, root: Path) -> str | None:
     """The fixed entry at ``root`` that covers ``path`` (or whose symlink leads to it)."""
     for name, what in _LISTED:
         entry = root / name
-        if path == entry or path.is_relative_to(entry):
+        if path.is_relative_to(entry):
             return f"{name}, {what}"
         if entry.is_symlink():  # what a protected link names is protected too
             real = Path(os.path.realpath(entry))
-            if path == real or path.is_relative_to(real):
+            if path.is_relative_to(real):
                 return f"{name} (a symlink to {real.relative_to(root).as_posix()}), {what}"
     return None
 
@@ -425,15 +421,10 @@ def _named_protection(path: Path, root: Path) -> str | None:
             return f"{shown}, a program our own configuration runs"
     for entry, why in git_named_paths(root):
         real = Path(os.path.realpath(entry))
-        if path in (entry, real) or path.is_relative_to(entry) or path.is_relative_to(real):
+        if path.is_relative_to(entry) or path.is_relative_to(real):
             shown = entry.relative_to(root).as_posix()
             return f"{shown}, which git runs or reads ({why})"
     return None
-
-
-def _inside_real(path: Path, root: Path) -> bool:
-    real = Path(os.path.realpath(path))
-    return real == root or real.is_relative_to(root)
 
 
 def bind_arguments(roots: Sequence[Path]) -> list[str]:
@@ -457,7 +448,7 @@ def bind_arguments(roots: Sequence[Path]) -> list[str]:
                 # (CreationGuard removes the empty mount point it leaves).
                 args += ["--tmpfs", str(path), "--remount-ro", str(path)]
                 continue
-            if not path.exists() or not _inside_real(path, root):
+            if not path.exists() or not Path(os.path.realpath(path)).is_relative_to(root):
                 continue
             if path.is_symlink():
                 # Nothing can be mounted on a link (CreationGuard restores it); what it names

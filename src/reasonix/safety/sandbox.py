@@ -189,7 +189,7 @@ class Sandbox:
     def root_of(self, real: Path) -> Path | None:
         """The root containing the resolved path ``real``, or None."""
         for root in self.roots:
-            if real == root or real.is_relative_to(root):
+            if real.is_relative_to(root):
                 return root
         return None
 

@@ -396,7 +396,7 @@ def _visible(path: str, args: Sequence[str]) -> bool:
     for i, arg in enumerate(args[:-2]):
         if arg in ("--ro-bind", "--bind"):
             dest = Path(args[i + 2])
-            if target == dest or target.is_relative_to(dest):
+            if target.is_relative_to(dest):
                 return True
     return False
 
