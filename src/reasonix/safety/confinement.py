@@ -355,13 +355,6 @@ def bwrap_features(executable: str) -> frozenset[str]:
     return _FEATURES[executable]
 
 
-def _probe_argv(executable: str) -> list[str]:
-    probe = BwrapConfiner(
-        executable, max_processes=0, max_memory_mb=64, features=bwrap_features(executable)
-    )
-    return probe.wrap(["/bin/sh", "-c", "true"], workspace=Path("/"), roots=())
-
-
 def start_bwrap_probe(environ: Mapping[str, str] | None = None) -> None:
     """Start checking, in the background, whether bubblewrap works here, so start-up does not
     wait for it (:func:`bwrap_problem` collects the answer)."""
@@ -377,8 +370,11 @@ def start_bwrap_probe(environ: Mapping[str, str] | None = None) -> None:
 
 
 def _start_probe(executable: str) -> subprocess.Popen[str]:
+    """bubblewrap making a small sandbox that runs ``true``; its stderr says why it cannot."""
+    features = bwrap_features(executable)
+    probe = BwrapConfiner(executable, max_processes=0, max_memory_mb=64, features=features)
+    argv = probe.wrap(["/bin/sh", "-c", "true"], workspace=Path("/"), roots=())
     devnull = subprocess.DEVNULL
-    argv = _probe_argv(executable)
     return subprocess.Popen(argv, stdin=devnull, stdout=devnull, stderr=subprocess.PIPE, text=True)
 
 
