@@ -364,7 +364,8 @@ def _count_with(tmp_path: Path, sleepers: int) -> int:
         pytest.skip("bubblewrap cannot create a sandbox on this machine")
     work = tmp_path / f"w{sleepers}"
     work.mkdir()
-    script = " ".join(["sleep 30 &"] * sleepers) + " touch ready; wait"
+    # ": > ready" is the shell's own: a touch could still be exiting when it is counted
+    script = " ".join(["sleep 30 &"] * sleepers) + " : > ready; wait"
     argv = BwrapConfiner(real, features=bwrap_features(real)).wrap(
         ["/bin/sh", "-c", script], workspace=work, roots=[work]
     )
