@@ -117,14 +117,33 @@ async def test_what_is_not_covered_is_left_alone_and_named(tmp_path: Path, ws: P
         assert name in result.text, result.text
 
 
-async def test_a_file_grown_past_the_limit_is_never_overwritten(tmp_path: Path, ws: Path) -> None:
+async def test_a_file_grown_past_the_limit_is_overwritten_only_while_it_is_the_agents(
+    tmp_path: Path, ws: Path
+) -> None:
+    # Still as the agent left it (the stat its last record keeps): the agent's, rewound.
     manager = manager_for(tmp_path, ws, max_file_mb=0.001)
     run = Steps(ws, manager)
     await run(1, "bash", command="head -c 5000 /dev/zero > a.txt")
     await run(1, "bash", command="echo more >> a.txt")
     result = manager.rewind(1)
+    assert (ws / "a.txt").read_bytes() == b"alpha\n", result.text
+    assert "Restored a.txt" in result.text and "is not kept" in result.text
+
+
+async def test_a_file_grown_past_the_limit_and_changed_since_is_never_overwritten(
+    tmp_path: Path, ws: Path
+) -> None:
+    manager = manager_for(tmp_path, ws, max_file_mb=0.001)
+    run = Steps(ws, manager)
+    await run(1, "bash", command="head -c 5000 /dev/zero > a.txt")
+    (ws / "a.txt").write_bytes(bytes(5000) + b"mine\n")  # someone else, after the turn
+    result = manager.rewind(1)
     assert (ws / "a.txt").stat().st_size == 5005
     assert "a.txt (its current version is not in any snapshot" in result.text
+    assert "/rewind --force a.txt" in result.text
+    forced = manager.force(["a.txt"])
+    assert (ws / "a.txt").read_bytes() == b"alpha\n", forced.text
+    assert manager.force(["../outside"]).text.endswith("is not inside the workspace.")
 
 
 async def test_rewind_replaces_a_folder_turned_symlink_without_writing_through_it(

@@ -507,7 +507,8 @@ class _Store:
                 tree = previous.tree
             else:
                 tree = self._write_tree()
-            commit = self._record(_Snapshot(tree, scan.modes, scan.skipped), previous_commit)
+            snap = _Snapshot(tree, scan.modes, scan.skipped, scan.stats)
+            commit = self._record(snap, previous_commit)
             self._look = (commit, _stamp(self.index), scan.recent())
         finally:
             scan.close()
@@ -755,6 +756,12 @@ def _done_lines(
         lines.append(f"Removed {_names(removed)} (created since).")
     if r.modes:
         lines.append(f"Restored the permissions of {_names(r.modes)}.")
+    lost = [n for n in r.restored if n in r.current.skipped]
+    if lost:
+        lines.append(
+            f"{_names(lost)}: the version replaced was too large for a snapshot "
+            "(max_file_mb) and is not kept."
+        )
     held = held or {}
     theirs = [n for n in r.kept if n not in held]
     if theirs:
@@ -1249,7 +1256,11 @@ class CheckpointManager:
                 held = _held(windows, busy)
                 from reasonix.safety.snapshot_restore import _Restorer
 
-                restorer = _Restorer(self._store, wanted, current, foreign)
+                # A file too large for a snapshot that is still exactly as the agent left it
+                # (the same stat) is the agent's: it may be restored over.
+                mine = agent.stats if agent is not None else {}
+                owned = {n for n, st in current.stats.items() if mine.get(n) == st} - foreign
+                restorer = _Restorer(self._store, wanted, current, foreign, force=owned)
                 restorer.run()
                 self._drop_from(target.seq)
                 # What the agent's files are now: the snapshot it went back to. A file kept as

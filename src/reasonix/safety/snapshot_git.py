@@ -54,14 +54,22 @@ _LINK = 0o120000
 @dataclass(frozen=True, slots=True)
 class _Snapshot:
     """A snapshot's content: the git tree, exact permission bits that git does not keep
-    (anything but 0644/0755), and the paths it could not cover, with why."""
+    (anything but 0644/0755), the paths it could not cover, with why, and the stat (size,
+    mtime, ctime, inode) of each file skipped for its size, so a rewind can tell that such a
+    file is still as the agent left it."""
 
     tree: str
     modes: Mapping[str, int] = field(default_factory=dict)
     skipped: Mapping[str, str] = field(default_factory=dict)
+    stats: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
 
     def message(self) -> str:
-        meta = {"modes": dict(sorted(self.modes.items())), "skipped": dict(self.skipped)}
+        meta: dict[str, object] = {
+            "modes": dict(sorted(self.modes.items())),
+            "skipped": dict(self.skipped),
+        }
+        if self.stats:
+            meta["stats"] = {k: list(v) for k, v in self.stats.items()}
         return f"{_SNAPSHOT_LINE}\n\n{json.dumps(meta, sort_keys=True)}\n"
 
     @classmethod
@@ -73,7 +81,8 @@ class _Snapshot:
             meta = {}
         modes = {str(k): int(v) for k, v in dict(meta.get("modes", {})).items()}
         skipped = {str(k): str(v) for k, v in dict(meta.get("skipped", {})).items()}
-        return cls(tree, modes, skipped)
+        stats = {str(k): tuple(int(x) for x in v) for k, v in dict(meta.get("stats", {})).items()}
+        return cls(tree, modes, skipped, stats)
 
 
 class _GitError(Exception):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import stat
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
@@ -126,13 +127,15 @@ class _Restorer:
             if name in self.current.skipped and name not in self.force:
                 self.failed[name] = (
                     f"its current version is not in any snapshot ({self.current.skipped[name]}),"
-                    " and restoring would lose it"
+                    f" and restoring would lose it; `/rewind --force {shlex.quote(name)}` right "
+                    "after this puts it back anyway"
                 )
                 continue
             if status == "A" and (why := _protected_recreation(self.ws, name)) is not None:
                 self.failed[name] = why
                 continue
-            pending.append((name, new_mode, new_blob, status == "A"))
+            created = status == "A" and name not in self.current.skipped  # there, not stored
+            pending.append((name, new_mode, new_blob, created))
         return pending
 
     def _write_all(self, pending: Sequence[tuple[str, str, str, bool]]) -> None:

@@ -45,6 +45,8 @@ class _Scan:
         self._real: dict[str, bool] = {"": True}
         self.modes: dict[str, int] = {}
         self.skipped: dict[str, str] = {}
+        #: (size, mtime, ctime, inode) of each file skipped for its size
+        self.stats: dict[str, tuple[int, ...]] = {}
         self.add: list[str] = []
         self.remove: list[str] = []
         #: what each added file looked like when it was read: compared once git has hashed it
@@ -124,6 +126,8 @@ class _Scan:
                 continue
             if why:
                 self.skipped[name] = why
+                if st.st_size > self.limit:
+                    self.stats[name] = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
                 self._drop(name, in_index)
                 continue
             perms = stat.S_IMODE(st.st_mode)

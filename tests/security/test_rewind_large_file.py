@@ -1,0 +1,100 @@
+"""attacker4 B18 (fixed by fix5): the agent made a file un-rewindable by growing it past
+``[checkpoints] max_file_mb`` (``head -c 2000000 /dev/zero > notes.md``): its current version is
+in no snapshot, so the rewind left it ("restoring would lose it") and gave no way back.
+
+Now each snapshot keeps the stat (size, mtime, ctime, inode) of a file skipped for its size: a
+file still exactly as the agent left it at the end of its turn is the agent's, and the rewind
+restores over it, saying its replaced version was not kept. Control: when someone changed the
+big file after the turn (its stat differs), the rewind leaves it alone and names
+``/rewind --force notes.md``, which then puts the user's old version back. Through the real CLI,
+one process, ``--input-format stream-json``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from reasonix.testing import FakeDeepSeekServer, Reply
+from reasonix.testing.project import fake_project_toml
+from tests.support.cli import FAKE_KEY_ENV, cli_env
+
+pytestmark = pytest.mark.slow
+
+USERS = "the user's notes\n"
+GROW = "head -c 2000000 /dev/zero > notes.md"
+
+
+@dataclass
+class Work:
+    root: Path
+    env: dict[str, str]
+    ex: FakeDeepSeekServer
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Iterator[Work]:
+    root, cfg = tmp_path / "w", tmp_path / "cfg"
+    root.mkdir()
+    cfg.mkdir()
+    (root / "notes.md").write_text(USERS)
+    with FakeDeepSeekServer() as ex:
+        text = fake_project_toml(ex.base_url, ex.base_url, key_env=FAKE_KEY_ENV, max_steps=5)
+        (cfg / "config.toml").write_text(text + "\n[checkpoints]\nmax_file_mb = 1\n")
+        yield Work(root, cli_env(tmp_path / "data", cfg), ex)
+
+
+def _turn_then(w: Work, *inputs: str, touch: bool = False) -> list[str]:
+    """Turn 1 grows notes.md past the limit; after it (``touch``: someone appends to it), the
+    ``inputs``. Returns their answers."""
+    w.ex.push(Reply.call("bash", {"command": GROW}), Reply.text("grown"))
+    argv = ["run", "--no-planner", "--mode", "yolo", "--input-format", "stream-json"]
+    argv += ["--output-format", "stream-json"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reasonix", *argv],
+        cwd=w.root,
+        env=w.env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write(json.dumps({"text": "grow the notes"}) + "\n")
+        proc.stdin.flush()
+        for line in proc.stdout:  # until turn 1's result: the turn has ended
+            if line.startswith('{"type": "result"'):
+                break
+        if touch:
+            with open(w.root / "notes.md", "a") as f:
+                f.write("the user's line after the turn\n")
+        out, _ = proc.communicate("".join(json.dumps({"text": t}) + "\n" for t in inputs), 120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    results = [json.loads(x) for x in out.splitlines() if x.startswith('{"type": "result"')]
+    assert len(results) == len(inputs), out[-2000:]
+    return [str(r["result"]) for r in results]
+
+
+def test_a_file_the_agent_grew_past_the_limit_is_rewound(work: Work) -> None:
+    (answer,) = _turn_then(work, "/rewind")
+    assert (work.root / "notes.md").read_text() == USERS, answer
+    assert "Restored notes.md" in answer and "is not kept" in answer, answer
+
+
+def test_control_a_big_file_changed_after_the_turn_is_kept_and_force_puts_it_back(
+    work: Work,
+) -> None:
+    answer, forced = _turn_then(work, "/rewind", "/rewind --force notes.md", touch=True)
+    assert "Not restored: notes.md" in answer and "/rewind --force notes.md" in answer, answer
+    assert (work.root / "notes.md").read_text() == USERS, forced
+    assert "Restored notes.md" in forced, forced
