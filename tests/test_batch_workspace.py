@@ -6,10 +6,13 @@ something shared, and the source is not written."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
-from reasonix.batch.workspace import baseline_for, diff, prepare_copy
+import pytest
+
+from reasonix.batch.workspace import WorkspaceError, baseline_for, diff, prepare_copy
 
 ENV = {
     **os.environ,
@@ -102,3 +105,34 @@ def test_a_folder_that_is_no_repository_is_copied_whole(tmp_path: Path) -> None:
     assert baseline_for(str(empty), tmp_path / "cache") is None  # no commit yet
     copy = prepare_copy(str(empty), False, tmp_path / "copy", None)
     assert (copy / "b.txt").read_text() == "b\n"
+
+
+def test_a_linked_worktree_is_copied_from_a_clone_and_its_git_file_stays_behind(
+    tmp_path: Path,
+) -> None:
+    # A linked worktree's .git is a file naming the user's git folder: a copy that kept it
+    # would have every git of ours write the user's index (attacker5 B4).
+    main = _source(tmp_path / "main")
+    worktree = tmp_path / "feature"
+    _git(main, "worktree", "add", "-q", str(worktree))
+    (worktree / "app.py").write_text("version = 'in the worktree'\n")
+    index = main / ".git" / "worktrees" / "feature" / "index"
+    before = index.read_bytes()
+    for baseline in (baseline_for(str(worktree), tmp_path / "cache"), None):
+        copy = prepare_copy(str(worktree), False, tmp_path / f"copy-{baseline is None}", baseline)
+        assert (copy / ".git").is_dir()
+        (copy / "m1.py").unlink()
+        assert "-m = 1" in diff(copy)
+    assert baseline_for(str(worktree), tmp_path / "cache") is not None
+    assert index.read_bytes() == before
+
+
+def test_the_diff_refuses_a_copy_whose_git_folder_was_replaced(tmp_path: Path) -> None:
+    source = _source(tmp_path / "src")
+    copy = prepare_copy(str(source), False, tmp_path / "copy", None)
+    shutil.rmtree(copy / ".git")
+    (copy / ".git").write_text(f"gitdir: {source / '.git'}\n")
+    index = (source / ".git" / "index").read_bytes()
+    with pytest.raises(WorkspaceError, match=r"replaced its copy's \.git"):
+        diff(copy)
+    assert (source / ".git" / "index").read_bytes() == index

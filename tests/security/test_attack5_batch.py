@@ -73,10 +73,6 @@ def _batch_on(lab: Lab, repo: Path) -> tuple[str, str]:
     return before, _git(repo, "status", "--porcelain")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attacker5 B4: a batch on a linked worktree writes the user's index",
-)
 def test_break_a_batch_on_a_worktree_leaves_the_users_repository_alone(lab: Lab) -> None:
     _, worktree = _user_repository(lab)
     before, after = _batch_on(lab, worktree)

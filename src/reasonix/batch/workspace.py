@@ -74,10 +74,11 @@ def baseline_for(repo: str, cache: Path) -> Path | None:
     """The shared shallow bare clone of the local repository ``repo`` at its current ``HEAD``
     in ``cache``, made on first use (under a lock: tasks in several processes ask at once);
     None where ``repo`` is not a repository with a commit, or the clone fails (the task then
-    copies the whole folder, ``.git`` included)."""
+    copies the work tree into a private repository of its own). A linked worktree or a
+    submodule's checkout (its ``.git`` a file naming the git folder) is cloned as a folder is."""
     source = Path(os.path.realpath(repo))
     dot_git = source / ".git"
-    if dot_git.is_symlink() or not dot_git.is_dir():
+    if dot_git.is_symlink() or not (dot_git.is_dir() or dot_git.is_file()):
         return None
     head = _git(source, "rev-parse", "--verify", "-q", "HEAD^{commit}", check=False)
     sha = head.stdout.strip()
@@ -108,8 +109,9 @@ def prepare_baselines(repos: Iterable[str], cache: Path) -> None:
 
 
 def _work_tree(src: str) -> Callable[[str, list[str]], set[str]]:
-    """The ``ignore`` of a copy over a clone: the source's own ``.git`` and the skipped folders
-    (a nested repository's ``.git`` is copied, as a whole-folder copy does)."""
+    """The ``ignore`` of a copy: the source's own ``.git`` (a folder, or the file of a linked
+    worktree that names the user's git folder: git in the copy would then write the user's
+    index) and the skipped folders (a nested repository's ``.git`` is copied)."""
     root = os.path.realpath(src)
     skip = shutil.ignore_patterns(*SKIPPED)
 
@@ -153,11 +155,13 @@ def prepare_copy(repo: str, is_url: bool, target: Path, baseline: Path | None = 
     elif baseline is not None and _from_baseline(repo, baseline, target):
         pass
     else:
+        keep_git = (Path(repo) / ".git").is_dir() and not (Path(repo) / ".git").is_symlink()
+        ignore = shutil.ignore_patterns(*SKIPPED) if keep_git else _work_tree(repo)
         try:
-            shutil.copytree(repo, target, symlinks=True, ignore=shutil.ignore_patterns(*SKIPPED))
+            shutil.copytree(repo, target, symlinks=True, ignore=ignore)
         except (OSError, shutil.Error) as exc:
             raise WorkspaceError(f"cannot copy {repo}: {exc}") from None
-    if not (target / ".git").exists():
+    if not (target / ".git").is_dir():
         _git(target, "init", "--quiet")
         _git(target, "add", "-A")
         _git(
@@ -177,8 +181,14 @@ def prepare_copy(repo: str, is_url: bool, target: Path, baseline: Path | None = 
 
 def diff(copy: Path) -> str:
     """Everything that differs from the copy's ``HEAD``: edits, new files (also untracked
-    ones), deletions, mode changes; binary files as git binary patches."""
-    _git(copy, "add", "-A", "--intent-to-add")
+    ones), deletions, mode changes; binary files as git binary patches. Git is pointed at the
+    copy's own ``.git`` folder: a task that replaced it with a file naming another repository
+    (the user's) gets an error, never a write there."""
+    dot_git = copy / ".git"
+    if dot_git.is_symlink() or not dot_git.is_dir():
+        raise WorkspaceError(f"the task replaced its copy's .git ({dot_git}): no diff was taken")
+    here = ("--git-dir", str(dot_git), "--work-tree", str(copy))
+    _git(copy, *here, "add", "-A", "--intent-to-add")
     # ``dirty`` keeps a repository the task made below the root as its commit line, without
     # the ``git status`` inside it that would obey its own configuration here, on the host.
-    return _git(copy, "diff", "--binary", "--ignore-submodules=dirty", "HEAD").stdout
+    return _git(copy, *here, "diff", "--binary", "--ignore-submodules=dirty", "HEAD").stdout
