@@ -61,10 +61,12 @@ def _wait(condition: object, what: str) -> None:
         time.sleep(0.05)
 
 
-def _turn_then_rewind(w: Work, first: Reply, *more: str) -> list[str]:
-    """Turn 1 makes ``first`` call; after the turn ended the signal file appears (a delayed job
-    writes then); then ``/rewind`` and the ``more`` inputs. Returns the answers of these."""
-    w.ex.push(first, Reply.text("started"))
+def _turn_then_rewind(
+    w: Work, first: Reply | list[Reply], *more: str, command: str = "/rewind"
+) -> list[str]:
+    """Turn 1 makes ``first`` call(s); after the turn ended the signal file appears (a delayed
+    job writes then); then ``command`` and the ``more`` inputs. Returns the answers of these."""
+    w.ex.push(*(first if isinstance(first, list) else [first]), Reply.text("started"))
     argv = ["run", "--no-planner", "--mode", "yolo", "--input-format", "stream-json"]
     argv += ["--output-format", "stream-json"]
     proc = subprocess.Popen(
@@ -85,7 +87,7 @@ def _turn_then_rewind(w: Work, first: Reply, *more: str) -> list[str]:
                 break
         (w.root / "go").write_text("")
         _wait(lambda: "the user" not in (w.root / "app.py").read_text(), "app.py was not written")
-        inputs = "".join(json.dumps({"text": t}) + "\n" for t in ("/rewind", *more))
+        inputs = "".join(json.dumps({"text": t}) + "\n" for t in (command, *more))
         out, _ = proc.communicate(inputs, timeout=120)
     finally:
         if proc.poll() is None:
@@ -120,3 +122,15 @@ def test_control_the_same_write_in_the_turn_is_rewound(work: Work) -> None:
     write = Reply.call("bash", {"command": "printf 'EVIL\\n' > app.py"})
     (answer,) = _turn_then_rewind(work, write)
     assert (work.root / "app.py").read_text() == USERS, answer
+
+
+def test_an_undo_stops_the_job_its_steps_started_and_names_what_it_changed(work: Work) -> None:
+    """/undo of the steps that started a job stops it too, and a file that changed while it ran
+    is not called the user's."""
+    write = Reply.call("bash", {"command": "printf 'x\\n' > other.txt"})
+    job = Reply.call("bash", {"command": DELAYED, "run_in_background": True})
+    (answer,) = _turn_then_rewind(work, [write, job], command="/undo")
+    assert "Stopped job-1 (started in turn 1)" in answer, answer
+    assert "changed while job-1 (started in turn 1) ran" in answer, answer
+    assert "your version is kept" not in answer, answer
+    assert not (work.root / "other.txt").exists(), answer

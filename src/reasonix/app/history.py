@@ -63,7 +63,8 @@ class SessionHistory:
         back to before them and the executor's conversation to the model step that made the
         first of them."""
         self._s._check_idle("undo")
-        return undo_steps(self._s._controller, self._s._checkpoints, self._s._record, steps)
+        s = self._s
+        return undo_steps(s._controller, s._checkpoints, s._record, steps, s.jobs)
 
     def diff(self) -> str:
         """``/diff``: what changed in the files since this session's first step (its snapshot

@@ -18,7 +18,7 @@ job ran is left alone and named with the job (it may be the job's work or the us
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from reasonix.app.persistence import SessionRecord, TurnMark
 from reasonix.control import Controller
@@ -59,13 +59,7 @@ def rewind_turn(
             f"since, and that turn now lives only in its summary. Nothing was changed.{can}"
         )
     label = f"before turn {target.turn}"
-    lines = []
-    busy: list[Busy] = []
-    if jobs is not None:
-        ours = [j.id for j in jobs.running() if j.turn > target.agent_turn]
-        for info in jobs.stop_now(ours):
-            lines.append(f"Stopped {info.id} (started in turn {_user_turn(marks, info)}) first.")
-        busy = job_windows(jobs.snapshot(), marks)
+    lines, busy = _stop_jobs(jobs, marks, lambda job: job.turn > target.agent_turn)
     lines.append(str(checkpoints.rewind(target.agent_turn + 1, label=label, busy=busy)))
     ex = controller.executor.session
     ex.rewrite(ex.snapshot()[: target.executor_len], reason="rewind")
@@ -82,6 +76,21 @@ def rewind_turn(
     return "\n".join(line for line in lines if line)
 
 
+def _stop_jobs(
+    jobs: JobTable | None, marks: Sequence[TurnMark], undone: Callable[[JobInfo], bool]
+) -> tuple[list[str], list[Busy]]:
+    """Stop the running jobs that what is undone started (``undone``), first; returns the lines
+    saying so and when every job of the session ran (for the rewind's naming)."""
+    if jobs is None:
+        return [], []
+    ours = [j.id for j in jobs.running() if undone(j)]
+    lines = [
+        f"Stopped {info.id} (started in turn {_user_turn(marks, info)}) first."
+        for info in jobs.stop_now(ours)
+    ]
+    return lines, job_windows(jobs.snapshot(), marks)
+
+
 def job_windows(jobs: Sequence[JobInfo], marks: Sequence[TurnMark]) -> list[Busy]:
     """When each background job of the session ran, named for the user."""
     return [
@@ -96,9 +105,14 @@ def _user_turn(marks: Sequence[TurnMark], job: JobInfo) -> int:
 
 
 def undo_steps(
-    controller: Controller, checkpoints: CheckpointManager, record: SessionRecord, steps: int = 1
+    controller: Controller,
+    checkpoints: CheckpointManager,
+    record: SessionRecord,
+    steps: int = 1,
+    jobs: JobTable | None = None,
 ) -> str:
-    """Undo the last ``steps`` steps that may have changed files; returns what happened."""
+    """Undo the last ``steps`` steps that may have changed files; returns what happened. The
+    running ``jobs`` those steps started are stopped first."""
     target = checkpoints.restore_point(steps)
     if target is None:
         return "Nothing to undo: no step of this session has changed files."
@@ -119,7 +133,8 @@ def undo_steps(
             "that made it was compacted since. /rewind TURN rewinds a whole turn. Nothing was "
             "changed."
         )
-    result = checkpoints.undo(steps)
+    lines, busy = _stop_jobs(jobs, record.marks, lambda job: job.started_at >= target.time)
+    result = checkpoints.undo(steps, busy=busy)
     dropped = [m for m in record.marks if m.executor_len > cut]
     ex.rewrite((*messages[:cut], AssistantMessage(content=UNDONE_STEP)), reason="rewind")
     if dropped:
@@ -128,9 +143,12 @@ def undo_steps(
             pl.rewrite(pl.snapshot()[: dropped[0].planner_len], reason="rewind")
         record.cut_marks(dropped[0])
     _reviewer_rewound(controller)
-    return (
-        f"{result}\nThe conversation continues from before that step; the model is told it was "
-        "undone."
+    return "\n".join(
+        [
+            *lines,
+            f"{result}\nThe conversation continues from before that step; the model is told it "
+            "was undone.",
+        ]
     )
 
 

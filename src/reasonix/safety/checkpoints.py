@@ -1131,14 +1131,15 @@ class CheckpointManager:
             return RewindResult(target.turn, text=f"Putting the files back failed: {exc}")
         return self._result(target, target.detail, restorer, [])
 
-    def undo(self, count: int = 1) -> RewindResult:
+    def undo(self, count: int = 1, *, busy: Sequence[Busy] = ()) -> RewindResult:
         """Put the files back to how they were before the last ``count`` steps that changed
-        them (a step whose snapshot equals the files after it, like a test run, is not one)."""
+        them (a step whose snapshot equals the files after it, like a test run, is not one).
+        ``busy`` as for :meth:`rewind`."""
         with self._lock:
             target = self.restore_point(count)
             if target is None:
                 return RewindResult(0, text="No step of this session changed files.")
-            return self._rewind_to(target, "")
+            return self._rewind_to(target, "", busy)
 
     def restore_point(self, count: int) -> Step | None:
         """The step ``undo(count)`` goes back to: the ``count``-th most recent step that changed
