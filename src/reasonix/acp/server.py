@@ -34,7 +34,9 @@ from reasonix.acp.updates import UpdateMapper, stop_reason_for
 from reasonix.app import commands
 from reasonix.app.approvals import ApprovalChoice, ApprovalRequested, PlanApprovalRequested
 from reasonix.app.host import SessionHost
+from reasonix.app.shell import shell_command
 from reasonix.errors import ReasonixError, StartupError
+from reasonix.fences import code_fence
 from reasonix.messages import AssistantMessage, ToolMessage, UserMessage
 from reasonix.safety.permissions import MODE_HELP
 from reasonix.tools.ask import describe_questions
@@ -373,6 +375,9 @@ class ReasonixAcpAgent:
     ) -> schema.PromptResponse:
         session = opened.session
         sid = session.session_id
+        command = shell_command(typed if typed is not None else text)
+        if command is not None:
+            return await self._shell(opened, command)
         answer = await self._command(opened, text, images, typed)
         if answer is not None and answer.turn is None:
             return schema.PromptResponse(stop_reason="end_turn")
@@ -421,6 +426,37 @@ class ReasonixAcpAgent:
                     "questions": questions,
                 }
             },
+        )
+
+    async def _shell(self, opened: _Open, command: str) -> schema.PromptResponse:
+        """``!command``: the user's own shell command (``session.shell``, the bash tool's path:
+        rules, hooks, snapshot, sandbox; its approval question asked in the editor); its
+        output is said and joins the next prompt, no model request is made."""
+        session = opened.session
+        sid = session.session_id
+        try:
+            running = session.shell.start(command)
+        except (ReasonixError, ValueError) as exc:
+            await self._say(sid, f"reasonix: {exc}")
+            return schema.PromptResponse(stop_reason="end_turn")
+        async for event in running:
+            if isinstance(event, ApprovalRequested):
+                ask = asyncio.create_task(self._ask(opened, event))
+                opened.asks.add(ask)
+                ask.add_done_callback(opened.asks.discard)
+        run = await running.result()
+        for ask in list(opened.asks):
+            ask.cancel()
+        if run.interrupted:
+            await self._say(sid, f"$ {run.command}\nStopped; nothing joins the next message.")
+            return schema.PromptResponse(stop_reason="cancelled")
+        said = f"$ {run.command}\n{code_fence(run.output.rstrip(), 'text')}"
+        if run.queued:
+            said += "\n\n(the output joins your next message; no request was sent)"
+        await self._say(sid, said)
+        return schema.PromptResponse(
+            stop_reason="end_turn",
+            field_meta={"reasonix": {"shell": command, "refused": run.refused}},
         )
 
     async def _command(

@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 __all__ = [
     "APP_ONLY",
     "EVERYWHERE",
+    "SHELL_HELP",
+    "SHELL_PREFIX",
+    "SHELL_WHERE",
     "Answer",
     "ArgKind",
     "Command",
@@ -35,6 +38,13 @@ EVERYWHERE: frozenset[Frontend] = frozenset({"app", "run", "acp", "web"})
 #: where a command that swaps the session for another is meaningful: the frontends that show
 #: one session at a time and follow the swap
 APP_ONLY: frozenset[Frontend] = frozenset({"app"})
+
+#: What starts a line the user means as their own shell command (``!git status``,
+#: :mod:`reasonix.app.shell`), where it is offered (where a person types, and the output can
+#: join the next message they send) and its line in ``/help``.
+SHELL_PREFIX = "!"
+SHELL_WHERE: frozenset[Frontend] = frozenset({"app", "acp", "web"})
+SHELL_HELP = "run a shell command yourself; its output joins your next message (no request)"
 
 #: How a command's argument is read: none (ignored), required text, optional text, an
 #: optional whole number.

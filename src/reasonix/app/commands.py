@@ -23,6 +23,9 @@ from typing import TYPE_CHECKING
 
 from reasonix.app.command_types import (
     APP_ONLY,
+    SHELL_HELP,
+    SHELL_PREFIX,
+    SHELL_WHERE,
     Answer,
     Command,
     Context,
@@ -423,6 +426,8 @@ def listing(frontend: Frontend) -> list[Command]:
 def help_lines(session: AgentSession | None, frontend: Frontend) -> list[str]:
     """``/help``'s table for ``frontend``, then the session's custom commands."""
     rows = [(f"/{c.name} {c.args}".rstrip(), c.help) for c in listing(frontend)]
+    if frontend in SHELL_WHERE:  # ``!command``: not a slash command, offered beside them
+        rows.append((f"{SHELL_PREFIX}<command>", SHELL_HELP))
     width = max(len(r) for r, _ in rows) + 2
     lines = [f"{row:<{width}}{text}" for row, text in rows]
     custom = [c.help_line() for c in session.commands.values()] if session is not None else []
@@ -486,14 +491,10 @@ async def answer(
         return Answer(refused, error=True)
     if command.handler is None:
         return Answer()
-    context = Context(session, arg, frontend, environ, prepare, images, request)
-    return (await _handle(command.handler, context)).closed()
-
-
-async def _handle(handler: Handler, context: Context) -> Answer:
     from reasonix.errors import ReasonixError
 
+    context = Context(session, arg, frontend, environ, prepare, images, request)
     try:
-        return await handler(context)
+        return (await command.handler(context)).closed()
     except (ReasonixError, ValueError, OSError) as exc:
         return Answer(str(exc), error=True)

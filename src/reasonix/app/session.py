@@ -409,7 +409,7 @@ class AgentSession:
 
     @property
     def running(self) -> bool:
-        """A turn is running."""
+        """A turn (or the user's ``!command``) is running."""
         return self._events.turn is not None
 
     def message_count(self, role: str = "executor") -> int:
@@ -752,7 +752,8 @@ class AgentSession:
 
     def _check_idle(self, what: str) -> None:
         if self._events.turn is not None:
-            raise SessionError(f"cannot {what}: a turn is running (interrupt it or wait)")
+            running = "a turn" if isinstance(self._events.turn, Turn) else "a shell command"
+            raise SessionError(f"cannot {what}: {running} is running (interrupt it or wait)")
 
     def _start(self, run: Callable[[], Awaitable[TurnResult]]) -> Turn:
         log_start = len(self._permission_log)

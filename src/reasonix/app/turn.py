@@ -19,13 +19,15 @@ import asyncio
 import dataclasses
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from reasonix.control import Route, TurnResult
 from reasonix.events import Event, GateDecided, NullSink, Sink, ToolResultEvent, UsageEvent
 from reasonix.safety.permissions import PermissionRecord
 
-__all__ = ["SessionEvents", "Turn", "TurnOutcome"]
+__all__ = ["Running", "SessionEvents", "Turn", "TurnOutcome"]
+
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -90,52 +92,45 @@ class _End:
 _END = _End()
 
 
-class Turn:
-    """One user turn running in its own task; see the module docstring.
+class Running(Generic[R]):
+    """Work the session runs in its own task, one at a time: a user turn (:class:`Turn`) or
+    the user's own shell command (:class:`~reasonix.app.shell.ShellCommand`). An async stream
+    of the events it causes (approval questions among them), then :meth:`result`.
 
-    Built by the session façade (``session.start_turn``), not by frontends. ``work`` is the
-    turn itself; ``interrupted`` builds the outcome of a turn cut short by :meth:`interrupt`.
+    Built by the session façade, not by frontends. ``work`` is the work itself;
+    ``interrupted`` builds the result of work cut short by :meth:`interrupt`.
     """
 
     def __init__(
-        self,
-        number: int,
-        work: Coroutine[Any, Any, TurnOutcome],
-        interrupted: Callable[[], TurnOutcome],
+        self, name: str, work: Coroutine[Any, Any, R], interrupted: Callable[[], R]
     ) -> None:
-        self.number = number
         self._events: asyncio.Queue[Event | _End] = asyncio.Queue()
         self._interrupted = interrupted
         self._interrupt_requested = False
-        self._closing: Callable[[], str] | None = None
-        self._task: asyncio.Task[TurnOutcome] = asyncio.get_running_loop().create_task(
-            self._run(work), name=f"reasonix-turn-{number}"
+        self._task: asyncio.Task[R] = asyncio.get_running_loop().create_task(
+            self._run(work), name=name
         )
         self._task.add_done_callback(lambda _: self._events.put_nowait(_END))
 
-    async def _run(self, work: Coroutine[Any, Any, TurnOutcome]) -> TurnOutcome:
+    async def _run(self, work: Coroutine[Any, Any, R]) -> R:
         try:
-            outcome = await work
+            result = await work
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if not self._interrupt_requested or task is None:
                 raise
             # Our own interrupt: the session is valid again (the agent closed its
-            # conversation), so the turn ends with an outcome rather than an exception.
+            # conversation), so the work ends with a result rather than an exception.
             task.uncancel()
-            outcome = self._interrupted()
-        if self._closing is not None:
-            outcome = dataclasses.replace(outcome, closing=self._closing())
-        return outcome
+            result = self._interrupted()
+        return self._finished(result)
 
-    def close_with(self, closing: Callable[[], str]) -> None:
-        """Once the turn has ended (done or interrupted), ``closing()`` is what the command
-        that started it says: the outcome's :attr:`TurnOutcome.closing`. The command table
-        sets it (:func:`reasonix.app.commands.answer`); frontends only show the outcome's."""
-        self._closing = closing
+    def _finished(self, result: R) -> R:
+        """The result as :meth:`result` gives it (a subclass adds to it)."""
+        return result
 
     def emit(self, event: Event) -> None:
-        """Add an event to this turn's stream (the session routes its events here)."""
+        """Add an event to this stream (the session routes its events here)."""
         if not self._task.done():
             self._events.put_nowait(event)
 
@@ -151,19 +146,49 @@ class Turn:
                 return
             yield item
 
-    async def result(self) -> TurnOutcome:
-        """Wait for the turn to end. An interrupted turn returns (``interrupted`` is true);
-        an error the core did not turn into a result (a closed store, a bug) is raised."""
+    async def result(self) -> R:
+        """Wait for the end. Interrupted work returns (its result says so); an error the core
+        did not turn into a result (a closed store, a bug) is raised."""
         return await self._task
 
     def interrupt(self) -> None:
-        """Cancel the turn; the session stays valid for the next one."""
+        """Cancel the work; the session stays valid for the next."""
         if not self._task.done():
             self._interrupt_requested = True
             self._task.cancel()
 
     def done(self) -> bool:
         return self._task.done()
+
+
+class Turn(Running[TurnOutcome]):
+    """One user turn running in its own task; see the module docstring.
+
+    Built by the session façade (``session.start_turn``), not by frontends. ``work`` is the
+    turn itself; ``interrupted`` builds the outcome of a turn cut short by :meth:`interrupt`.
+    """
+
+    def __init__(
+        self,
+        number: int,
+        work: Coroutine[Any, Any, TurnOutcome],
+        interrupted: Callable[[], TurnOutcome],
+    ) -> None:
+        self.number = number
+        self._closing: Callable[[], str] | None = None
+        super().__init__(f"reasonix-turn-{number}", work, interrupted)
+
+    def _finished(self, result: TurnOutcome) -> TurnOutcome:
+        if self._closing is not None:
+            return dataclasses.replace(result, closing=self._closing())
+        return result
+
+    def close_with(self, closing: Callable[[], str]) -> None:
+        """Once the turn has ended (done or interrupted), ``closing()`` is what the command
+        that started it says: the outcome's :attr:`TurnOutcome.closing`. The command table
+        sets it (:meth:`reasonix.app.command_types.Answer.closed`); frontends only show the
+        outcome's."""
+        self._closing = closing
 
 
 class SessionEvents:
@@ -173,7 +198,8 @@ class SessionEvents:
     def __init__(self, user: Sink) -> None:
         self.user = user
         self.record: Sink = NullSink()
-        self.turn: Turn | None = None
+        #: what runs now (a turn, or the user's shell command): its stream gets the events
+        self.turn: Running[Any] | None = None
         self.last_prompt: dict[str, int] = {}
         self.requests = 0
         self.route = Route.EXECUTOR_ONLY

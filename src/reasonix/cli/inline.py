@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 
@@ -17,6 +17,7 @@ from reasonix.errors import ReasonixError
 from reasonix.terminal_text import printable
 
 if TYPE_CHECKING:
+    from reasonix.app.shell import ShellCommand
     from reasonix.cli.interactive import App
 
 __all__ = ["handle", "is_note", "is_shell"]
@@ -27,7 +28,9 @@ SHOWN_LINES = 40
 
 
 def is_shell(text: str) -> bool:
-    return text.startswith("!")
+    from reasonix.app.shell import shell_command
+
+    return shell_command(text) is not None
 
 
 def is_note(text: str) -> bool:
@@ -47,24 +50,28 @@ async def handle(app: App, text: str) -> bool:
 
 
 async def shell(app: App, command: str) -> None:
-    """``!command``: run it, show its output, say that it joins the next message. Ctrl-C
-    stops it."""
+    """``!command``: run it (``session.shell``), show its output, say that it joins the next
+    message. Ctrl-C stops it."""
     rt = app.runtime
     assert rt is not None
-    task = asyncio.ensure_future(rt.shell.run(command))
-    app.shell_task = task
+    try:
+        running = rt.shell.start(command)
+    except (ValueError, ReasonixError) as exc:
+        app.renderer.line(str(exc), "red")
+        return
+    app.shell_task = running
     app.arm_interrupt()
     try:
-        run = await task
-    except asyncio.CancelledError:
-        app.renderer.line("Stopped; nothing joins the next message.", "yellow")
-        return
-    except (ValueError, ReasonixError) as exc:
+        run = await running.result()
+    except ReasonixError as exc:
         app.renderer.line(str(exc), "red")
         return
     finally:
         app.shell_task = None
         app.arm_interrupt()
+    if run.interrupted:
+        app.renderer.line("Stopped; nothing joins the next message.", "yellow")
+        return
     lines = printable(run.output, keep_layout=True).splitlines() or [""]
     shown = Text("$ " + printable(run.command), style="bold")
     app.renderer.line(shown)
@@ -93,7 +100,7 @@ def note(app: App, text: str) -> None:
     )
 
 
-def cancel_on_interrupt(task: asyncio.Future[Any]) -> None:
-    """Route SIGINT to ``task`` (a running ``!command``)."""
+def cancel_on_interrupt(running: ShellCommand) -> None:
+    """Route SIGINT to ``running`` (a ``!command``): Ctrl-C stops it."""
     with contextlib.suppress(NotImplementedError, RuntimeError):
-        asyncio.get_running_loop().add_signal_handler(signal.SIGINT, task.cancel)
+        asyncio.get_running_loop().add_signal_handler(signal.SIGINT, running.interrupt)

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 
     from reasonix.app.mentions import Attached
     from reasonix.app.session import AgentSession
+    from reasonix.app.shell import ShellCommand
     from reasonix.app.turn import Turn, TurnOutcome
     from reasonix.cli.render import TerminalRenderer
     from reasonix.config import Config
@@ -422,8 +423,8 @@ class App:
         self.runtime: AgentSession | None = None
         self._opening: asyncio.Task[None] | None = None
         self._turn: Turn | None = None
-        #: a running `!command` (:mod:`reasonix.cli.inline`)
-        self.shell_task: asyncio.Future[Any] | None = None
+        #: a running ``!command`` (:mod:`reasonix.cli.inline`; Ctrl-C stops it)
+        self.shell_task: ShellCommand | None = None
         self._quit_armed = False
         self._quit_now = False
         self._keys = KeyWatcher(

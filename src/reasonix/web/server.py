@@ -12,7 +12,8 @@ Routes (all under the guard of :mod:`reasonix.web.security`):
 - ``GET /api/sessions/{id}/events``: its numbered events as server-sent events
   (:mod:`reasonix.web.hub`; ``Last-Event-ID`` resumes);
 - ``POST /api/sessions/{id}/messages``, ``.../approvals/{approval}``, ``.../interrupt``,
-  ``.../mode``, ``.../approve-plan``: the next message, an answer to an approval question,
+  ``.../mode``, ``.../approve-plan``: the next message (a task, a slash command, or a
+  ``!command`` the user runs themselves), an answer to an approval question,
   interrupting the turn, the permission mode, running a waiting plan.
 
 A stored session is opened for writing (and claimed in the store, so no other process writes
@@ -45,6 +46,7 @@ from starlette.staticfiles import StaticFiles
 from reasonix.app import commands
 from reasonix.app.host import SessionHost
 from reasonix.app.session import AgentSession
+from reasonix.app.shell import shell_command
 from reasonix.errors import ReasonixError, SessionError, StartupError
 from reasonix.safety.permissions import MODE_HELP, mode_names
 from reasonix.web.bodies import MAX_MESSAGE_BODY, HttpError, message_images, read_json
@@ -341,7 +343,10 @@ class Dashboard:
     ) -> dict[str, Any]:
         """A message: a slash command is answered from the one table (its reply goes to every
         tab; a command that runs a turn starts it), anything else is a turn (with its images,
-        dropped or picked in the page)."""
+        dropped or picked in the page); ``!command`` runs the user's own shell command."""
+        command = shell_command(text)
+        if command is not None:
+            return {"shell": self._shell(session, text, command)}
         if not commands.is_command(session, text, "web"):
 
             def start(s: AgentSession) -> Turn:
@@ -376,6 +381,31 @@ class Dashboard:
         self._drivers.add(task)
         task.add_done_callback(self._drivers.discard)
         return turn
+
+    def _shell(self, session: AgentSession, text: str, command: str) -> str:
+        """Start the user's ``!command`` (``session.shell``: the bash tool's path, its approval
+        question an event every tab shows) and let it run; its event
+        (:class:`~reasonix.app.shell.ShellRan`) shows the output to every tab."""
+        try:
+            running = session.shell.start(command)
+        except SessionError as exc:
+            raise HttpError(409, str(exc)) from None
+        except ValueError as exc:
+            raise HttpError(400, str(exc)) from None
+        log_ = self._logs.get(session.session_id)
+        if log_ is not None:
+            log_.append({"kind": "user_message", "role": "user", "text": text})
+
+        async def drive() -> None:
+            try:
+                await running.result()
+            except Exception:  # a failure the core did not turn into a result
+                log.exception("shell command failed")
+
+        task = asyncio.get_running_loop().create_task(drive())
+        self._drivers.add(task)
+        task.add_done_callback(self._drivers.discard)
+        return command.strip()
 
     async def _drive(self, session: AgentSession, turn: Turn) -> None:
         """Run the turn to its end (its events reach the page through the session's sink),

@@ -314,8 +314,8 @@
     v.input = el('textarea', {
       rows: 2,
       id: 'message',
-      placeholder: 'Next message · /plan TASK plans first',
-      title: '/plan TASK plans first, /approve runs a waiting plan, /help lists the commands; Ctrl+Enter sends',
+      placeholder: 'Next message · /plan TASK plans first · !CMD runs a command',
+      title: '/plan TASK plans first, /approve runs a waiting plan, !CMD runs a shell command yourself (its output joins your next message), /help lists the commands; Ctrl+Enter sends',
       'aria-label': 'Next message',
       onkeydown: (event) => {
         if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) send(v, event);
@@ -1186,6 +1186,18 @@
         break;
       case 'command_reply':
         note(v, e.text, 'notice-note');
+        break;
+      case 'user_shell':
+        // The user's own `!command` ended: its output (joining the next message), no request.
+        endBlocks(v);
+        add(v, el('div', { class: 'msg shell' + (e.refused ? ' refused' : '') },
+          el('div', { class: 'shell-command', text: '$ ' + e.command }),
+          e.interrupted ? null : el('pre', { class: 'shell-output', text: e.output }),
+        ));
+        if (e.interrupted) note(v, 'Stopped; nothing joins the next message.', 'warn-note');
+        else if (e.queued) note(v, 'The output joins your next message; no request was sent.', 'notice-note');
+        setRunning(v, false);
+        setTimeout(() => runQueue(v), 0);
         break;
       case 'retry':
         note(v, 'Retrying (' + e.reason + ')', 'warn-note');
