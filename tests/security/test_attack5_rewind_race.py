@@ -92,9 +92,9 @@ def work(tmp_path: Path) -> Iterator[Work]:
         yield Work(root, outside, cli_env(tmp_path / "data", cfg), ex)
 
 
-#: Rewinds tried in one session: the race is won on most of them (about 3 in 4 here, under
+#: Rewinds tried in one session: the race is won on most of them (more than half here, under
 #: load), not on every one; the first write outside ends the attempts.
-ATTEMPTS = 6
+ATTEMPTS = 12
 
 
 def _rewind_with_job(w: Work, how: str, attempts: int = ATTEMPTS) -> str:
