@@ -12,10 +12,13 @@
   deny side's forms and the allow side's obstacles.
 - :mod:`~reasonix.safety.shell.deletes`: what a deleting program deletes.
 - :mod:`~reasonix.safety.shell.irreversible`: commands no snapshot can undo.
+- :mod:`~reasonix.safety.shell.programs`: the tables of programs, one row each: how a reading
+  program takes its options (``READERS``) and what each program does besides reading
+  (``PROGRAMS``: what it writes, reaches, changes, whether it only reads what it names).
 - :mod:`~reasonix.safety.shell.effects`: what a command line does (runs, writes, reaches
-  off-host), computed once per text, and :data:`~reasonix.safety.shell.effects.PROGRAMS`, the
-  table of what each program does besides reading; the permission subject, the irreversible
-  list, the snapshots' read-only test and the proposed session rules read the line through it.
+  off-host, does unseen), computed once per text (each simple command's step once per
+  command); the permission subject, the allow side, the irreversible list, the snapshots'
+  read-only test and the proposed session rules read the line through it.
 
 The package imports nothing itself, so :mod:`reasonix.safety.shell.rules` can use its parts
 while :mod:`~reasonix.safety.shell.readers` builds on the allow side.

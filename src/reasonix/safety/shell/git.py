@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["VALUED", "GitCall", "parse_git"]
+__all__ = ["READING_OPTIONS", "VALUED", "GitCall", "parse_git"]
 
 Token = str | None
 Form = tuple[Token, ...]
@@ -20,6 +20,13 @@ Form = tuple[Token, ...]
 VALUED = frozenset(
     {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env",
      "--list-cmds", "--attr-source"}
+)  # fmt: skip
+
+#: git's own options that change nothing but how it reads and shows: the only ones a command
+#: proved read-only may be given (``-C`` with a folder aside).
+READING_OPTIONS = frozenset(
+    {"--no-pager", "-P", "--no-optional-locks", "--literal-pathspecs", "--glob-pathspecs",
+     "--noglob-pathspecs", "--icase-pathspecs", "--no-replace-objects"}
 )  # fmt: skip
 
 

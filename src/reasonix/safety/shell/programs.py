@@ -15,8 +15,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
-__all__ = ["READERS", "Reader", "prefix_of", "row_obstacle", "writing_obstacle"]
+__all__ = [
+    "PROGRAMS",
+    "READERS",
+    "Program",
+    "Reader",
+    "prefix_of",
+    "program",
+    "row_obstacle",
+    "writing_obstacle",
+    "written_operands",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,3 +259,147 @@ def writing_obstacle(name: str, args: Sequence[str]) -> str | None:
     None (also for a program not in the table)."""
     row = READERS.get(name)
     return row_obstacle(name, row, args, strict=False) if row is not None else None
+
+
+#: which operands a program writes or deletes: every one, every one after the first (a mode or
+#: an owner comes first), or only the last (the destination)
+Operands = Literal["", "all", "after-first", "last"]
+
+
+@dataclass(frozen=True, slots=True)
+class Program:
+    """What a program does besides reading: the operands it writes (``writes``; ``creates``
+    when it only makes them or touches their times, never changing what is in them), whether it
+    reaches another machine (``off_host``), what else it changes (``changes``: processes,
+    services...), whether it runs code it is given (``runs_code``: an interpreter), and
+    whether its second word names what it does (``subcommands``: ``git status``, ``npm
+    test``), and what it does with the files its words name (``names``: ``"read"`` it only
+    reads them, so an allow rule may cover it naming our own configuration or ``.git/``;
+    ``"none"`` its words are text, never files, so where they point is not checked; ``""``
+    it may change them)."""
+
+    writes: Operands = ""
+    creates: bool = False
+    off_host: bool = False
+    changes: str = ""
+    runs_code: bool = False
+    subcommands: bool = False
+    names: Literal["", "read", "none"] = ""
+
+    @property
+    def acts(self) -> bool:
+        """Whether every use of it deserves its own approval."""
+        return bool((self.writes and not self.creates) or self.off_host or self.changes)
+
+
+_WRITES_ALL = Program(writes="all")
+_WRITES_AFTER_FIRST = Program(writes="after-first")
+_WRITES_LAST = Program(writes="last")
+_OFF_HOST = Program(off_host=True)
+_INTERPRETER = Program(runs_code=True)
+_SUBCOMMANDS = Program(subcommands=True)
+
+#: interpreters: they run whatever code they are given (on stdin, in a file or an argument)
+_INTERPRETERS = (
+    "python", "python3", "python2", "node", "perl", "ruby", "php", "lua", "Rscript",
+    "osascript", "pwsh", "powershell",
+)  # fmt: skip
+#: programs whose second word names what they do (``git status``, ``npm test``, ``make lint``)
+_TOOLS_WITH_SUBCOMMANDS = (
+    "git", "npm", "pnpm", "yarn", "cargo", "go", "pip", "pip3", "uv", "poetry", "pipenv",
+    "pdm", "hatch", "tox", "nox", "conda", "make", "just", "gh", "kubectl", "helm",
+    "terraform", "dotnet", "mvn", "gradle", "rustup", "brew", "apt", "apt-get", "dnf",
+    "pacman", "bundle", "rake", "mix", "composer", "cmake", "ctest",
+)  # fmt: skip
+
+#: programs that only read the files they name (``less``, ``more`` and ``[[`` are not proved
+#: read-only, :data:`READERS`, but never change what they name either)
+_READ_NAMED = (
+    "cat", "head", "tail", "less", "more", "grep", "egrep", "fgrep", "rg", "ls", "wc", "diff",
+    "stat", "file", "test", "[", "[[", "cut", "sort", "uniq", "nl", "od", "xxd", "hexdump",
+    "md5sum", "sha256sum", "sha1sum", "find", "tree", "du", "realpath", "readlink", "basename",
+    "dirname", "jq", "awk", "sed", "tr", "column", "cmp", "comm",
+)  # fmt: skip
+#: programs whose words are text, never files
+_TEXT_ONLY = ("echo", "printf", "true", "false", ":", "pwd", "whoami")
+
+#: What each program does (one row per program; see :class:`Program`).
+PROGRAMS: dict[str, Program] = {
+    **dict.fromkeys(_READ_NAMED, Program(names="read")),
+    **dict.fromkeys(_TEXT_ONLY, Program(names="none")),
+    **dict.fromkeys(
+        ("rm", "rmdir", "unlink", "shred", "srm", "wipe", "truncate", "tee", "mv"), _WRITES_ALL
+    ),
+    **dict.fromkeys(("touch", "mkdir"), Program(writes="all", creates=True)),
+    **dict.fromkeys(("chmod", "chown", "chgrp", "setfacl", "chattr"), _WRITES_AFTER_FIRST),
+    **dict.fromkeys(("cp", "ln", "install"), _WRITES_LAST),
+    **dict.fromkeys(("rsync", "scp"), Program(writes="last", off_host=True)),
+    "dd": Program(changes="files named by of="),
+    "mkfs": Program(changes="file systems"),
+    **dict.fromkeys(("curl", "wget", "nc", "ncat", "socat"), _OFF_HOST),
+    **dict.fromkeys(("kill", "pkill", "killall"), Program(changes="processes")),
+    "crontab": Program(changes="scheduled jobs"),
+    "systemctl": Program(changes="services"),
+    **dict.fromkeys(("docker", "podman"), Program(changes="containers", subcommands=True)),
+    **dict.fromkeys(_INTERPRETERS, _INTERPRETER),
+    **dict.fromkeys(("deno", "bun"), Program(runs_code=True, subcommands=True)),
+    **dict.fromkeys(_TOOLS_WITH_SUBCOMMANDS, _SUBCOMMANDS),
+}
+
+_NOTHING = Program()
+
+
+def program(name: str) -> Program:
+    """The row of program ``name`` (an empty one for a program of no row)."""
+    return PROGRAMS.get(name, _NOTHING)
+
+
+def written_operands(words: list[str]) -> list[str]:
+    """The files one command (its words as written) writes or deletes through its operands,
+    by its program's row (``dd of=``, ``sed -i`` and ``find -delete`` by their options)."""
+    name = words[0].rsplit("/", 1)[-1]
+    args = [a for a in words[1:] if not a.startswith("-")]
+    writes = program(name).writes
+    if writes == "all":
+        return args
+    if writes == "after-first":
+        return args[1:]
+    if writes == "last":
+        return args[-1:]
+    if name == "dd":
+        return [a[3:] for a in words[1:] if a.startswith("of=")]
+    if name == "sed" and any(a.startswith(("-i", "--in-place")) for a in words[1:]):
+        scripted = any(a in ("-e", "-f") or a.startswith(("--expression", "--file")) for a in words)
+        return args if scripted else args[1:]
+    if name == "find" and any(a in ("-delete", "-exec", "-execdir") for a in words):
+        return [a for a in words[1:] if not a.startswith(("-", "(", ")", "!", "{"))][:1]
+    if name == "tar" and _tar_extracts(words[1:]):
+        return _values(words[1:], "-C", "--directory")  # where it unpacks
+    if name == "unzip":
+        return _values(words[1:], "-d", "--exdir")
+    return []
+
+
+def _tar_extracts(args: list[str]) -> bool:
+    """Whether tar unpacks: ``-x``/``--extract``/``--get``, in a cluster (``-xzf``) or the old
+    style first word without a dash (``xf``)."""
+    if args and not args[0].startswith("-") and "x" in args[0]:
+        return True
+    return any(
+        a in ("--extract", "--get") or (a.startswith("-") and not a.startswith("--") and "x" in a)
+        for a in args
+    )
+
+
+def _values(args: list[str], short: str, long: str) -> list[str]:
+    """The values of option ``short`` (next word, or attached: ``-dDIR``) and ``long`` (``=``
+    or the next word) among ``args``."""
+    found = []
+    for i, a in enumerate(args):
+        if a in (short, long) and i + 1 < len(args):
+            found.append(args[i + 1])
+        elif a.startswith(long + "="):
+            found.append(a.split("=", 1)[1])
+        elif a.startswith(short) and len(a) > len(short) and not a.startswith("--"):
+            found.append(a[len(short) :])
+    return found

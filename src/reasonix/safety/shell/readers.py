@@ -36,10 +36,10 @@ from pathlib import Path
 
 from reasonix.safety.git_repository import user_filter_drivers
 from reasonix.safety.shell.effects import effects
-from reasonix.safety.shell.git import parse_git
+from reasonix.safety.shell.git import READING_OPTIONS, parse_git
 from reasonix.safety.shell.lexer import Script
 from reasonix.safety.shell.programs import READERS, prefix_of, row_obstacle
-from reasonix.safety.shell.rules import _unwrap, allow_obstacle
+from reasonix.safety.shell.rules import Step, allow_obstacle, step_of
 
 __all__ = [
     "GIT_READS",
@@ -47,13 +47,6 @@ __all__ = [
     "read_only_obstacle",
     "snapshot_skippable",
 ]
-
-
-#: git's own options a read-only git command may be given (``-C`` takes a folder).
-_GIT_GLOBAL = frozenset(
-    {"--no-pager", "-P", "--no-optional-locks", "--literal-pathspecs", "--glob-pathspecs",
-     "--noglob-pathspecs", "--icase-pathspecs", "--no-replace-objects"}
-)  # fmt: skip
 
 
 def _git_plain(args: Sequence[str]) -> str | None:
@@ -280,7 +273,7 @@ _SNAPSHOT_GIT: dict[str, Callable[[Sequence[str]], str | None]] = {
 def _git_obstacle(args: Sequence[str], confined: bool = True) -> str | None:
     call = parse_git(tuple(args))
     for option, value in call.options:
-        if option not in _GIT_GLOBAL and not (option == "-C" and value is not None):
+        if option not in READING_OPTIONS and not (option == "-C" and value is not None):
             return f"git {option} is not known to only read"
     if call.sub is None:
         return "git without a subcommand"
@@ -341,21 +334,19 @@ def _path_obstacle(name: str, folders: Sequence[Path], path: str | None = None) 
 
 
 def _command_obstacle(
-    words: Sequence[str],
-    globs: Sequence[bool],
-    workspace: Path,
-    confined: bool,
-    folders: Sequence[Path] = (),
+    step: Step, workspace: Path, confined: bool, folders: Sequence[Path] = ()
 ) -> str | None:
+    words = step.command.argv
     first = words[0]
     if "/" in first and not first.startswith(_SYSTEM_BIN):
         return f"{first} is a program of its own"
-    for word, glob in zip(words[1:], globs[1:], strict=True):
+    for item in step.command.words[1:]:
+        word, glob = item.value, item.glob
         if glob and word[:1] in _GLOB_START and _expands_to_option(word, workspace):
             return f"the pattern {word!r} may expand to an option"
         if glob and _may_match_dotdot(word):
             return f"the pattern {word!r} may match '..' (bash before 5.2, dash), out of the folder"
-    for form in _unwrap(tuple(words), 0):
+    for form in step.as_written:
         tokens = [t for t in form if t is not None]
         if len(tokens) != len(form) or not tokens:
             return "the command runs something known only at run time"
@@ -415,11 +406,10 @@ def read_only_obstacle(
     for cmd in script.commands:
         if not cmd.words:
             return "a redirection alone opens a file"
-        globs = [w.glob for w in cmd.words]
         if moves and any(w.glob and w.value[:1] in _GLOB_START for w in cmd.words):
             return "a pattern after cd cannot be checked"
         folders = (base, *(Path(os.path.realpath(r)) for r in roots))
-        problem = _command_obstacle([w.value for w in cmd.words], globs, base, confined, folders)
+        problem = _command_obstacle(step_of(cmd), base, confined, folders)
         if problem:
             return problem
     return None

@@ -29,9 +29,15 @@ Two questions, answered from :mod:`reasonix.safety.shell.lexer`'s parse:
   ``r``/``R`` commands, ``s///e``/``s///w`` and ``-i``, awk ``system``, pipes, ``getline`` and
   ``print >``, ``git -c``/``--config-env``/``--exec-path`` and ``diff --output``/``--ext-diff``,
   ``rg --pre``, ``printf -v``, ``tee``, ``sort -o``/``--compress-program``, tar's command options
-  and writing modes, ``uniq``/``xxd`` output operands, ``tree -o``, ``man -P``, ``less -o``; nor
+  and writing modes, ``uniq``/``xxd`` output operands, ``tree -o``, ``less -o``, and any
+  command or shell text a program that is no wrapper is given to run by its row of ``_RUNS``
+  (``man -P``, ``zip -TT``, ``vim -c '!...'``, ``script -c``, ``mapfile -C``, ``rsync -e``); nor
   git in a repository whose own configuration names a program or, for a subcommand that runs
-  hooks, holds one (:mod:`reasonix.safety.git_repository`).
+  hooks, holds one (:mod:`reasonix.safety.git_repository`). The allow side reads these off each
+  simple command's :class:`Step` (its forms and ``side_effects``, computed once per command and
+  shared with :func:`reasonix.safety.shell.effects.effects`); what is its own is where the
+  words point, and which programs may name a protected file (the ``names`` column of
+  :data:`reasonix.safety.shell.programs.PROGRAMS`).
 
 One description per program: what it runs is its row of ``_RUNS`` (git's through
 :func:`reasonix.safety.shell.git.parse_git`, which reads git's own options for every view),
@@ -55,6 +61,7 @@ import os
 import re
 import shlex
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from reasonix.safety.git_repository import (
@@ -64,10 +71,12 @@ from reasonix.safety.git_repository import (
     has_hooks,
     repository_obstacle,
 )
+from reasonix.safety.patterns import normalize_command
 from reasonix.safety.shell.deletes import deleting_forms
 from reasonix.safety.shell.git import parse_git
 from reasonix.safety.shell.lexer import Command, Script, Word, embedded_substitutions, parse
-from reasonix.safety.shell.programs import writing_obstacle
+from reasonix.safety.shell.programs import program as program_row
+from reasonix.safety.shell.programs import writing_obstacle, written_operands
 
 Token = str | None
 Form = tuple[Token, ...]
@@ -276,6 +285,11 @@ class _Runs:
         self.argv: list[Form] = []
         self.unknown = False
 
+    @property
+    def any(self) -> bool:
+        """Whether it runs anything at all."""
+        return bool(self.texts or self.argv or self.unknown)
+
     def text_forms(self, depth: int) -> set[Form]:
         forms: set[Form] = {(None,)} if self.unknown else set()
         for text in self.texts:
@@ -339,6 +353,7 @@ def _runs_sg(rest: Form, runs: _Runs) -> None:
 def _runs_man(rest: Form, runs: _Runs) -> None:
     runs.texts += _option_values(rest, "P", ("--pager",))
     runs.texts += _option_values(rest, "H", ("--html",))
+    runs.texts += _option_values(rest, "B", ("--browser",))
 
 
 def _runs_vim(rest: Form, runs: _Runs) -> None:
@@ -789,21 +804,68 @@ def rule_matches(pattern: str, forms: Iterable[Form]) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------
-# Allow rules: side-effect-free forms only
+# One simple command's record: what the effects record keeps for each step
 
-#: Commands that never read or write the files their arguments name.
-_NO_FILE_ARGS = frozenset({"echo", "printf", "true", "false", ":", "pwd", "whoami"})
-#: Commands that only read what they are given (their own-config arguments are fine).
-_READERS = frozenset(
-    {"cat", "head", "tail", "less", "more", "grep", "egrep", "fgrep", "rg", "ls", "wc", "diff",
-     "stat", "file", "echo", "printf", "test", "[", "[[", "cut", "sort", "uniq", "nl",
-     "od", "xxd", "hexdump", "md5sum", "sha256sum", "sha1sum", "find", "tree", "du", "realpath",
-     "readlink", "basename", "dirname", "jq", "awk", "sed", "tr", "column", "cmp", "comm"}
-)  # fmt: skip
 #: Files whose writing or reading changes nothing and reaches nothing (redirections to them
 #: write no file); the one list every view reads.
 HARMLESS_DEVICES = frozenset({"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty"})
 _MAX_GLOB_MATCHES = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One simple command of a line: the command as parsed; ``text`` as written (whitespace
+    collapsed); ``forms``, what it may run (an unknown word None); ``as_written``, the same
+    with every word as written (``$HOME/x`` kept); ``redirected``, the files its
+    redirections write; ``writes``, every file it writes (redirections and operands);
+    ``off_host``, the programs in it that reach another machine; ``side_effects``, why a form
+    of it writes or runs what a rule naming its program would not show (``find -exec``,
+    ``sort -o``, ``git -c``, ``zip -TT``), one reason per form."""
+
+    command: Command
+    text: str
+    forms: frozenset[Form]
+    as_written: tuple[Form, ...]
+    redirected: tuple[str, ...]
+    writes: tuple[str, ...]
+    off_host: tuple[str, ...]
+    side_effects: tuple[str, ...]
+
+    @property
+    def runs_unknown(self) -> bool:
+        """Whether a form of it runs a word known only at run time (``xargs``' input)."""
+        return any(None in form for form in self.as_written)
+
+
+@functools.lru_cache(maxsize=1024)
+def step_of(cmd: Command) -> Step:
+    """The :class:`Step` of one simple command, computed once per command."""
+    as_written = tuple(word_forms(cmd.argv)) if cmd.words else ()
+    redirected = tuple(written_targets(cmd))
+    writes = list(redirected)
+    off_host = []
+    side_effects = []
+    for form in as_written:
+        words = [t for t in form if t is not None]
+        if not words:
+            continue
+        writes.extend(written_operands(words))
+        name = words[0].rsplit("/", 1)[-1]
+        if program_row(name).off_host:
+            off_host.append(name)
+        why = _side_effect(words)
+        if why:
+            side_effects.append(why)
+    return Step(
+        command=cmd,
+        text=normalize_command(cmd.text),
+        forms=frozenset(simple_forms(cmd)),
+        as_written=as_written,
+        redirected=redirected,
+        writes=tuple(dict.fromkeys(w for w in writes if w not in HARMLESS_DEVICES)),
+        off_host=tuple(off_host),
+        side_effects=tuple(side_effects),
+    )
 
 
 def own_config_target(path: Path, workspace: Path) -> str | None:
@@ -816,15 +878,20 @@ def own_config_target(path: Path, workspace: Path) -> str | None:
 
 
 def _side_effect(argv: Sequence[str]) -> str | None:
-    """Why this (literal, unwrapped) command is not side-effect-free, or None."""
+    """Why this (literal, unwrapped) command is not side-effect-free, or None: its program's
+    own check, the options and operands its row of reading programs says write or change
+    something, or a command or shell text its words give it to run (a wrapper's command is
+    a form of its own, judged as such)."""
     if not argv:
         return None
     name = argv[0].rsplit("/", 1)[-1]
     args = list(argv[1:])
     check = _CHECKS.get(name)
     problem = check(args) if check is not None else None
-    # the options and operands the table of reading programs says write or change something
-    return problem or writing_obstacle(name, args)
+    problem = problem or writing_obstacle(name, args)
+    if problem is None and not runs_commands(name) and _runs_text(name, tuple(args)).any:
+        problem = f"{name} runs a command or shell text its words give"
+    return problem
 
 
 def _find(args: list[str]) -> str | None:
@@ -1223,13 +1290,6 @@ def _tar(args: list[str]) -> str | None:
     return None
 
 
-def _man(args: list[str]) -> str | None:
-    for a in args:
-        if a.startswith(("-P", "--pager", "-H", "--html", "-B", "--browser")):
-            return f"man {a.split('=', 1)[0]} runs a program"
-    return None
-
-
 def _less(args: list[str]) -> str | None:
     for a in args:
         if a.startswith(("-o", "-O", "--log-file", "--LOG-FILE", "-k", "--lesskey")):
@@ -1266,7 +1326,6 @@ _CHECKS = {
     "tar": _tar,
     "gtar": _tar,
     "bsdtar": _tar,
-    "man": _man,
     "less": _less,
 }
 
@@ -1327,9 +1386,11 @@ def _path_candidates(word: str, cwd: Path) -> list[str]:
 def allow_obstacle(
     script: Script, workspace: Path, roots: Sequence[Path] = (), *, confined: bool = True
 ) -> str | None:
-    """Why no allow rule may cover ``script``, or None (see the module docstring).
-    ``confined=False`` leaves out where it reads (outside the workspace, a protected file
-    named): what a snapshot needs to know is only whether it changes anything."""
+    """Why no allow rule may cover ``script``, or None (see the module docstring): read off
+    each simple command's :class:`Step` (what it runs, writes and hides), plus what is the
+    allow side's own, where its words point. ``confined=False`` leaves out where it reads
+    (outside the workspace, a protected file named): what a snapshot needs to know is only
+    whether it changes anything."""
     if script.problems:
         return f"the command cannot be analysed ({script.problems[0]})"
     if script.substitutions:
@@ -1337,14 +1398,15 @@ def allow_obstacle(
     real_roots = [Path(os.path.realpath(r)) for r in roots]
     paths = _Paths(Path(os.path.realpath(workspace)), real_roots, confined)
     for cmd in script.commands:
-        problem = _command_obstacle(cmd, paths)
+        problem = _step_obstacle(step_of(cmd), paths)
         if problem:
             return problem
     return None
 
 
-def _command_obstacle(cmd: Command, paths: _Paths) -> str | None:
-    problem = _redirect_obstacle(cmd, paths)
+def _step_obstacle(step: Step, paths: _Paths) -> str | None:
+    cmd = step.command
+    problem = _redirect_obstacle(step, paths)
     if problem:
         return problem
     if cmd.assignments:
@@ -1354,20 +1416,25 @@ def _command_obstacle(cmd: Command, paths: _Paths) -> str | None:
     for word in cmd.words:
         if word.expands or word.tilde or word.brace:
             return f"the word {word.text!r} is known only when the command runs"
-    argv = [w.value for w in cmd.words]
-    problem = _forms_obstacle(argv, paths)
-    if problem:
-        return problem
+    if step.side_effects:
+        return step.side_effects[0]
+    if step.runs_unknown:
+        return "the command runs something that is known only at run time"
+    for form in step.as_written:
+        if form[0] is not None and form[0].rsplit("/", 1)[-1] == "git":
+            problem = _git_repository([t for t in form if t is not None], paths)
+            if problem:
+                return problem
+    argv = cmd.argv
     name = argv[0].rsplit("/", 1)[-1]
     if name in ("cd", "pushd", "popd"):
         return _cd_obstacle(name, argv, paths)
-    if name in _NO_FILE_ARGS:
-        return None
-    return _paths_obstacle(cmd, name, paths)
+    names = program_row(name).names
+    return None if names == "none" else _paths_obstacle(cmd, names == "read", paths)
 
 
-def _redirect_obstacle(cmd: Command, paths: _Paths) -> str | None:
-    for redirect in cmd.redirects:
+def _redirect_obstacle(step: Step, paths: _Paths) -> str | None:
+    for redirect in step.command.redirects:
         target = redirect.target
         if target is None:
             return "a redirection has no target"
@@ -1375,28 +1442,11 @@ def _redirect_obstacle(cmd: Command, paths: _Paths) -> str | None:
             continue
         if not target.literal:
             return "a redirection's target is known only when it runs"
-        if redirect.writes and target.value not in HARMLESS_DEVICES:
-            return "the command writes a file through a redirection"
         if redirect.reads:
             problem = paths.outside(target.value)
             if problem:
                 return f"the command reads a file outside the workspace ({problem})"
-    return None
-
-
-def _forms_obstacle(argv: Sequence[str], paths: _Paths) -> str | None:
-    for form in _unwrap(tuple(argv), 0):
-        if any(t is None for t in form):
-            return "the command runs something that is known only at run time"
-        words = [t for t in form if t is not None]
-        problem = _side_effect(words)
-        if problem:
-            return problem
-        if words and words[0].rsplit("/", 1)[-1] == "git":
-            problem = _git_repository(words, paths)
-            if problem:
-                return problem
-    return None
+    return "the command writes a file through a redirection" if step.redirected else None
 
 
 def _cd_obstacle(name: str, argv: Sequence[str], paths: _Paths) -> str | None:
@@ -1409,7 +1459,9 @@ def _cd_obstacle(name: str, argv: Sequence[str], paths: _Paths) -> str | None:
     return None
 
 
-def _paths_obstacle(cmd: Command, name: str, paths: _Paths) -> str | None:
+def _paths_obstacle(cmd: Command, reads: bool, paths: _Paths) -> str | None:
+    """Why a word of ``cmd`` names a file outside the workspace or, unless its program only
+    reads what it names (``reads``), a protected one."""
     for word in cmd.words[1:]:
         if word.glob:
             candidates = _expand_glob(word.value, paths)
@@ -1421,7 +1473,7 @@ def _paths_obstacle(cmd: Command, name: str, paths: _Paths) -> str | None:
             problem = paths.outside(candidate)
             if problem:
                 return f"the command reads outside the workspace ({problem})"
-        if name in _READERS or not paths.confined:
+        if reads or not paths.confined:
             continue
         for candidate in (*candidates, word.value):
             protected = own_config_target(paths.resolve(candidate), paths.workspace)
