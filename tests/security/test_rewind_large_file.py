@@ -23,7 +23,7 @@ import pytest
 
 from reasonix.testing import FakeDeepSeekServer, Reply
 from reasonix.testing.project import fake_project_toml
-from tests.support.cli import FAKE_KEY_ENV, cli_env
+from tests.support.cli import FAKE_KEY_ENV, cli_env, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -98,3 +98,18 @@ def test_control_a_big_file_changed_after_the_turn_is_kept_and_force_puts_it_bac
     assert "Not restored: notes.md" in answer and "/rewind --force notes.md" in answer, answer
     assert (work.root / "notes.md").read_text() == USERS, forced
     assert "Restored notes.md" in forced, forced
+
+
+def test_reasonix_rewind_force_puts_back_what_the_rewind_left(work: Work) -> None:
+    """The same through ``reasonix rewind`` (a stored session, another process)."""
+    work.ex.push(Reply.call("bash", {"command": GROW}), Reply.text("grown"))
+    ran = run_cli(["run", "--no-planner", "--mode", "yolo", "grow"], cwd=work.root, env=work.env)
+    assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr
+    (work.root / "notes.md").write_bytes(bytes(2_000_000) + b"the user's line\n")
+    rewound = run_cli(["rewind"], cwd=work.root, env=work.env)
+    assert rewound.returncode == 0, rewound.stderr
+    assert "Not restored: notes.md" in rewound.stdout, rewound.stdout
+    assert (work.root / "notes.md").stat().st_size > 2_000_000
+    forced = run_cli(["rewind", "--force", "notes.md"], cwd=work.root, env=work.env)
+    assert forced.returncode == 0, forced.stderr
+    assert (work.root / "notes.md").read_text() == USERS, forced.stdout

@@ -297,6 +297,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--steps", metavar="K", type=int, help="undo the last K steps that may have changed files"
     )
     point.add_argument("--turn", metavar="N", type=int, help="go back to before turn N")
+    point.add_argument(
+        "--force",
+        metavar="PATH",
+        nargs="+",
+        help="right after a rewind, put back the files it left alone (as /rewind --force)",
+    )
 
     doctor = sub.add_parser(
         "doctor",

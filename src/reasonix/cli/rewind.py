@@ -2,8 +2,9 @@
 
 With no arguments: the most recent session of this folder, back to before its last turn.
 ``--turn N`` goes back to before turn N; ``--steps K`` undoes the last K steps that may have
-changed files. Files come back from the session's snapshots; the conversation is cut to the
-same point, so ``reasonix run -c`` continues from there. Needs no API key: no model is called.
+changed files; ``--force PATH...``, right after a rewind, puts back the files it left alone.
+Files come back from the session's snapshots; the conversation is cut to the same point, so
+``reasonix run -c`` continues from there. Needs no API key: no model is called.
 """
 
 from __future__ import annotations
@@ -52,6 +53,12 @@ async def _rewind(
     except ReasonixError as exc:
         raise UsageError(str(exc)) from None
     try:
+        if args.force:
+            import shlex
+
+            print(f"Session {session_id} in {workspace}:")
+            print(runtime.history.force(shlex.join(args.force)))
+            return EXIT_OK
         if args.steps is not None:
             if args.steps < 1:
                 raise UsageError("--steps needs a number of steps of 1 or more")
