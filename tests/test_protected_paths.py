@@ -11,7 +11,12 @@ from pathlib import Path
 import pytest
 
 from reasonix.safety.plants import CreationGuard, approved_write, running_plants
-from reasonix.safety.protected import git_named_paths, protected_paths, protection
+from reasonix.safety.protected import (
+    config_named_files,
+    git_named_paths,
+    protected_paths,
+    protection,
+)
 
 
 def _git(root: Path, *args: str) -> None:
@@ -181,3 +186,29 @@ def test_the_users_own_relative_hooks_path_counts(
     named = _named(repo)
     assert ".githooks" in named
     assert ".gitattributes" not in named  # the user's own lfs driver runs git-lfs, not a plant
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "sh scripts/run.sh>/dev/null 2>&1",
+        "sh scripts/run.sh<input.txt",
+        "sh scripts/run.sh& wait",
+        "LOG=1 sh scripts/run.sh;true",
+        "sh -c 'cd scripts && sh ./run.sh'",
+        "echo $(sh scripts/run.sh)",
+    ],
+)
+def test_a_hooks_script_is_found_however_the_command_is_spelled(
+    tmp_path: Path, command: str
+) -> None:
+    root = tmp_path.resolve()
+    (root / "scripts").mkdir()
+    (root / "scripts" / "run.sh").write_text("echo hi\n")
+    hooks = {"SessionStart": [{"hooks": [{"type": "command", "command": command}]}]}
+    (root / ".claude").mkdir()
+    (root / ".claude" / "settings.json").write_text(json.dumps({"hooks": hooks}))
+    assert root / "scripts" / "run.sh" in config_named_files(root)
+    assert "a program our own configuration runs" in (
+        protection(root / "scripts" / "run.sh", root) or ""
+    )

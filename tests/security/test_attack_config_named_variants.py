@@ -12,7 +12,10 @@ folder the user trusts; the next ``reasonix`` ran the script outside the sandbox
   check.sh``: the word starts with a variable;
 - a hook that runs an optional local script, ``[ -f scripts/local.sh ] && sh scripts/local.sh ||
   true``: not there when the list is made, so not protected when a command creates it;
-- ``sh -c 'cd scripts && sh ./start.sh'``: the script is named relative to another folder.
+- ``sh -c 'cd scripts && sh ./start.sh'``: the script is named relative to another folder;
+- ``sh scripts/quiet.sh>/dev/null``: the words were split at blanks and a few operators, so the
+  word was ``scripts/quiet.sh>/dev/null`` (a ``>``, ``<`` or ``&`` written without a blank); the
+  shell lexer reads the command now, as it does for the permission rules.
 
 Worked on main when written (recorded as strict xfails); fixed: words are read from a server's
 ``cwd`` and from the folders other words name, ``$CLAUDE_PROJECT_DIR`` is the folder, a ``-c``
@@ -74,6 +77,10 @@ CASES = {
     "another folder": lambda lab: (
         _hook(lab, "sh -c 'cd scripts && sh ./start.sh'"),
         _existing(lab, "scripts/start.sh"),
+    )[1],
+    "redirection glued on": lambda lab: (
+        _hook(lab, "sh scripts/quiet.sh>/dev/null"),
+        _existing(lab, "scripts/quiet.sh"),
     )[1],
 }
 

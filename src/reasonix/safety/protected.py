@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -167,7 +166,7 @@ class _GitNamed:
         if repository and low.startswith(("filter.", "diff.", "merge.")) and low.count(".") >= 2:
             self.drivers = True
         if is_command_setting(key, value) and not low.startswith(("include", "core.hookspath")):
-            for word in _words(value):
+            for word in _command_words(value.removeprefix("!")):
                 if "/" in word or os.path.lexists(self.top / word):
                     self.add(_resolved(word, self.top), key, word, self.top)
         return included
@@ -226,14 +225,6 @@ def git_named_paths(root: Path) -> list[tuple[Path, str]]:
             if included is not None:
                 queue.append(included)
     return named.finish(git_dir)
-
-
-def _words(value: str) -> list[str]:
-    text = value[1:] if value.startswith("!") else value
-    try:
-        return shlex.split(text)
-    except ValueError:
-        return text.split()
 
 
 #: Our configuration files whose commands run programs.
@@ -313,15 +304,18 @@ def _named_by(word: str, folders: list[Path], base: Path, project_dir: Path) -> 
 
 
 def _command_words(value: str, depth: int = 0) -> list[str]:
-    """The words of a command line, with those of a script given as one word (``sh -c '...'``)
-    and shell operators split off."""
-    text = value
-    for op in ("&&", "||", ";", "|", "(", ")"):
-        text = text.replace(op, " ")
-    try:
-        words = shlex.split(text)
-    except ValueError:
-        words = text.split()
+    """The words of a command line as the shell lexer reads them (operators, quotes, nested
+    commands, redirections' targets: ``sh tools/run.sh>log&``), with those of a script given as
+    one word (``sh -c '...'``); a line the lexer cannot read whole is split at blanks too."""
+    from reasonix.safety.shell.lexer import parse
+
+    script = parse(value)
+    words: list[str] = []
+    for command in script.commands:
+        targets = [r.target for r in command.redirects if r.target is not None]
+        words += [w.value for w in (*command.assignments, *command.words, *targets)]
+    if not script.sure:
+        words += value.split()
     out = []
     for word in words:
         if depth < 2 and (" " in word or "\n" in word):
