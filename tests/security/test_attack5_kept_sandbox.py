@@ -142,6 +142,8 @@ def test_break_the_sandboxs_init_cannot_be_made_to_outlive_the_command(lab: Lab)
 @needs_x86_64
 def test_control_per_call_the_injected_init_ends_with_its_sandbox(lab: Lab) -> None:
     inject, look = _init_steps(lab, REASONIX_SANDBOX="per-call")
+    if "attach: Operation not permitted" in inject:  # Yama's ptrace_scope >= 1 (Ubuntu's default)
+        pytest.skip("ptrace of a process that is not a descendant is restricted on this machine")
     assert "attached-pid1" in inject and "injected" in inject, inject  # the probe works
     assert "written by the init" not in look and "No such file" in look, look
     assert "init=" in look and "bwrap" in look, look
@@ -168,6 +170,8 @@ def _priority_steps(lab: Lab, **env: str) -> str:
     )
     assert outcome.proc.returncode == 0, outcome.proc.stdout[-2000:]
     lower, look = outcome.results
+    if "lowered-priority" not in lower and "Operation not permitted" in lower:
+        pytest.skip(f"this machine refuses the change itself: {lower}")
     assert "lowered-priority" in lower, lower
     return look
 
@@ -223,6 +227,8 @@ def _key_steps(lab: Lab, **env: str) -> str:
     )
     assert outcome.proc.returncode == 0, outcome.proc.stdout[-2000:]
     added, read = outcome.results
+    if "add failed" in added:  # keyctl filtered (a container's seccomp profile)
+        pytest.skip(f"no kernel keyrings here: {added}")
     assert "added-key" in added, added
     return read
 
