@@ -3,21 +3,29 @@ and, once the turn it was given in is rewound (or the step undone), never reused
 the user types the same words and the model makes the same call again; the reviewer is shown
 the agent's output after the cut; its verdicts stay listed and its cost stays in its own row.
 
-Through the session façade and the command table, one process (the verdict cache lives as
-long as the session: a second ``reasonix run`` starts with none), the reviewer on the
-executor's fake server (no ``[review]`` provider: it shares the executor's model)."""
+Through the session façade and the command table, and in the app on a terminal: one process
+(the verdict cache lives as long as the session: a second ``reasonix run`` starts with none),
+the reviewer on the executor's fake server (no ``[review]`` provider: it shares the executor's
+model)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+
+import pytest
 
 from reasonix.app.commands import answer
 from reasonix.safety.permissions import ApprovalAnswer
 from reasonix.store import SessionStore
 from reasonix.testing import Reply
 from tests.support.approvals import ScriptedApprover
+from tests.support.interactive import quit_app, spawn
+from tests.support.project import Project, project
 from tests.support.review import verdict
 from tests.support.sessions import Servers, open_session
+
+__all__ = ["project"]
 
 TOUCH = Reply.call("bash", {"command": "touch a"})
 
@@ -137,3 +145,46 @@ async def test_after_a_rewind_the_reviewer_is_shown_the_new_output(
     first, second = _reviews(servers)
     assert "ALPHA" in first
     assert "BRAVO" in second and "CHARLIE" in second
+
+
+# -- the app, in a pseudo-terminal ----------------------------------------------------------------
+
+
+def _reviews_of(project: Project) -> int:
+    return sum(1 for r in project.ex.requests if _is_review(r.messages))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")
+@pytest.mark.parametrize("rewind", [True, False], ids=["rewound", "control-not-rewound"])
+def test_in_the_app_a_rewound_turns_verdict_is_not_reused(project: Project, rewind: bool) -> None:
+    """``make a`` (the reviewer allows ``touch a``), ``/rewind`` (or, the control, nothing),
+    ``make a`` again: after the rewind the reviewer is asked again and, saying ask this time,
+    leaves the call to the person; without it the verdict serves the same request again."""
+    project.write_user_config('[permissions]\nmode = "auto"\n')
+    project.ex.push(TOUCH, verdict("allow", "asked for"), Reply.text("made it"))
+    child = spawn(project)
+    try:
+        child.expect("›")
+        child.sendline("make a")
+        child.expect("made it")
+        child.expect("›")
+        if rewind:
+            child.sendline("/rewind")
+            child.expect("Rewound to before turn 1")
+            child.expect("›")
+            assert not (project.root / "a").exists()
+            project.ex.push(TOUCH, verdict("ask", "not sure now"), Reply.text("made again"))
+        else:
+            project.ex.push(TOUCH, Reply.text("made again"))
+        child.sendline("make a")
+        if rewind:
+            child.expect(r"Allow\?")
+            child.sendline("y")
+        child.expect("made again")
+        child.expect("›")
+        quit_app(child)
+    finally:
+        child.close(force=True)
+    assert _reviews_of(project) == (2 if rewind else 1)
+    assert (project.root / "a").exists()
