@@ -17,9 +17,11 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+from reasonix.safety.shell import readers
 from reasonix.testing import Reply
 from tests.security.support import Attack, Lab, lab
 
@@ -85,3 +87,21 @@ def test_control_with_no_workspace_folder_on_path_cat_is_proved(lab: Lab) -> Non
     assert outcome.proc.returncode == 0, outcome.proc.stdout[-2000:]
     assert "the project" in outcome.results[0]
     assert not (lab.root / "PLANTED").exists()
+
+
+def test_the_path_lookup_follows_links_and_knows_builtins_and_added_folders(tmp_path: Path) -> None:
+    ws, added, outside = tmp_path / "ws", tmp_path / "added", tmp_path / "outside"
+    for folder in (ws / "bin", added / "bin", outside / "bin"):
+        folder.mkdir(parents=True)
+    for folder in (ws / "bin", added / "bin", outside / "bin"):
+        (folder / "cat").write_text(FAKE_CAT)
+        (folder / "cat").chmod(0o755)
+    (outside / "linked").symlink_to(ws / "bin")
+    folders = (ws.resolve(), added.resolve())
+    assert readers._path_obstacle("cat", folders, str(outside / "bin")) is None
+    assert readers._path_obstacle("cat", folders, str(outside / "linked"))  # a link into it
+    assert readers._path_obstacle("cat", folders, str(added / "bin"))
+    assert readers._path_obstacle("cat", folders, f"{outside / 'bin'}{os.pathsep}bin") is None
+    assert readers._path_obstacle("cat", folders, f"bin{os.pathsep}{outside / 'bin'}")
+    assert readers._path_obstacle("echo", folders, "bin") is None  # the shell's own
+    assert readers._path_obstacle("nosuchprogram", folders, str(outside / "bin")) is None
