@@ -20,6 +20,12 @@ B5: the kernel's user keyring (and the user-session keyring) belong to the sandb
 namespace, which lives as long as the kept sandbox: a key one command adds (``add_key`` into
 ``@u``) is there for the next to read; the supervisor looks at files, IPC and message queues, not
 keyrings. Control: per call, a new user namespace has empty keyrings.
+
+B10 (after B1/B2/B5's fix, a variant of B2): where the agent runs as root (containers, CI), the
+supervisor's ``/proc`` files are root's and so the command's: ``echo 1000 >
+/proc/$PPID/oom_score_adj`` (raising needs no privilege) and ``coredump_filter`` reach every later
+command (both are inherited on fork); the comparison covers nice, affinity, policy and I/O
+priority, not these. Control: per call, the next command has its own score.
 """
 
 from __future__ import annotations
@@ -243,3 +249,41 @@ def test_break_a_key_does_not_reach_the_next_command(lab: Lab) -> None:
 def test_control_per_call_the_keyring_is_empty(lab: Lab) -> None:
     read = _key_steps(lab, REASONIX_SANDBOX="per-call")
     assert "no key" in read and "EVIL-KEY" not in read, read
+
+
+# -- B10: the supervisor's OOM score (root only: its /proc files are root's) reaches later commands
+
+
+RAISE_OOM = "echo 1000 > /proc/$PPID/oom_score_adj && echo 0x3f > /proc/$PPID/coredump_filter"
+LOOK_OOM = "echo oom=$(cat /proc/self/oom_score_adj) dump=$(cat /proc/self/coredump_filter)"
+
+
+def _oom_steps(lab: Lab, **env: str) -> str:
+    outcome = lab.attack(
+        [
+            Attack("raise", "bash", {"command": RAISE_OOM + " && echo raised-oom"}),
+            Attack("look", "bash", {"command": LOOK_OOM}),
+        ],
+        "--mode",
+        "yolo",
+        env=lab.env(**env) if env else None,
+    )
+    assert outcome.proc.returncode == 0, outcome.proc.stdout[-2000:]
+    raised, look = outcome.results
+    if "raised-oom" not in raised:  # not root: the supervisor's /proc files are not ours
+        pytest.skip(f"the supervisor's /proc files are not writable here: {raised}")
+    return look
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attacker5 B10: the supervisor's oom_score_adj and coredump_filter are not compared",
+)
+def test_break_a_raised_oom_score_does_not_reach_the_next_command(lab: Lab) -> None:
+    look = _oom_steps(lab)
+    assert "oom=1000 " not in look, f"the next command inherited: {look}"
+
+
+def test_control_per_call_the_next_command_has_its_own_oom_score(lab: Lab) -> None:
+    look = _oom_steps(lab, REASONIX_SANDBOX="per-call")
+    assert "oom=" in look and "oom=1000 " not in look, look
