@@ -2,7 +2,8 @@
 ``--quick``): the folder's first snapshot (started from the repository's own index, whose
 blobs it borrows and copies in the background afterwards, and with every file hashed into the
 private store), which a session takes in the background from its start; what the first step
-waits for when it comes at once, and after a model's answer; then what a mutating step waits
+waits for when it comes at once (a file tool's, which does not wait, then a bash step's) and
+after a model's answer; then what a mutating step waits
 for when
 nothing changed, when one file changed and when a hundred did, two ways:
 
@@ -23,6 +24,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from bench.common import print_table
@@ -115,11 +117,17 @@ def _one_size(tmp: Path, size: int, repeats: int, quick: bool, rewind: bool) -> 
     inline = manager("inline")
     first = _ms(lambda: step(inline))
     copy = _ms(inline.wait)  # the borrowed objects copied into the store, in the background
-    # A session's start: the first snapshot in the background, and a first step at once.
+    # A session's start: the first snapshot in the background, and a first step at once: a
+    # file tool's (which keeps its own file's bytes and goes on), then a bash step (which
+    # waits for what is left of it).
     at_once = manager("at-once")
     at_once.prepare_in_background()
+    call = SimpleNamespace(turn=1, call_id="w1")
+    first_file = _ms(lambda: at_once.before_write(call, ws / "pkg000" / "mod001.py", "write"))
     first_at_once = _ms(lambda: step(at_once))
     at_once.wait()
+    if len(at_once.steps()) != 2:
+        raise RuntimeError(at_once.last_error or "the first file step was not recorded")
     # The usual start: the first step comes after the user typed and the model answered
     # (MODEL_S), and waits only for what is left of the first snapshot.
     background = manager("overlapped")
@@ -137,6 +145,7 @@ def _one_size(tmp: Path, size: int, repeats: int, quick: bool, rewind: bool) -> 
 
     out: dict[str, Any] = {"files": files, "first_snapshot_ms": round(first, 1)}
     out["first_snapshot_copy_ms"] = round(copy, 1)
+    out["first_file_step_at_session_start_ms"] = round(first_file, 1)
     out["first_step_at_session_start_ms"] = round(first_at_once, 1)
     out["first_snapshot_unseeded_ms"] = round(first_unseeded, 1)
     out["first_step_after_background_start_ms"] = round(first_wait, 1)
@@ -199,6 +208,7 @@ def run_snapshots(quick: bool) -> dict[str, Any]:
                 r["load_1m"],
                 f"{r['first_snapshot_ms']:.0f} (+{r['first_snapshot_copy_ms']:.0f} copy) / "
                 f"{r['first_snapshot_unseeded_ms']:.0f} ms",
+                f"{r['first_file_step_at_session_start_ms']:.0f} / "
                 f"{r['first_step_at_session_start_ms']:.0f} / "
                 f"{r['first_step_after_background_start_ms']:.0f} ms",
                 *(
@@ -215,7 +225,7 @@ def run_snapshots(quick: bool) -> dict[str, Any]:
             "files",
             "load",
             "first snapshot (from git's index + its copy after / not)",
-            f"first step (at once / after {MODEL_S:g} s)",
+            f"first step (file tool at once / bash at once / bash after {MODEL_S:g} s)",
             "unchanged",
             "1 changed",
             "100 changed",

@@ -68,10 +68,11 @@ def _bash_calls(rounds: int) -> dict[str, float]:
     """Median milliseconds of one mutating ``bash`` call, kept sandbox / per call / none."""
     import asyncio
 
-    from reasonix.safety.confinement import bash_confinement
+    from reasonix.config.schema import SandboxConfig
+    from reasonix.safety.confinement import confinement_for
     from reasonix.tools.builtin.shell import ShellOptions, ShellTool
 
-    confiner = bash_confinement("bwrap").confiner
+    confiner = confinement_for(SandboxConfig(bash="bwrap")).confiner
     if confiner.name != "bwrap":
         return {}
     with tempfile.TemporaryDirectory(prefix="reasonix-bench-bash-") as tmp:

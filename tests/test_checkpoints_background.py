@@ -152,3 +152,41 @@ def test_a_step_rewrites_only_the_small_part_of_the_index(tmp_path: Path) -> Non
     assert list((manager.store_dir / "git").glob("sharedindex.*")) == shared
     assert os.stat(shared[0]).st_ino == inode
     assert _stored(manager, b"changed by the step\n")
+
+
+def test_a_step_runs_few_git_processes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A step's snapshot after our own last one: git's look at the files (two processes side
+    by side) and, where something changed, the index update and the tree; the commit and the
+    refs are written without a git process. Counted with a ``git`` first on ``PATH`` that
+    logs its command and runs the real one."""
+    import shutil
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "git.log"
+    shim = bin_dir / "git"
+    shim.write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec {shutil.which("git")} "$@"\n')
+    shim.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    seed(ws)
+    time.sleep(0.12)  # the files are not read again by the next look (see above)
+    manager = manager_for(tmp_path, ws)
+    assert manager.before_step(1, "c1", "bash", "one") is not None, manager.last_error
+
+    def commands() -> list[str]:
+        calls = [line.split() for line in log.read_text().splitlines()]
+        log.unlink()  # after each pair "-c NAME=VALUE": the command
+        return sorted(next(w for i, w in enumerate(c) if i % 2 == 0 and w != "-c") for c in calls)
+
+    commands()
+    assert manager.before_step(1, "c2", "bash", "two") is not None, manager.last_error
+    assert commands() == ["diff-files", "ls-files"]  # nothing changed
+    (ws / "new.txt").write_bytes(b"made by step two\n")
+    assert manager.before_step(1, "c3", "bash", "three") is not None, manager.last_error
+    assert commands() == ["diff-files", "ls-files", "update-index", "write-tree"]
+    assert _stored(manager, b"made by step two\n")
+    manager.after_turn(1)
+    manager.undo(1)
+    assert not (ws / "new.txt").exists()

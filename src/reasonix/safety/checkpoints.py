@@ -20,22 +20,15 @@ Where snapshots live, and why there
 
 What a snapshot costs
     After the store's own last snapshot, a quick look: git compares every file's stat with
-    what our index recorded (``diff-files``, in C, no file read) while it lists the new files
-    (``ls-files -o``), and only those are stat'ed and hashed; permission bits git does not
-    keep are carried over from the last snapshot (a change of them changes the inode time,
-    which git sees). git compares times in whole seconds, so a file whose times were within
-    the racy window of the last look is checked by its full stat, or read again where that
-    cannot tell (:mod:`reasonix.safety.snapshot_scan`). Our index is split, so that a step
-    rewrites only its small part. After another process's snapshot, or in a new
-    process, a full look: git's listing of changed files and one stat of every file. A
-    folder's very first snapshot starts from the folder's own git index where that is exact,
-    and borrows the blobs it names from the user's repository until a background copy has put
-    them in our store (:mod:`reasonix.safety.snapshot_seed`), so only the files changed since
-    the user's last ``git add`` are hashed and nothing is copied while a step waits. A session
-    takes the folder's first snapshot in the background as it opens
-    (:meth:`CheckpointManager.prepare_in_background`) and hashes what each step changed right
-    after it (:meth:`CheckpointManager.after_step`), while the model answers; a step's own
-    snapshot then only checks, and waits for a background one still running.
+    what our (split) index recorded while it lists the new files, and only those are stat'ed
+    and hashed (:mod:`reasonix.safety.snapshot_scan`, which also covers git's whole-second
+    times); otherwise a full look, one stat of every file. A folder's first snapshot starts
+    from its own git index where that is exact, borrowing the blobs it names until a
+    background copy has them (:mod:`reasonix.safety.snapshot_seed`). A session takes it in the
+    background as it opens (:meth:`CheckpointManager.prepare_in_background`) and hashes what
+    each step changed right after it (:meth:`CheckpointManager.after_step`), while the model
+    answers. A file tool's step does not wait for a background snapshot (it keeps its file's
+    bytes and is recorded over it); any other step's own snapshot waits for it, then checks.
 
 What is not covered
     Folders named in :data:`DEFAULT_EXCLUDE` plus ``[checkpoints] exclude`` (gitignore syntax;
@@ -54,14 +47,11 @@ The step journal of each session (``sessions/<id>.jsonl``) maps steps to turns a
 Snapshots older than ``keep_days`` are pruned, and the oldest go first while the store is larger
 than ``max_store_mb``.
 
-It runs past 500 lines because its two parts, the snapshot store (``_Store``) and the manager,
-share the invariants that make a rewind safe: the git environment that makes a snapshot
-byte-exact and runs nothing of the workspace's, the lock around the store, and a rewind that
-snapshots first. Its pieces live beside it: the git settings and records in
-:mod:`reasonix.safety.snapshot_git`, a snapshot's look at the files in
-:mod:`reasonix.safety.snapshot_scan`, the first snapshot from the user's index in
-:mod:`reasonix.safety.snapshot_seed`, and the restorer, which writes only through real
-folders, in :mod:`reasonix.safety.snapshot_restore`.
+It runs past 500 lines because its two parts, the store (``_Store``) and the manager, share
+the invariants that make a rewind safe: the git environment that makes a snapshot byte-exact
+and runs nothing of the workspace's, the lock around the store, and a rewind that snapshots
+first. Its pieces beside it: :mod:`reasonix.safety.snapshot_git` (git settings, records),
+``snapshot_scan``, ``snapshot_seed`` and ``snapshot_restore`` (writes only through real folders).
 """
 
 from __future__ import annotations
@@ -73,18 +63,21 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import threading
 import time
+import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reasonix.config.schema import CheckpointsConfig
 from reasonix.safety.snapshot_git import (
     _ATTRIBUTES,
+    _LINK,
     _STORE_FLAGS,
     _escape_pattern,
     _GitError,
@@ -164,16 +157,9 @@ class Step:
     kind: str = "step"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "seq": self.seq,
-            "kind": self.kind,
-            "turn": self.turn,
-            "call": self.call_id,
-            "tool": self.tool,
-            "detail": self.detail,
-            "commit": self.commit,
-            "time": self.time,
-        }
+        out = asdict(self)
+        out["call"] = out.pop("call_id")
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Step:
@@ -248,13 +234,8 @@ class RewindResult:
     @property
     def changed(self) -> int:
         """How many paths the rewind changed."""
-        return (
-            len(self.restored)
-            + len(self.recreated)
-            + len(self.removed)
-            + len(self.modes)
-            + 2 * len(self.renamed)
-        )
+        lists = (self.restored, self.recreated, self.removed, self.modes, *self.renamed)
+        return sum(len(items) for items in lists)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -304,10 +285,9 @@ class _Store:
         self.sessions = self.dir / "sessions"
         self._env: dict[str, str] | None = None
         self._meta_cache: dict[str, _Snapshot] = {}
-        # Our last look: (its commit, our index's stamp after it, the files too recent for
-        # their stat to be trusted). While the store's last snapshot is that commit and the
-        # index is as we left it (another process may snapshot the workspace in between),
-        # git's stat comparison against our index says what changed.
+        # Our last look: (its commit, our index's stamp after it, what the next look checks
+        # itself). While the store's last snapshot and our index are as we left them (another
+        # process may snapshot in between), git's stat comparison says what changed.
         self._look: tuple[str, tuple[int, int, int, int] | None, Recent] | None = None
         #: the store's first snapshot started from the workspace repository's index
         self.seeded = False
@@ -571,26 +551,75 @@ class _Store:
             names = _nul(sorted(scan.add))
             self.run(*bulk, "update-index", "-z", "--add", "--stdin", stdin=names)
 
-    def _write_tree(self) -> str:
+    def _write_tree(self, env: dict[str, str] | None = None) -> str:
         from reasonix.safety.snapshot_seed import borrowing
 
         # Borrowed blobs are not in our store (yet): git is told not to look for them, and
         # writes every tree into our store.
         missing_ok = ("--missing-ok",) if borrowing(self) else ()
-        return self.run("write-tree", *missing_ok).decode().strip()
+        return self.run("write-tree", *missing_ok, env=env).decode().strip()
 
     def _record(self, snap: _Snapshot, previous_commit: str | None) -> str:
         """The snapshot's commit (the previous one when nothing differs), made the last."""
         previous = self.load(previous_commit) if previous_commit else None
         if previous is not None and snap == previous and previous_commit is not None:
             return previous_commit
-        commit = self.run("commit-tree", snap.tree, stdin=snap.message().encode()).decode()
-        commit = commit.strip()
+        commit = self.commit(snap)
         self._meta_cache[commit] = snap
         tmp = self.dir / "last.tmp"
         tmp.write_text(commit + "\n", encoding="utf-8")
         os.replace(tmp, self.dir / "last")
         return commit
+
+    def overlay(self, base: _Snapshot, images: Mapping[str, _Image | None]) -> str:
+        """The commit of ``base`` with the given files' bytes instead (None: absent): the
+        snapshot of a step that came while ``base`` was being taken. Caller holds the lock."""
+        env = {**self.env(), "GIT_INDEX_FILE": str(self.dir / "index.early")}
+        flags = ("-c", "core.splitIndex=false", "-c", "core.literalPathspecs=true")
+        modes, skipped, lines = dict(base.modes), dict(base.skipped), []
+        for name, image in sorted(images.items()):
+            modes.pop(name, None)
+            skipped.pop(name, None)
+            sha, mode = "0" * 40, "0"
+            if image is not None:
+                sha = self.run("hash-object", "-w", "--stdin", stdin=image[1]).decode().strip()
+                mode = "120000" if image[0] == _LINK else "100755" if image[0] & 0o100 else "100644"
+                if image[0] != _LINK and image[0] not in (0o644, 0o755):
+                    modes[name] = image[0]
+            lines.append(f"{mode} {sha}\t{name}")
+        try:
+            self.run(*flags, "read-tree", base.tree, env=env)
+            self.run(*flags, "update-index", "-z", "--index-info", stdin=_nul(lines), env=env)
+            excluded = self.run(
+                *flags, "ls-files", "-z", "-c", "-i", f"--exclude-from={self.exclude}",
+                "--", *images, env=env,
+            )  # fmt: skip
+            if excluded:
+                for name in excluded.decode("utf-8", "surrogateescape").split("\0"):
+                    modes.pop(name, None)
+                remove = ("update-index", "-z", "--force-remove", "--stdin")
+                self.run(*flags, *remove, stdin=excluded, env=env)
+            tree = self._write_tree(env)
+        finally:
+            (self.dir / "index.early").unlink(missing_ok=True)
+        return self.commit(_Snapshot(tree, modes, skipped))
+
+    def commit(self, snap: _Snapshot) -> str:
+        """The snapshot's commit, written as a loose object without a git process: the bytes
+        ``git commit-tree`` writes with our fixed identity and date. Caller holds the lock."""
+        who = "reasonix <reasonix@localhost> 946684800 +0000"
+        body = f"tree {snap.tree}\nauthor {who}\ncommitter {who}\n\n{snap.message()}".encode()
+        raw = b"commit %d\0" % len(body) + body
+        sha = hashlib.sha1(raw, usedforsecurity=False).hexdigest()
+        path = self.git_dir / "objects" / sha[:2] / sha[2:]
+        if not path.exists():
+            path.parent.mkdir(mode=0o700, exist_ok=True)
+            tmp = path.with_name(f"tmp_obj_{sha[2:]}")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o400)
+            with os.fdopen(fd, "wb") as out:
+                out.write(zlib.compress(raw))
+            os.replace(tmp, path)
+        return sha
 
     def load(self, commit: str) -> _Snapshot | None:
         cached = self._meta_cache.get(commit)
@@ -617,8 +646,21 @@ class _Store:
         return f"refs/steps/{_session_file_name(session_id)}/{seq}"
 
     def set_refs(self, refs: Mapping[str, str]) -> None:
-        lines = "".join(f"update {ref} {commit}\n" for ref, commit in refs.items())
-        self.run("update-ref", "--stdin", stdin=lines.encode())
+        """Written as git's loose refs (a loose ref outranks a packed one), without a git
+        process: a step sets two. Caller holds the lock."""
+        for ref, commit in refs.items():
+            parts = ref.split("/")
+            if (
+                not re.fullmatch(r"[0-9a-f]{40}", commit)
+                or parts[0] != "refs"
+                or any(not part or part.startswith(".") or part.endswith(".lock") for part in parts)
+            ):
+                raise _GitError(f"not a ref to set: {ref} {commit}")
+            path = self.git_dir / ref
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            tmp = path.with_name(path.name + ".lock")
+            tmp.write_text(commit + "\n", encoding="ascii")
+            os.replace(tmp, path)
 
     def delete_refs(self, refs: Iterable[str]) -> None:
         lines = "".join(f"delete {r}\n" for r in refs)
@@ -701,6 +743,38 @@ def _split_others(out: bytes) -> tuple[set[str], list[str]]:
             name = entry.decode("utf-8", "surrogateescape")
             (nested.append if name.endswith("/") else others.add)(name)
     return others, nested
+
+
+#: A file's permission bits (or the link type) and bytes (a symlink's: its target).
+_Image = tuple[int, bytes]
+
+
+def _image(path: Path, limit: float) -> tuple[bool, _Image | None]:
+    """(known, image) of a file now: an image, None where nothing is there, unknown for what a
+    snapshot does not keep (a folder, a file too large or unreadable)."""
+    try:
+        st = os.lstat(path)
+        if stat.S_ISLNK(st.st_mode):
+            return True, (_LINK, os.fsencode(os.readlink(path)))
+        if stat.S_ISREG(st.st_mode) and st.st_size <= limit * 1024 * 1024:
+            return True, (stat.S_IMODE(st.st_mode), path.read_bytes())
+    except FileNotFoundError:
+        return True, None
+    except OSError:
+        pass
+    return False, None
+
+
+def _read_journal(path: Path) -> list[Step]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return []
+    out = []
+    for line in text.splitlines():
+        with contextlib.suppress(ValueError, KeyError, TypeError):
+            out.append(Step.from_dict(json.loads(line)))
+    return out
 
 
 def _stamp(path: Path) -> tuple[int, int, int, int] | None:
@@ -853,6 +927,10 @@ class CheckpointManager:
         self._stepped = False  # a step snapshot was taken since the last background one
         self._soon: threading.Timer | None = None
         self._closed = False  # wait(pending=False) ran: no new background snapshot
+        # File tools' steps that came while a background snapshot ran: (turn, call, tool, path,
+        # the bytes then of every file such steps touched), recorded over it when it ends.
+        self._early: list[tuple[int, str, str, str, dict[str, _Image | None]]] | None = None
+        self._early_lock = threading.Lock()
 
     @property
     def enabled(self) -> bool:
@@ -886,6 +964,8 @@ class CheckpointManager:
             self._stepped = False
             thread = threading.Thread(target=self._refresh, name="reasonix-snapshot", daemon=True)
             self._background = thread
+            with self._early_lock:
+                self._early = []
             thread.start()
 
     def after_step(self) -> None:
@@ -928,9 +1008,51 @@ class CheckpointManager:
                 with self._store.locked():
                     commit = self._store.snapshot()
                     self._store.set_refs({"refs/last": commit})  # keeps it through pruning
+                    self._record_early(commit)
                 self._copy_in_background()
-            except (OSError, NotImplementedError, _GitError, subprocess.SubprocessError):
-                pass  # the next step's own snapshot tries again and reports a failure
+            except (OSError, NotImplementedError, _GitError, subprocess.SubprocessError) as exc:
+                # The next step's own snapshot tries again and reports a failure.
+                if self._take_early():
+                    self.last_error = f"the snapshot before a step failed: {exc}"
+            finally:
+                self._take_early()
+
+    def _take_early(self) -> list[tuple[int, str, str, str, dict[str, _Image | None]]]:
+        with self._early_lock:
+            early, self._early = self._early or [], None
+        return early
+
+    def _early_step(self, turn: int, call_id: str, tool: str, name: str) -> bool:
+        """A file tool's step while a background snapshot runs does not wait for it: the bytes
+        now of the files such steps touch are kept, and the step's snapshot is that background
+        one with them (:meth:`_record_early`), which the step's own file cannot have changed
+        before this. False: no background snapshot runs (or ``name`` is outside)."""
+        with self._early_lock:
+            if self._early is None or not self.enabled or name.startswith(("/", "../")):
+                return False
+            images = {}
+            for path in {name, *(p for entry in self._early for p in entry[4])}:
+                known, image = _image(self.workspace / path, self.settings.max_file_mb)
+                if known:
+                    images[path] = image
+            self._early.append((turn, call_id, tool, name, images))
+            self._stepped = True
+            return True
+
+    def _record_early(self, commit: str) -> None:
+        """The early steps' snapshots: the background one, which may have looked at the files
+        after some of them, with the bytes each file had at each step (kept then, or by the
+        next step that touched it: nothing of the agent's changed it in between)."""
+        base = self._store.load(commit)
+        assert base is not None
+        early, overlays = self._take_early(), []
+        later: dict[str, _Image | None] = {}
+        for entry in reversed(early):
+            later = {**later, **entry[4]}
+            overlays.append(later)
+        for (turn, call_id, tool, name, _), images in zip(early, reversed(overlays), strict=True):
+            step = self._store.overlay(base, images) if images else commit
+            self._append(turn, call_id, tool, name, step, "step", last=commit)
 
     def _copy_in_background(self) -> None:
         """A first snapshot seeded from the user's repository borrows its objects: copy them
@@ -956,8 +1078,12 @@ class CheckpointManager:
     # -- recording -----------------------------------------------------------------------------
 
     def before_write(self, ctx: Any, path: Path, tool: str = "edit") -> Step | None:
-        """Called by the file tools before they change ``path`` (``ctx``: the tool context)."""
-        return self.before_step(ctx.turn, ctx.call_id, tool, _rel(path, self.workspace))
+        """Called by the file tools before they change ``path`` (``ctx``: the tool context).
+        None also for a step recorded once the background snapshot it came during ends."""
+        name = _rel(path, self.workspace)
+        if self._early_step(ctx.turn, ctx.call_id, tool, name):
+            return None
+        return self.before_step(ctx.turn, ctx.call_id, tool, name)
 
     def before_command(self, ctx: Any, command: str) -> Step | None:
         """Called by ``bash`` before it runs ``command``: snapshot unless it plainly only
@@ -991,19 +1117,12 @@ class CheckpointManager:
                 return None
 
     def _entries(self) -> list[Step]:
-        try:
-            text = self.journal.read_text(encoding="utf-8")
-        except OSError:
-            return []
-        out = []
-        for line in text.splitlines():
-            with contextlib.suppress(ValueError, KeyError, TypeError):
-                out.append(Step.from_dict(json.loads(line)))
-        return out
+        return _read_journal(self.journal)
 
     def _append(
-        self, turn: int, call_id: str, tool: str, detail: str, commit: str, kind: str
-    ) -> Step:
+        self, turn: int, call_id: str, tool: str, detail: str, commit: str, kind: str,
+        last: str | None = None,
+    ) -> Step:  # fmt: skip
         if self._seq is None:
             entries = self._entries()
             self._seq = entries[-1].seq if entries else 0
@@ -1011,7 +1130,8 @@ class CheckpointManager:
         seq = self._seq
         step = Step(seq, turn, call_id, tool, detail[:500], commit, time.time(), kind)
         # refs/last keeps the snapshot our index describes alive through pruning.
-        self._store.set_refs({self._store.ref(self.session_id, seq): commit, "refs/last": commit})
+        last = last or commit
+        self._store.set_refs({self._store.ref(self.session_id, seq): commit, "refs/last": last})
         fd = os.open(self.journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         with os.fdopen(fd, "a", encoding="utf-8") as out:
             out.write(json.dumps(step.to_dict()) + "\n")
@@ -1341,14 +1461,7 @@ class CheckpointManager:
             return 0
 
     def _journals(self) -> dict[Path, list[Step]]:
-        out: dict[Path, list[Step]] = {}
-        for path in sorted(self._store.sessions.glob("*.jsonl")):
-            entries = []
-            for line in path.read_text(encoding="utf-8").splitlines():
-                with contextlib.suppress(ValueError, KeyError, TypeError):
-                    entries.append(Step.from_dict(json.loads(line)))
-            out[path] = entries
-        return out
+        return {path: _read_journal(path) for path in sorted(self._store.sessions.glob("*.jsonl"))}
 
     def _prune(self, now: float) -> int:
         journals = self._journals()
