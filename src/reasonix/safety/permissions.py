@@ -92,7 +92,7 @@ from reasonix.terminal_text import printable
 from reasonix.tools.registry import Permission, PermissionDecision, Tool, ToolContext
 
 if TYPE_CHECKING:
-    from reasonix.safety.reviewing import Reviewer
+    from reasonix.safety.reviewing import Decision, Reviewer
 
 
 class Mode(enum.StrEnum):
@@ -140,15 +140,12 @@ def mode_names(sep: str = "|") -> str:
     return sep.join(m.value for m in Mode)
 
 
-Action = Literal["allow", "ask", "deny"]
-
-
 @dataclass(frozen=True)
 class Rule:
     """One permission rule such as ``bash(git status*)`` with its action."""
 
     text: str
-    action: Action
+    action: Decision
     name: str = field(init=False)
     pattern: str | None = field(init=False)
 
@@ -592,7 +589,7 @@ class Verdict:
     ``rule`` that did, the ``reason``, the rules proposed for "for this session", and, for a
     command no snapshot can undo, why (``irreversible``)."""
 
-    outcome: Literal["allow", "ask", "deny"]
+    outcome: Decision
     via: str
     rule: str | None = None
     reason: str = ""

@@ -131,9 +131,11 @@ class Sandbox:
             raise SandboxError("The path contains a NUL byte, which no file name can contain.")
         raw = path.encode("utf-8", "surrogateescape")
         if len(raw) > MAX_PATH_BYTES:
-            raise SandboxError(f"The path is too long ({len(raw)} bytes; at most 4096).")
+            raise SandboxError(
+                f"The path is too long ({len(raw)} bytes; at most {MAX_PATH_BYTES})."
+            )
         if any(len(n.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES for n in path.split("/")):
-            raise SandboxError("A name in the path is longer than 255 bytes.")
+            raise SandboxError(f"A name in the path is longer than {MAX_NAME_BYTES} bytes.")
         _check_lookalikes(path)
         expanded = os.path.expanduser(path) if path.startswith("~") else path
         joined = os.path.join(self.workspace, expanded)
