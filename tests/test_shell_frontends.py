@@ -7,6 +7,7 @@ in Chromium), each with its approval asked where that frontend asks."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Callable
@@ -82,6 +83,24 @@ async def test_acp_bang_asks_in_the_editor_and_a_denial_runs_nothing(project: Pr
     assert content.count("$ rm victim.txt") == 1  # the refused one left nothing behind
 
 
+async def test_acp_cancel_stops_a_running_bang_and_nothing_joins(project: Project) -> None:
+    project.write_user_config('[permissions]\nallow = ["bash(sleep*)"]\n')
+    project.ex.push(Reply.text("Nothing ran."))
+    client = EditorClient()
+    async with acp_agent(project, client) as conn:
+        new = await conn.new_session(cwd=str(project.root), mcp_servers=[])
+        sid = new.session_id
+        running = asyncio.create_task(conn.prompt(session_id=sid, prompt=text("!sleep 60")))
+        await asyncio.sleep(3)  # let it start (the answer below does not depend on how long)
+        await conn.cancel(session_id=sid)
+        stopped = await asyncio.wait_for(running, 50)
+        await conn.prompt(session_id=sid, prompt=text("anything?"))
+    assert stopped.stop_reason == "cancelled"
+    assert "Stopped; nothing joins the next message." in client.text()
+    assert len(project.ex.requests) == 1
+    assert SHELL_NOTE not in last_user_text(project)
+
+
 async def test_acp_a_prompt_without_the_bang_is_a_task(project: Project) -> None:
     """The control: the same words without ``!`` go to the model as a task."""
     project.ex.push(Reply.text("A task, then."))
@@ -143,6 +162,28 @@ def test_web_bang_asks_on_the_page_and_its_output_reaches_every_tab(project: Pro
     assert events
     content = last_user_text(project)
     assert content.startswith("done?") and "$ rm victim.txt" in content
+
+
+def test_web_interrupt_stops_a_running_bang(project: Project) -> None:
+    project.write_user_config('[permissions]\nallow = ["bash(sleep*)"]\n')
+    project.ex.push(Reply.text("Hello."))
+    with serve(project) as served:
+        c = httpx.Client(base_url=served.base, timeout=60, headers={"Origin": served.base})
+        csrf = c.post("/api/auth", json={"token": served.token}).json()["csrf"]
+        h = {"X-CSRF-Token": csrf}
+        sid = c.post("/api/sessions", json={"text": "hi"}, headers=h).json()["id"]
+        _events_until(c, sid, lambda e: e.get("kind") == "turn_outcome")
+        r = c.post(f"/api/sessions/{sid}/messages", json={"text": "!sleep 60"}, headers=h)
+        assert r.status_code == 200, r.text
+        busy = c.post(f"/api/sessions/{sid}/messages", json={"text": "a task"}, headers=h)
+        time.sleep(2)  # let it start (the answer below does not depend on how long)
+        stopped = c.post(f"/api/sessions/{sid}/interrupt", headers=h).json()
+        ran = _events_until(c, sid, lambda e: e.get("kind") == "user_shell")[-1]
+        c.close()
+    assert busy.status_code == 409 and "a shell command is running" in busy.json()["error"]
+    assert stopped == {"interrupted": True}
+    assert ran["interrupted"] and not ran["queued"]
+    assert len(project.ex.requests) == 1
 
 
 def test_web_an_empty_bang_is_refused_with_what_to_type(project: Project) -> None:
