@@ -15,7 +15,7 @@ import subprocess
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from reasonix.safety.environment import git_environment
+from reasonix.safety.environment import QUIET_GIT, git_environment
 
 __all__ = ["FACTS_HEADING", "environment_facts", "without_environment"]
 
@@ -60,8 +60,7 @@ def without_environment(text: str) -> str:
 #: these commands run before any approval and outside the sandbox, in a folder that may not be
 #: the user's (a ``core.fsmonitor`` program, hooks, submodules).
 _SAFE_GIT = (
-    "-c", "core.fsmonitor=false",
-    "-c", "core.hooksPath=/dev/null",
+    *QUIET_GIT,
     "-c", "core.untrackedCache=false",
     "--no-optional-locks",  # status does not rewrite the index (no post-index-change hook)
 )  # fmt: skip

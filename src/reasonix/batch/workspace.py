@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from reasonix.errors import ReasonixError
-from reasonix.safety.environment import git_environment
+from reasonix.safety.environment import QUIET_GIT, git_environment
 
 __all__ = ["WorkspaceError", "baseline_for", "diff", "prepare_baselines", "prepare_copy"]
 
@@ -39,8 +39,7 @@ class WorkspaceError(ReasonixError):
 #: What every git of ours runs with: no hooks, no fsmonitor, and no automatic maintenance (a
 #: commit in a new copy otherwise starts a ``git maintenance run`` process of its own).
 _GIT_OPTIONS = (
-    "-c", "core.hooksPath=/dev/null",
-    "-c", "core.fsmonitor=false",
+    *QUIET_GIT,
     "-c", "maintenance.auto=false",
     "-c", "gc.auto=0",
 )  # fmt: skip

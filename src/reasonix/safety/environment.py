@@ -47,6 +47,7 @@ from collections.abc import Iterable, Mapping
 __all__ = [
     "ALLOWED_NAMES",
     "ALLOWED_PREFIXES",
+    "QUIET_GIT",
     "build_environment",
     "git_environment",
     "is_allowed",
@@ -122,6 +123,10 @@ ALLOWED_NAMES: frozenset[str] = frozenset(
 )
 #: Prefixes of variables every subprocess gets (locale settings).
 ALLOWED_PREFIXES: tuple[str, ...] = ("LC_",)
+
+#: What every git of ours is given so that the repository it reads runs no program of its own
+#: (no hook, no fsmonitor); each caller adds what its commands need besides.
+QUIET_GIT: tuple[str, ...] = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
 
 
 def is_allowed(name: str, include: Iterable[str] = ()) -> bool:

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reasonix.safety.environment import QUIET_GIT
 from reasonix.safety.git_repository import git_dir_obstacle, has_hooks
 from reasonix.safety.protected import protected_paths
 
@@ -185,8 +186,7 @@ def _embedded_plants(root: Path, since_ns: int) -> list[Path]:
     configuration. The git folders removed."""
     try:
         proc = subprocess.run(
-            ["git", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null",
-             "--git-dir", str(root / ".git"), "--work-tree", str(root),
+            ["git", *QUIET_GIT, "--git-dir", str(root / ".git"), "--work-tree", str(root),
              "ls-files", "--stage", "-z"],
             env={"PATH": os.environ.get("PATH", os.defpath), "GIT_CONFIG_NOSYSTEM": "1",
                  "GIT_CONFIG_GLOBAL": os.devnull, "HOME": os.devnull},

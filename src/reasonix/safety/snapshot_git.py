@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reasonix.safety.environment import QUIET_GIT
+
 _SNAPSHOT_LINE = "reasonix snapshot"
 _IDENTITY = {
     "GIT_AUTHOR_NAME": "reasonix",
@@ -25,8 +27,7 @@ _IDENTITY = {
 }
 #: Settings passed on every call, whatever the store's own config file says.
 _GIT_FLAGS = (
-    "-c", "core.hooksPath=/dev/null",
-    "-c", "core.fsmonitor=false",
+    *QUIET_GIT,
     "-c", "core.untrackedCache=false",
     "-c", "core.autocrlf=false",
     "-c", "core.safecrlf=false",
