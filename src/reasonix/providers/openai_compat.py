@@ -36,6 +36,7 @@ from reasonix.providers.http_errors import RETRY_STATUSES, HttpPhase, http_failu
 from reasonix.providers.models import ModelInfo, get_model_info
 from reasonix.providers.retry import RetryPolicy, with_retries
 from reasonix.providers.sse import DONE, SSEDecoder, SSEEvent, StreamAssembler
+from reasonix.providers.tls import tls_context
 
 __all__ = ["RETRY_STATUSES", "OpenAICompatProvider", "build_request_body", "encode_body"]
 
@@ -297,13 +298,13 @@ class OpenAICompatProvider:
         with self._client_lock:  # prepare() may run in another thread
             if self._client is None:
                 timeout = httpx.Timeout(
-                    connect=self._connect_timeout,
-                    read=self._idle_timeout,
-                    write=self._idle_timeout,
-                    pool=self._connect_timeout,
+                    self._idle_timeout, connect=self._connect_timeout, pool=self._connect_timeout
                 )
                 self._client = httpx.AsyncClient(
-                    transport=self._transport, timeout=timeout, follow_redirects=False
+                    transport=self._transport,
+                    timeout=timeout,
+                    follow_redirects=False,
+                    verify=tls_context(),
                 )
             return self._client
 
