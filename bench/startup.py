@@ -244,11 +244,13 @@ def compile_bytecode() -> bool:
 
 def run_startup(quick: bool) -> dict[str, Any]:
     runs = 5 if quick else 21
+    load_before = round(os.getloadavg()[0], 2)
     compiled = compile_bytecode()
     version = version_vs_bare(runs)
     modules = startup_modules()
     interactive = interactive_ready(2 if quick else 7)
     first = first_request(2 if quick else 7)
+    load_after = round(os.getloadavg()[0], 2)
     bare, ver, diff = version.pop("_stats")
     heavy = ", ".join(f"{k}={'yes' if v else 'no'}" for k, v in modules["heavy_loaded"].items())
     rows: list[list[object]] = [
@@ -282,12 +284,15 @@ def run_startup(quick: bool) -> dict[str, Any]:
         rows.append(["reasonix run: first request", "n/a", str(first.get("why", ""))[:80]])
     print_table(
         f"Start-up (wall time, median (min-max) of {runs} runs; reasonix's bytecode "
-        f"{'compiled first, as pip install does' if compiled else 'NOT compiled'})",
+        f"{'compiled first, as pip install does' if compiled else 'NOT compiled'}; load "
+        f"average {load_before} before, {load_after} after: on a busy machine the prompt waits "
+        "for a core, so compare the CPU line and the target on an idle one)",
         rows,
         ["what", "time", "target / notes"],
     )
     return {
         "runs": runs,
+        "load_average": [load_before, load_after],
         "bytecode_compiled": compiled,
         "version": version,
         "modules": modules,
