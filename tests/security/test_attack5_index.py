@@ -94,14 +94,10 @@ needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewr
 
 
 @needs_bwrap
-@pytest.mark.xfail(
-    strict=True,
-    reason="attacker5 B3: a command forges the user's index with the file's own stat",
-)
 def test_break_a_command_cannot_stage_bytes_the_work_tree_does_not_hold(lab: Lab) -> None:
     status, diff = _forge(lab, "keep")
     assert (lab.root / "app.py").read_text() == USERS
-    _git(lab, "commit", "-qam", "the user's next commit")
+    _git(lab, "commit", "-qam", "the user's next commit", "--allow-empty")
     committed = _git(lab, "show", "HEAD:app.py")
     assert committed == USERS or "MM app.py" in status, (
         f"status {status!r}, diff {diff!r}: the user's commit took {committed!r}"

@@ -50,7 +50,7 @@ class CreationGuard:
     approved: dict[Path, bytes] = field(default_factory=dict)
     record: Path | None = None
     #: each root's index as it was (stat), to notice a gitlink the call added
-    indexes: dict[Path, tuple[int, int, int] | None] = field(default_factory=dict)
+    indexes: dict[Path, tuple[int, int, int, int] | None] = field(default_factory=dict)
     began_ns: int = 0
     #: the job's own process (its supervisor), which a kept job outlives the session with
     job_pid: int | None = None
@@ -98,8 +98,9 @@ class CreationGuard:
             if self._undo_created(path, kept):
                 undone.append(self._name(path))
         for root in self.roots:
-            if _index_stat(root) != self.indexes.get(root):
+            if _index_changed(root, self.indexes.get(root), self.began_ns):
                 undone += [self._name(p) for p in _embedded_plants(root, self.began_ns)]
+                undone += [f"the index's entry of {name}" for name in _unmask_forged(root)]
         for path, target in self.links.items():
             if not (path.is_symlink() and os.readlink(path) == target):
                 if os.path.lexists(path):
@@ -171,12 +172,24 @@ def _empty_folder(path: Path) -> bool:
         return False
 
 
-def _index_stat(root: Path) -> tuple[int, int, int] | None:
+def _index_stat(root: Path) -> tuple[int, int, int, int] | None:
     try:
         info = os.stat(root / ".git" / "index")
     except OSError:
         return None
-    return (info.st_ino, info.st_size, info.st_mtime_ns)
+    return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def _index_changed(root: Path, before: tuple[int, int, int, int] | None, since_ns: int) -> bool:
+    """Whether the call may have written ``root``'s index: its stat changed, or its change
+    time is too close to the call's start to tell (file times tick coarsely; a writer can set
+    the mtime back, never the ctime)."""
+    now = _index_stat(root)
+    return now != before or (now is not None and now[3] >= since_ns - _TICK_NS)
+
+
+#: How coarse file times may be (the kernel's clock tick, at most 10 ms).
+_TICK_NS = 10_000_000
 
 
 def _embedded_plants(root: Path, since_ns: int) -> list[Path]:
@@ -184,18 +197,8 @@ def _embedded_plants(root: Path, since_ns: int) -> list[Path]:
     folder holding its own ``.git`` folder) that were made or changed since ``since_ns`` and
     name a program or hold a hook: the user's ``git status`` recurses into them and obeys their
     configuration. The git folders removed."""
-    try:
-        proc = subprocess.run(
-            ["git", *QUIET_GIT, "--git-dir", str(root / ".git"), "--work-tree", str(root),
-             "ls-files", "--stage", "-z"],
-            env={"PATH": os.environ.get("PATH", os.defpath), "GIT_CONFIG_NOSYSTEM": "1",
-                 "GIT_CONFIG_GLOBAL": os.devnull, "HOME": os.devnull},
-            capture_output=True, timeout=30, check=False,
-        )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired):
-        return []
     removed = []
-    for entry in proc.stdout.split(b"\0"):
+    for entry in _git(root, "ls-files", "--stage", "-z").split(b"\0"):
         meta, _, name = entry.partition(b"\t")
         if not meta.startswith(b"160000"):
             continue
@@ -212,6 +215,72 @@ def _embedded_plants(root: Path, since_ns: int) -> list[Path]:
             _remove(nested)
             removed.append(nested)
     return removed
+
+
+def _git(root: Path, *args: str, stdin: bytes = b"") -> bytes:
+    """``git ARGS`` over ``root``'s repository on the host, obeying nothing of its
+    configuration that runs a program (hooks, fsmonitor); b"" when it fails."""
+    try:
+        proc = subprocess.run(
+            ["git", *QUIET_GIT, "--git-dir", str(root / ".git"), "--work-tree", str(root), *args],
+            env={"PATH": os.environ.get("PATH", os.defpath), "GIT_CONFIG_NOSYSTEM": "1",
+                 "GIT_CONFIG_GLOBAL": os.devnull, "HOME": os.devnull},
+            cwd=root, input=stdin, capture_output=True, timeout=60, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return b""
+    return proc.stdout if proc.returncode == 0 else b""
+
+
+def _unmask_forged(root: Path) -> list[str]:
+    """Entries of ``root``'s index that stage content the work-tree file does not hold while
+    keeping that file's own stat data, so git never looks at the file: ``git diff`` shows
+    nothing, ``git status`` reads "staged as it is", and the user's next commit takes bytes no
+    one saw (a command that rewrote ``.git/index``). Each one found gets its stat data cleared
+    (``update-index --cacheinfo``), so git compares the file again and shows the difference;
+    the paths. Only staged entries git calls clean are hashed: what ``diff-index --cached``
+    names and ``diff-files`` does not."""
+    head = "HEAD" if _git(root, "rev-parse", "-q", "--verify", "HEAD") else _EMPTY_TREE
+    staged = _raw_entries(_git(root, "diff-index", "--cached", "-z", "--no-renames", head))
+    for path in _raw_entries(_git(root, "diff-files", "-z")):
+        staged.pop(path, None)
+    files = [p for p, (m, _) in staged.items() if m in ("100644", "100755") and "\n" not in p]
+    if not files:
+        return []
+    listed = b"".join(os.fsencode(p) + b"\n" for p in files)
+    hashes = _git(root, "hash-object", "--no-filters", "--stdin-paths", stdin=listed).split()
+    if len(hashes) != len(files):
+        return []
+    filtered = _git(
+        root, "check-attr", "-z", "--stdin", "filter", stdin=listed.replace(b"\n", b"\0")
+    )
+    named = filtered.split(b"\0")
+    has_filter = {
+        os.fsdecode(named[i]) for i in range(0, len(named) - 2, 3) if named[i + 2] != b"unspecified"
+    }
+    forged = []
+    for path, real in zip(files, hashes, strict=True):
+        mode, sha = staged[path]
+        if real.decode() != sha and path not in has_filter:
+            _git(root, "update-index", "--cacheinfo", f"{mode},{sha},{path}")
+            forged.append(path)
+    return forged
+
+
+#: git's empty tree: what a repository with no commit yet is compared with.
+_EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+
+def _raw_entries(output: bytes) -> dict[str, tuple[str, str]]:
+    """``diff-index``/``diff-files -z`` raw output as path -> (new mode, new sha), deletions
+    left out."""
+    out: dict[str, tuple[str, str]] = {}
+    fields = output.split(b"\0")
+    for meta, name in zip(fields[::2], fields[1::2], strict=False):
+        parts = meta.decode(errors="replace").lstrip(":").split()
+        if len(parts) == 5 and parts[4] != "D":
+            out[os.fsdecode(name)] = (parts[1], parts[3])
+    return out
 
 
 def _newest(git_dir: Path) -> int:
