@@ -37,7 +37,8 @@ The supervisor is the namespace's init (bubblewrap's ``--as-pid-1``), so the ker
 same bound holds for the commands. No other process is the init: none a command can ptrace
 (the supervisor is non-dumpable) or make run a program of its own, and the kernel gives pid 1
 only the signals it handles, so ``kill -STOP $PPID`` cannot hang a call. What fork passes on
-beside the limits (nice value, CPU affinity, scheduling policy, I/O priority) and the kernel
+beside the limits (nice value, CPU affinity, scheduling policy, I/O priority, OOM score
+adjustment, core dump filter) and the kernel
 keyrings of the sandbox's user namespace are compared after every command like the files.
 
 It runs past 500 lines because the supervisor's source (sent into the sandbox as text) and the
@@ -180,7 +181,8 @@ IOPRIO_GET = {"x86_64": 252, "aarch64": 31}.get(platform.machine())
 
 def limits():
     # what the supervisor passes on to every command by fork: its bounds, nice value, CPU
-    # affinity, scheduling policy and I/O priority; one a command changed with
+    # affinity, scheduling policy, I/O priority, OOM score and core dump filter; one a
+    # command changed with
     # prlimit/renice/taskset/chrt/ionice --pid $PPID would reach the next command
     names = sorted(n for n in dir(resource) if n.startswith("RLIMIT_"))
     out = [resource.getrlimit(getattr(resource, n)) for n in names]
@@ -188,6 +190,12 @@ def limits():
     out += [os.sched_getscheduler(0), os.sched_getparam(0).sched_priority]
     if IOPRIO_GET is not None:
         out.append(LIBC.syscall(IOPRIO_GET, 1, 0))  # IOPRIO_WHO_PROCESS, this process
+    for name in ("oom_score_adj", "coredump_filter"):  # writable by root, the agent in CI
+        try:
+            with open("/proc/self/" + name) as f:
+                out.append(f.read())
+        except OSError:
+            out.append(None)
     return out
 
 
