@@ -275,10 +275,6 @@ def _oom_steps(lab: Lab, **env: str) -> str:
     return look
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attacker5 B10: the supervisor's oom_score_adj and coredump_filter are not compared",
-)
 def test_break_a_raised_oom_score_does_not_reach_the_next_command(lab: Lab) -> None:
     look = _oom_steps(lab)
     assert "oom=1000 " not in look, f"the next command inherited: {look}"
