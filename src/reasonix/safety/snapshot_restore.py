@@ -1,23 +1,26 @@
 """Putting a workspace's files back to a snapshot of :mod:`reasonix.safety.checkpoints`.
 
 The restorer writes only through real folders inside the workspace (a folder that became a
-symlink is never written through), writes each file through a new temporary name (``O_EXCL``)
-renamed into place, removes symlinks themselves and never what they point to, and leaves alone
+symlink is never written through): every write, removal and change of permissions is made
+relative to a folder descriptor opened from the workspace root down, one component at a time
+with ``O_NOFOLLOW``, so a folder swapped for a symlink after a check is never resolved again by
+path (attacker5 B9). It writes each file through a new temporary name (``O_EXCL``) renamed into
+place, removes symlinks themselves and never what they point to, and leaves alone
 what someone other than the agent changed (``keep``). It does not take the store's lock: the
 manager holds it around a rewind (snapshot first, then restore)."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shlex
 import stat
-import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from reasonix.safety.snapshot_git import _LINK, _rel, _Snapshot
+from reasonix.safety.snapshot_git import _LINK, _Snapshot
 
 #: (status, path, old mode, old blob, new mode, new blob): one row of ``_Store.diff``.
 _Row = tuple[str, str, str, str, str, str]
@@ -169,90 +172,73 @@ class _Restorer:
                 pairs.append((olds.pop(0), name))
         return pairs
 
-    def _unsafe_parent(self, name: str) -> str | None:
-        """Why the folders leading to ``name`` cannot be written through, or None. Missing
-        folders are created here as real folders."""
-        parts = name.split("/")[:-1]
-        folder = self.ws
-        for part in parts:
-            folder = folder / part
-            try:
-                st = os.lstat(folder)
-            except FileNotFoundError:
-                try:
-                    os.mkdir(folder)
-                except OSError as exc:
-                    return f"cannot create the folder {_rel(folder, self.ws)}: {exc.strerror}"
-                continue
-            except OSError as exc:
-                return f"cannot inspect {_rel(folder, self.ws)}: {exc.strerror}"
-            if stat.S_ISLNK(st.st_mode):
-                return (
-                    f"the folder {_rel(folder, self.ws)} is now a symlink, and a rewind never "
-                    "writes through one"
-                )
-            if not stat.S_ISDIR(st.st_mode):
-                return f"{_rel(folder, self.ws)} is now a file, not a folder"
-        return None
-
     def _remove(self, name: str) -> bool:
-        path = self.ws / name
-        if self._unsafe_parent_existing(name):
+        try:
+            folder = _open_folder(self.ws, name)
+        except FileNotFoundError:
+            return False
+        except _Unsafe:
             self.failed[name] = "a folder on its path is now a symlink or a file"
             return False
+        except OSError as exc:
+            self.failed[name] = exc.strerror or str(exc)
+            return False
+        base = _base(name)
         try:
-            if stat.S_ISDIR(os.lstat(path).st_mode):
+            if stat.S_ISDIR(os.lstat(base, dir_fd=folder).st_mode):
                 return False  # a folder where the snapshot had a file: handled when writing
-            os.unlink(path)  # a symlink itself, never what it points to
+            os.unlink(base, dir_fd=folder)  # a symlink itself, never what it points to
         except FileNotFoundError:
             return False
         except OSError as exc:
             self.failed[name] = exc.strerror or str(exc)
             return False
+        finally:
+            os.close(folder)
         self.removed.append(name)
         return True
-
-    def _unsafe_parent_existing(self, name: str) -> bool:
-        folder = self.ws
-        for part in name.split("/")[:-1]:
-            folder = folder / part
-            try:
-                st = os.lstat(folder)
-            except OSError:
-                return False
-            if not stat.S_ISDIR(st.st_mode):
-                return True
-        return False
 
     def _prune_dirs(self, removed: list[str]) -> None:
         """Remove folders the removals emptied (the ones the snapshot has come back when its
         files are written)."""
-        for folder in sorted(_parent_dirs(removed), key=lambda d: d.count("/"), reverse=True):
-            path = self.ws / folder
-            with contextlib.suppress(OSError):
-                if stat.S_ISDIR(os.lstat(path).st_mode):
-                    path.rmdir()  # only when empty: what was not covered stays
+        for name in sorted(_parent_dirs(removed), key=lambda d: d.count("/"), reverse=True):
+            with contextlib.suppress(OSError, _Unsafe):
+                folder = _open_folder(self.ws, name)
+                try:  # only when empty: what was not covered stays; never a symlink's target
+                    os.rmdir(_base(name), dir_fd=folder)
+                finally:
+                    os.close(folder)
 
     def _write(self, name: str, mode: str, data: bytes, created: bool) -> bool:
-        why = self._unsafe_parent(name)
-        if why is not None:
-            self.failed[name] = why
-            return False
-        path = self.ws / name
         try:
-            st: os.stat_result | None = os.lstat(path)
+            folder = _open_folder(self.ws, name, create=True)
+        except _Unsafe as exc:
+            self.failed[name] = str(exc)
+            return False
+        except OSError as exc:
+            self.failed[name] = exc.strerror or str(exc)
+            return False
+        try:
+            return self._write_in(folder, name, mode, data, created)
+        finally:
+            os.close(folder)
+
+    def _write_in(self, folder: int, name: str, mode: str, data: bytes, created: bool) -> bool:
+        base = _base(name)
+        try:
+            st: os.stat_result | None = os.lstat(base, dir_fd=folder)
         except FileNotFoundError:
             st = None
         if st is not None and stat.S_ISDIR(st.st_mode):
             try:
-                path.rmdir()
+                os.rmdir(base, dir_fd=folder)
             except OSError:
                 self.failed[name] = "a folder is in its place and still holds files"
                 return False
         is_link = int(mode, 8) == _LINK
         perms = self.target.modes.get(name, _canonical(mode))
         try:
-            _place(path, data, is_link, perms)
+            _place(folder, base, data, is_link, perms)
         except OSError as exc:
             self.failed[name] = exc.strerror or str(exc)
             return False
@@ -260,49 +246,141 @@ class _Restorer:
         return True
 
     def _chmod(self, name: str, perms: int | None) -> None:
-        path = self.ws / name
-        if self._unsafe_parent_existing(name):
+        try:
+            folder = _open_folder(self.ws, name)
+        except _Unsafe:
+            return
+        except OSError as exc:
+            self.failed[name] = exc.strerror or str(exc)
             return
         try:
-            st = os.lstat(path)
-            if not stat.S_ISREG(st.st_mode):
-                return
-            if perms is None:
-                perms = 0o755 if st.st_mode & 0o100 else 0o644
-            if stat.S_IMODE(st.st_mode) != perms:
-                os.chmod(path, perms)
+            if _chmod_at(folder, _base(name), perms):
                 self.modes.append(name)
         except OSError as exc:
             self.failed[name] = exc.strerror or str(exc)
+        finally:
+            os.close(folder)
 
 
-def _place(path: Path, data: bytes, is_link: bool, perms: int) -> None:
-    """Write ``path`` through a new temporary name in its folder (O_EXCL, so a symlink planted
-    at a fixed name cannot catch the write), then rename it into place."""
-    folder = path.parent
-    if is_link:
-        for _ in range(100):
-            tmp = folder / f".{path.name[:100]}.{os.urandom(6).hex()}.reasonix-restore"
-            try:
-                os.symlink(os.fsdecode(data), tmp)
-                break
-            except FileExistsError:
-                continue
-        else:
-            raise OSError("no free temporary name")
-        os.replace(tmp, path)
-        return
-    fd, name = tempfile.mkstemp(
-        prefix=f".{path.name[:100]}.", suffix=".reasonix-restore", dir=folder
-    )
-    tmp = Path(name)
+class _Unsafe(Exception):
+    """A folder on a file's path cannot be written through; the text says why."""
+
+
+#: How a folder on a path is opened: never through a symlink, only as a folder.
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+def _base(name: str) -> str:
+    return name.rsplit("/", 1)[-1]
+
+
+def _open_folder(workspace: Path, name: str, *, create: bool = False) -> int:
+    """A descriptor of the folder holding ``name``, each folder on the way opened relative to
+    the one before with ``O_NOFOLLOW`` (none is resolved by path again). A folder that is a
+    symlink or a file raises :class:`_Unsafe`; a missing one is made when ``create``, else
+    ``FileNotFoundError``. The caller closes the descriptor."""
+    fd = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+    parts = name.split("/")[:-1]
     try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            os.fchmod(out.fileno(), perms)
-        os.replace(tmp, path)
+        for i, part in enumerate(parts):
+            child = _open_child(fd, part, create, "/".join(parts[: i + 1]))
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _open_child(parent: int, part: str, create: bool, shown: str) -> int:
+    try:
+        return os.open(part, _FOLDER, dir_fd=parent)
+    except FileNotFoundError:
+        if not create:
+            raise
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+            raise _Unsafe(_not_a_folder(parent, part, shown)) from exc
+        raise _Unsafe(f"cannot open the folder {shown}: {exc.strerror}") from exc
+    try:
+        os.mkdir(part, dir_fd=parent)
+    except FileExistsError:
+        pass  # made meanwhile: opening it below checks what it is
+    except OSError as exc:
+        raise _Unsafe(f"cannot create the folder {shown}: {exc.strerror}") from exc
+    return _open_child(parent, part, False, shown)
+
+
+def _not_a_folder(parent: int, part: str, shown: str) -> str:
+    with contextlib.suppress(OSError):
+        if stat.S_ISLNK(os.lstat(part, dir_fd=parent).st_mode):
+            return f"the folder {shown} is now a symlink, and a rewind never writes through one"
+    return f"{shown} is now a file, not a folder"
+
+
+def _chmod_at(folder: int, base: str, perms: int | None) -> bool:
+    """Set the permission bits of the regular file ``base`` in ``folder`` (by its owner's
+    execute bit when ``perms`` is None); whether they changed. A symlink is never followed."""
+    st = os.lstat(base, dir_fd=folder)
+    if not stat.S_ISREG(st.st_mode):
+        return False
+    if perms is None:
+        perms = 0o755 if st.st_mode & 0o100 else 0o644
+    if stat.S_IMODE(st.st_mode) == perms:
+        return False
+    try:  # AT_SYMLINK_NOFOLLOW: refused if a symlink took the file's place since
+        os.chmod(base, perms, dir_fd=folder, follow_symlinks=False)
+    except (NotImplementedError, ValueError):
+        return _fchmod_nofollow(folder, base, perms)
+    return True
+
+
+def _fchmod_nofollow(folder: int, base: str, perms: int) -> bool:
+    """Where the C library cannot refuse a symlink by name (or one is there now): open the
+    file itself with ``O_NOFOLLOW`` and change it through the descriptor."""
+    try:
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        fd = os.open(base, flags, dir_fd=folder)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK):
+            return False  # a symlink: not ours to change
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        os.fchmod(fd, perms)
+        return True
     finally:
-        tmp.unlink(missing_ok=True)
+        os.close(fd)
+
+
+def _place(folder: int, base: str, data: bytes, is_link: bool, perms: int) -> None:
+    """Write ``base`` in ``folder`` through a new temporary name (O_EXCL|O_NOFOLLOW, so a
+    symlink planted at a fixed name cannot catch the write), then rename it into place within
+    the same folder descriptor."""
+    for _ in range(100):
+        tmp = f".{base[:100]}.{os.urandom(6).hex()}.reasonix-restore"
+        try:
+            if is_link:
+                os.symlink(os.fsdecode(data), tmp, dir_fd=folder)
+                break
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            out = os.open(tmp, flags, 0o600, dir_fd=folder)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise OSError("no free temporary name")
+    try:
+        if not is_link:
+            with os.fdopen(out, "wb") as f:
+                f.write(data)
+                os.fchmod(f.fileno(), perms)
+        os.replace(tmp, base, src_dir_fd=folder, dst_dir_fd=folder)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=folder)
+        raise
 
 
 def _canonical(mode: str) -> int:
