@@ -33,6 +33,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
+#: the shell package's table tests (a row per program and form, milliseconds each)
+_SHELL_TABLES = (
+    "tests/test_shell_program_rows.py",
+    "tests/test_shell_effects.py",
+    "tests/test_shell_read_only.py",
+    "tests/test_shell_git.py",
+    "tests/test_shell_lexer.py",
+    "tests/test_irreversible.py",
+)
+
 #: module key -> (source file, its fast tests)
 MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
     "confinement": (
@@ -52,8 +62,10 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
     "ledger": ("src/reasonix/agent/progress.py", ("tests/test_evidence_table.py",)),
     "steps": ("src/reasonix/control/todo_tools.py", ("tests/test_evidence_table.py",)),
     "goal": ("src/reasonix/control/goal.py", ("tests/test_evidence_table.py",)),
-    "shell_programs": ("src/reasonix/safety/shell/programs.py", ("tests/test_shell_read_only.py",)),
-    "shell_readers": ("src/reasonix/safety/shell/readers.py", ("tests/test_shell_read_only.py",)),
+    "shell_programs": ("src/reasonix/safety/shell/programs.py", _SHELL_TABLES),
+    "shell_readers": ("src/reasonix/safety/shell/readers.py", _SHELL_TABLES),
+    "shell_rules": ("src/reasonix/safety/shell/rules.py", _SHELL_TABLES),
+    "shell_effects": ("src/reasonix/safety/shell/effects.py", _SHELL_TABLES),
     "shell_git": ("src/reasonix/safety/shell/git.py", ("tests/test_shell_git.py",)),
     "session": (
         "src/reasonix/app/session.py",

@@ -10,6 +10,7 @@ over every known program so a merge of tables cannot widen it."""
 from __future__ import annotations
 
 import ast
+import shlex
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +21,7 @@ from reasonix.safety.shell import deletes, irreversible, programs, rules
 from reasonix.safety.shell.effects import PROGRAMS, effects
 from reasonix.safety.shell.irreversible import irreversible_reason
 from reasonix.safety.shell.lexer import parse
-from reasonix.safety.shell.readers import proved_read_only
+from reasonix.safety.shell.readers import proved_read_only, snapshot_skippable
 from reasonix.safety.shell.rules import allow_obstacle, rule_matches
 
 TESTS = Path(__file__).resolve().parent
@@ -124,6 +125,35 @@ ROWS: dict[str, frozenset[str]] = {
     "more a": frozenset({"allow"}),
 }  # fmt: skip
 
+#: the per-program readings the rows above rest on: sed's and awk's scripts found among their
+#: words, tar's modes, quoted substitutions bash may still run, how deep ``sh -c`` is followed
+FORMS: dict[str, frozenset[str]] = {
+    "sed -n -e 1p wfile": frozenset({"allow", "read"}),  # the file is no script: 'w' is no command
+    "sed '/x/e rm -rf y' a": frozenset({"rm"}),  # the e command after a regex address
+    "sed 's/a/b/e' a": frozenset({"rm"}),
+    "sed 's/a/b/w out' a": frozenset({"rm"}),
+    "sed 's/a/b/g' a": frozenset({"allow", "read"}),
+    "sed 'v;w out' a": frozenset(),  # v takes an optional version, then commands go on
+    "sed 'v 4.2;w out' a": frozenset(),
+    "sed -n 'v;p' a": frozenset({"allow", "read"}),
+    "sed -n '\\,x,w out' a": frozenset(),
+    "sed -n '\\,x,p' a": frozenset({"allow", "read"}),
+    "awk -e 1 getline.txt": frozenset({"allow", "read"}),  # the file is no program
+    "tree -l -o out": frozenset(),  # following links is no reason to skip the next word
+    "tree -l a": frozenset({"allow"}),
+    "tar -xf a.tar": frozenset(),
+    "tar --extract -f a.tar": frozenset(),
+    "echo '$(rm -rf x)'": frozenset({"allow", "read", "rm"}),  # arithmetic may evaluate it later
+    "echo '`rm -rf x`'": frozenset({"allow", "read", "rm"}),
+}
+
+
+def _nested(depth: int) -> str:
+    command = "cat a"
+    for _ in range(depth):
+        command = f"sh -c {shlex.quote(command)}"
+    return command
+
 
 @pytest.fixture(autouse=True)
 def _no_user_git_config(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
@@ -157,6 +187,38 @@ def _verdicts(command: str, ws: Path) -> frozenset[str]:
 @pytest.mark.parametrize("command", ROWS)
 def test_row(command: str, ws: Path) -> None:
     assert _verdicts(command, ws) == ROWS[command]
+
+
+@pytest.mark.parametrize("command", FORMS)
+def test_form(command: str, ws: Path) -> None:
+    assert _verdicts(command, ws) == FORMS[command]
+
+
+def test_shell_text_is_followed_five_deep_not_six(ws: Path) -> None:
+    assert _verdicts(_nested(5), ws) == {"allow"}
+    assert _verdicts(_nested(6), ws) == {
+        "rm"
+    }  # deeper: an unknown command, which every rule matches
+
+
+def test_the_forms_deny_rules_see() -> None:
+    assert ("id",) in effects("find . -exec id ;").runs
+    assert ("ls", "-l", "{}") in effects("find . -exec ls -l {} +").runs
+    assert rule_matches("git push --force", effects("git push -f").runs)
+    assert not rule_matches("git push --force", effects("git fetch -f").runs)
+    assert effects("> out; ls").parts == ["ls"]  # a redirection alone is no part a rule names
+
+
+def test_a_pattern_that_may_expand_to_an_option_is_judged_where_it_runs(tmp_path: Path) -> None:
+    # ``*e`` matches the file ``-delete`` here (not in the other folder): the proof and the
+    # snapshot's question both look in the folder the command runs in
+    here, elsewhere = tmp_path / "here", tmp_path / "elsewhere"
+    for folder in (here, elsewhere):
+        folder.mkdir()
+        (folder / "a").write_text("x\n")
+    (here / "-delete").write_text("")
+    assert not proved_read_only("ls *e", here) and proved_read_only("ls *e", elsewhere)
+    assert not snapshot_skippable("ls *e", here) and snapshot_skippable("ls *e", elsewhere)
 
 
 def _named_in_tables(paths: list[Path]) -> set[str]:

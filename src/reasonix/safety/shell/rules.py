@@ -1270,12 +1270,10 @@ def _git_repository(argv: Sequence[str], paths: _Paths) -> str | None:
 
 
 def _tar(args: list[str]) -> str | None:
-    for a in args:
-        if a.startswith(
-            ("--checkpoint-action", "--to-command", "--use-compress-program", "--info-script",
-             "--new-volume-script", "--rsh-command", "--rmt-command")
-        ):  # fmt: skip
-            return f"tar {a.split('=', 1)[0]} runs a command"
+    """tar's writing modes, any checkpoint action and ``-I``/``-F`` in the old style too (the
+    options that run a command are its row of ``_RUNS``)."""
+    if any(a.startswith("--checkpoint-action") for a in args):
+        return "tar --checkpoint-action runs a command"
     flags = "".join(a[1:] for a in args if a.startswith("-") and not a.startswith("--"))
     if args and not args[0].startswith("-"):
         flags += args[0]  # the old style: tar xvf a.tar
