@@ -615,7 +615,8 @@ class _Store:
         if not path.exists():
             path.parent.mkdir(mode=0o700, exist_ok=True)
             tmp = path.with_name(f"tmp_obj_{sha[2:]}")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o400)
+            tmp.unlink(missing_ok=True)  # left by a process that died: read-only
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o400)
             with os.fdopen(fd, "wb") as out:
                 out.write(zlib.compress(raw))
             os.replace(tmp, path)
@@ -747,6 +748,9 @@ def _split_others(out: bytes) -> tuple[set[str], list[str]]:
 
 #: A file's permission bits (or the link type) and bytes (a symlink's: its target).
 _Image = tuple[int, bytes]
+#: A file tool's step during a background snapshot: turn, call, tool, path, and the images of
+#: the files such steps touched, as they were then.
+_Early = tuple[int, str, str, str, dict[str, _Image | None]]
 
 
 def _image(path: Path, limit: float) -> tuple[bool, _Image | None]:
@@ -927,9 +931,8 @@ class CheckpointManager:
         self._stepped = False  # a step snapshot was taken since the last background one
         self._soon: threading.Timer | None = None
         self._closed = False  # wait(pending=False) ran: no new background snapshot
-        # File tools' steps that came while a background snapshot ran: (turn, call, tool, path,
-        # the bytes then of every file such steps touched), recorded over it when it ends.
-        self._early: list[tuple[int, str, str, str, dict[str, _Image | None]]] | None = None
+        # File tools' steps during a background snapshot, recorded over it when it ends.
+        self._early: list[_Early] | None = None
         self._early_lock = threading.Lock()
 
     @property
@@ -952,8 +955,9 @@ class CheckpointManager:
     def prepare_in_background(self) -> None:
         """Take a snapshot now, in a background thread, so that the next step's snapshot only
         has to look at what changed since (at session start: the first snapshot of a folder
-        hashes every file). It is not a step: nothing is journaled. A step that comes while
-        it runs waits for it (the same lock); a failure is left for that step to report."""
+        looks at every file). It is not a step: nothing is journaled. A file tool's step that
+        comes meanwhile does not wait (:meth:`_early_step`), any other step does (the same
+        lock); a failure is left for that step to report."""
         if not self.enabled:
             return
         with self._lock:
@@ -1017,7 +1021,7 @@ class CheckpointManager:
             finally:
                 self._take_early()
 
-    def _take_early(self) -> list[tuple[int, str, str, str, dict[str, _Image | None]]]:
+    def _take_early(self) -> list[_Early]:
         with self._early_lock:
             early, self._early = self._early or [], None
         return early
