@@ -63,7 +63,6 @@ FORCED = [
 
 
 @pytest.mark.parametrize("command", FORCED)
-@pytest.mark.xfail(strict=True, reason="attacker5 B8: a force push without a push option")
 def test_break_a_force_push_by_another_spelling_stays_on_the_floor(
     auto_project: AutoProject, command: str
 ) -> None:

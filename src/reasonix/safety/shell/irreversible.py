@@ -13,6 +13,11 @@ through):
   ``--mirror``, ``--delete``/``-d``, ``--prune``, or a ``+refspec``/``:branch`` argument;
   ``git stash drop|clear``, ``git reflog expire|delete``, ``git gc --prune``, ``git prune``,
   ``git filter-branch``, ``git filter-repo`` (the user's ``.git`` is not snapshotted);
+  ``git send-pack``/``git http-push`` (push's plumbing) judged as ``git push``;
+  ``git update-ref --stdin`` (its input may delete); the ``-c``/``--config-env`` settings that
+  stand for one of these options (a ``+``/``:`` ``remote.*.push`` refspec,
+  ``remote.*.mirror``, any ``gc.*expire*``); and a git line whose subcommand, own options or
+  (for these subcommands) arguments hold a word known only at run time (``$F``, ``$(...)``);
 - ``gh repo delete``, ``gh release delete``, ``gh api`` with ``DELETE``; ``npm unpublish``;
 - ``dropdb``, ``dropuser``, ``mysqladmin drop``; ``psql``, ``mysql``, ``mariadb``,
   ``sqlcmd``, ``mongosh``/``mongo``, ``redis-cli``, ``clickhouse-client``, ``cqlsh`` given
@@ -36,10 +41,11 @@ import os
 import re
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from reasonix.safety.shell.effects import effects, written_operands
-from reasonix.safety.shell.git import parse_git
+from reasonix.safety.shell.git import Form, GitCall, parse_git
 from reasonix.safety.shell.programs import prefix_of
 from reasonix.safety.shell.rules import HARMLESS_DEVICES
 
@@ -55,8 +61,9 @@ _DB_DESTROY = re.compile(
     re.IGNORECASE,
 )
 _PUSH_FLAGS = frozenset(
-    {"--force", "--force-with-lease", "--force-if-includes", "--mirror", "--delete", "--prune"}
-)
+    {"--force", "--force-with-lease", "--force-if-includes", "--mirror", "--delete", "--prune",
+     "--stdin"}
+)  # fmt: skip
 _CLOUD_VERB = re.compile(r"^(?:delete|terminate|remove|deregister|purge)(?:-|$)")
 #: what a redirection may name that is no file: a descriptor, bash's network connections
 _NOT_FILES = ("/dev/fd/", "/dev/tcp/", "/dev/udp/")
@@ -82,6 +89,9 @@ def irreversible_reason(command: str, workspace: Path) -> str | None:
             why = why or _outside_targets(written_operands(words), cwd, root)
             if why:
                 return why
+        why = _git_unknown(step.forms)
+        if why:
+            return why
         if step.command.words:
             cwd = _after_cd([w.value for w in step.command.words], cwd)
     return None
@@ -188,28 +198,117 @@ def _method_delete(args: list[str]) -> bool:
 
 def _git(name: str, args: list[str]) -> str | None:
     call = parse_git(tuple(args))
-    if call.sub is None:
-        return None
+    why = _git_settings(call)
+    if why or call.sub is None:
+        return why
     return _GIT_SUBS.get(call.sub, _nothing)([a for a in call.args if a is not None])
+
+
+def _git_unknown(forms: Iterable[Form]) -> str | None:
+    """A git form (unknown words None) whose subcommand, own options, or arguments of a
+    subcommand with a row in :data:`_GIT_SUBS`, are known only at run time: ``$F`` may be
+    ``--force``, so the line is judged as if it were."""
+    for form in sorted(forms, key=lambda f: tuple("" if t is None else t for t in f)):
+        if not form or form[0] is None or form[0].rsplit("/", 1)[-1] != "git":
+            continue
+        call = parse_git(form[1:])
+        unknown = not call.complete
+        unknown = unknown or any(
+            value is None for option, value in call.options if option in ("-c", "--config-env")
+        )
+        if call.sub in _GIT_SUBS and None in call.args:
+            unknown = True
+        if unknown:
+            what = f"`git {call.sub}`" if call.sub else "a git command"
+            return f"{what} is given a word known only at run time: it may force-push or delete"
+    return None
+
+
+def _git_settings(call: GitCall) -> str | None:
+    for option, setting in call.options:
+        if option not in ("-c", "--config-env") or setting is None:
+            continue
+        key, eq, value = setting.partition("=")
+        # --config-env's value names an environment variable: what it holds is not known here
+        known = None if option == "--config-env" else (value if eq else "true")
+        for row in _GIT_SETTINGS:
+            if row.matches(key.lower()) and row.counts(known):
+                return f"`git -c {key}` {row.reason}"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Setting:
+    """A git setting that stands for an option on the list: its key (lower case) starts with
+    ``head`` and ends with ``tail`` (and holds ``inner``); ``counts`` says which values do (the
+    value None when it is known only at run time)."""
+
+    head: str
+    tail: str
+    counts: Callable[[str | None], bool]
+    reason: str
+    inner: str = ""
+
+    def matches(self, key: str) -> bool:
+        return (
+            key.startswith(self.head)
+            and key.endswith(self.tail)
+            and len(key) > len(self.head) + len(self.tail)
+            and self.inner in key[len(self.head) :]
+        )
+
+
+def _forcing_refspec(value: str | None) -> bool:
+    return value is None or value.startswith(("+", ":"))
+
+
+def _true(value: str | None) -> bool:
+    return value is None or value.lower() in ("true", "yes", "on", "1", "")
+
+
+def _expires(value: str | None) -> bool:
+    return value is None or value.lower() not in ("never", "false")
+
+
+#: ``-c`` settings that stand for an option of the list (``git -c remote.origin.push=+HEAD:x
+#: push`` is ``git push origin +HEAD:x``); gc's expiry settings count on any subcommand, as
+#: the automatic gc of ``commit``/``fetch``/``merge`` reads them too.
+_GIT_SETTINGS = (
+    _Setting("remote.", ".push", _forcing_refspec,
+             "makes `git push` force-push or delete a remote branch"),
+    _Setting("remote.", ".mirror", _true, "makes `git push` a --mirror push"),
+    _Setting("gc.", "", _expires,
+             "makes git's gc prune unreachable commits or expire reflogs for good",
+             inner="expire"),
+    _Setting("include", "path", lambda value: True,
+             "reads settings from a file, which may force a push or prune commits"),
+)  # fmt: skip
 
 
 def _nothing(rest: list[str]) -> str | None:
     return None
 
 
-def _git_push(rest: list[str]) -> str | None:
-    for arg in rest:
-        flag = arg.split("=", 1)[0]
-        short = arg.startswith("-") and not arg.startswith("--")
-        # git takes any unambiguous prefix of a long option: --del is --delete
-        if (flag.startswith("--") and prefix_of(flag, _PUSH_FLAGS)) or (
-            short and ("f" in arg or "d" in arg)
-        ):
-            return "`git push` with this option rewrites or deletes history on the remote"
-    positional = [a for a in rest if not a.startswith("-")]
-    if any(p.startswith(("+", ":")) for p in positional[1:]):
-        return "`git push` with this refspec force-pushes or deletes a remote branch"
-    return None
+def _git_pushes(sub: str) -> Callable[[list[str]], str | None]:
+    """``git push`` and its plumbing (``send-pack``, ``http-push``): a forcing or deleting
+    option (``http-push -D``; ``send-pack --stdin`` reads its refspecs from its input) or a
+    ``+``/``:`` refspec after the remote."""
+
+    def check(rest: list[str]) -> str | None:
+        for arg in rest:
+            flag = arg.split("=", 1)[0]
+            short = arg.startswith("-") and not arg.startswith("--")
+            # git takes any unambiguous prefix of a long option: --del is --delete
+            if (flag.startswith("--") and prefix_of(flag, _PUSH_FLAGS)) or (
+                short and any(letter in arg for letter in "fdD")
+            ):
+                return f"`git {sub}` with this option rewrites or deletes history on the remote"
+        positional = [a for a in rest if not a.startswith("-")]
+        if any(p.startswith(("+", ":")) for p in positional[1:]):
+            return f"`git {sub}` with this refspec force-pushes or deletes a remote branch"
+        return None
+
+    return check
 
 
 def _git_stash(rest: list[str]) -> str | None:
@@ -253,6 +352,8 @@ def _git_ref_delete(sub: str) -> Callable[[list[str]], str | None]:
             a in ("-d", "--delete") or (sub == "tag" and prefix_of(a, ("--delete",))) for a in rest
         ):
             return f"`git {sub} -d` deletes a ref (a repository's .git is not snapshotted)"
+        if sub == "update-ref" and "--stdin" in rest:
+            return "`git update-ref --stdin` takes commands from its input, which may delete refs"
         return None
 
     return check
@@ -263,13 +364,14 @@ def _git_rewrites(sub: str) -> Callable[[list[str]], str | None]:
 
 
 _GIT_SUBS: dict[str, Callable[[list[str]], str | None]] = {
-    "push": _git_push,
+    **{sub: _git_pushes(sub) for sub in ("push", "send-pack", "http-push")},
     "stash": _git_stash,
     "reflog": _git_reflog,
     "gc": _git_gc,
     "branch": _git_branch,
     "tag": _git_ref_delete("tag"),
     "update-ref": _git_ref_delete("update-ref"),
+    "symbolic-ref": _git_ref_delete("symbolic-ref"),
     **{sub: _git_rewrites(sub) for sub in ("prune", "filter-branch", "filter-repo")},
 }
 
