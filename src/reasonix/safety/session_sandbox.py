@@ -1,45 +1,30 @@
-"""One bubblewrap sandbox kept for many commands, with a small supervisor inside.
+"""One bubblewrap sandbox kept for a session's commands, with a small supervisor inside.
 
-Starting a bubblewrap sandbox costs tens of milliseconds; doing it for every ``bash`` call was
-most of a step's host time. A :class:`SessionSandbox` starts one sandbox (the same
-:meth:`~reasonix.safety.confinement.BwrapConfiner.arguments` a per-call sandbox gets) running a
-Python supervisor (:data:`SUPERVISOR`), and hands it each command over a Unix socket together
-with the write end of that command's output pipe. The supervisor starts the command in its own
-session and process group with the environment it was sent, the same bounds (it sets
-:meth:`~reasonix.safety.confinement.BwrapConfiner.rlimits` itself, where a sandbox of its own
-has a shell run ``ulimit``) and default signal handling, forwards a stop signal when the host
-asks, and when the command ends:
+Starting a sandbox costs tens of milliseconds, most of a step's host time. A
+:class:`SessionSandbox` starts one (the same
+:meth:`~reasonix.safety.confinement.BwrapConfiner.arguments` a per-call sandbox gets) running
+the Python :data:`SUPERVISOR` as the PID namespace's init (``--as-pid-1``), and sends it each
+command over a Unix socket with the write end of the command's output pipe. The supervisor
+starts the command in its own session and process group with the environment sent, the bounds
+of :meth:`~reasonix.safety.confinement.BwrapConfiner.rlimits` (set by itself, where a per-call
+sandbox has a shell run ``ulimit``) and default signal handling, forwards a stop signal, and
+when the command ends kills and reaps every other process of the namespace (``kill(-1)``,
+``setsid`` daemons included), answers, and then (the next command waits for it, this one's
+result does not) empties ``/tmp``, ``/dev``, ``/dev/shm`` and the home folder back to what they
+held at start. It reports the sandbox unclean when that fails, when something there at start
+changed (``/dev/fd`` replaced), when System V IPC objects or POSIX message queues remain, or
+when what fork passes on (limits, nice value, CPU affinity, scheduling policy, I/O priority,
+OOM score adjustment, core dump filter) or the user namespace's kernel keyrings changed.
 
-- kills every other process of the sandbox (``kill(-1)`` from inside the PID namespace reaches
-  all of them, ``setsid`` daemons included), reaps them (it is their init) and waits until the
-  namespace holds only itself, as the end of a per-call sandbox did;
-- answers the host, then (the next command waits for it, this one's result does not)
-  empties ``/tmp``, ``/dev``, ``/dev/shm`` and the home folder back to what they held at start
-  (the next command finds no ``~/.gitconfig`` or ``/tmp`` file a previous one left), and
-  reports the sandbox unclean when that fails, when something that was there at start was
-  changed (``/dev/fd`` replaced by a folder of the command's own), or when System V IPC objects
-  or POSIX message queues remain.
-
-The host trusts none of this: after every command it counts the sandbox's processes itself
-(its ``pids`` cgroup's count where it has one, else the PID namespace of every process), and
-kills the sandbox (the next command gets a fresh one) when more than the supervisor
-remains, when the supervisor reports the sandbox unclean, stops answering, or dies.
-The supervisor makes itself non-dumpable so no command can ptrace it or read its memory and
-forge its answers.
-
-A sandbox is reused only while a fresh one would be the same: its key is the bubblewrap argument
-list computed anew for every command (the protected paths and secrets that exist, the settings)
-plus the identity (device, inode) of every path named in it, so a protected file replaced on the
-host, a new ``.git``, a new allowed folder or a changed setting starts a new sandbox.
-
-The supervisor is the namespace's init (bubblewrap's ``--as-pid-1``), so the kernel bounds
-(``pids`` cgroup, ``RLIMIT_NPROC``) count it where a per-call sandbox has bubblewrap's init: the
-same bound holds for the commands. No other process is the init: none a command can ptrace
-(the supervisor is non-dumpable) or make run a program of its own, and the kernel gives pid 1
-only the signals it handles, so ``kill -STOP $PPID`` cannot hang a call. What fork passes on
-beside the limits (nice value, CPU affinity, scheduling policy, I/O priority, OOM score
-adjustment, core dump filter) and the kernel
-keyrings of the sandbox's user namespace are compared after every command like the files.
+As pid 1 and non-dumpable, the supervisor can be neither traced, read nor stopped by a command
+(the kernel gives pid 1 only the signals it handles), and the kernel bounds (``pids`` cgroup,
+``RLIMIT_NPROC``) count it where a per-call sandbox has bubblewrap's init. The host trusts none
+of its answers: after every command it counts the sandbox's processes itself (the ``pids``
+cgroup's count, else every process's PID namespace) and kills the sandbox (the next command
+gets a fresh one) when more than the supervisor remains, or when the supervisor reports it
+unclean, stops answering or dies. A sandbox is reused only while a fresh one would be the same:
+the bubblewrap arguments computed anew for each command (the protected paths and secrets that
+exist, the settings) and the (device, inode) of every path they name.
 
 It runs past 500 lines because the supervisor's source (sent into the sandbox as text) and the
 host side that checks it are two ends of one protocol, read and changed together.
@@ -180,9 +165,7 @@ IOPRIO_GET = {"x86_64": 252, "aarch64": 31}.get(platform.machine())
 
 
 def limits():
-    # what the supervisor passes on to every command by fork: its bounds, nice value, CPU
-    # affinity, scheduling policy, I/O priority, OOM score and core dump filter; one a
-    # command changed with
+    # what fork passes on to every command; one a command changed with
     # prlimit/renice/taskset/chrt/ionice --pid $PPID would reach the next command
     names = sorted(n for n in dir(resource) if n.startswith("RLIMIT_"))
     out = [resource.getrlimit(getattr(resource, n)) for n in names]
@@ -208,11 +191,9 @@ def keyctl(*args):
 
 
 def keyrings():
-    # The kernel keyrings that outlive a command: the user and user-session keyrings and the
-    # persistent one (of the sandbox's user namespace, so its own) hold what a command linked
-    # there for the next; a command's session keyring is its own (joined in start()). Read
-    # as the ids each holds, whatever the keys' own permissions; a keyring a command made
-    # unreadable reads as a change.
+    # The keyrings that outlive a command (user, user-session, persistent: the sandbox's user
+    # namespace's own), as the ids each links; one a command made unreadable reads as a change.
+    # A command's session keyring is its own (joined in start()).
     out = []
     for ring in (-4, -5, "persistent"):  # KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING
         if ring == "persistent":
@@ -531,17 +512,9 @@ class SessionSandbox:
         _close_slot(self._slot)
 
     def _start(self, args: tuple[str, ...]) -> _Box:
-        python = next(
-            (
-                p
-                for p in (
-                    os.path.realpath(getattr(sys, "_base_executable", sys.executable)),
-                    "/usr/bin/python3",
-                )
-                if os.path.isfile(p) and _visible(p, args)
-            ),
-            None,
-        )
+        ours = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+        found = (p for p in (ours, "/usr/bin/python3") if os.path.isfile(p) and _visible(p, args))
+        python = next(found, None)
         if python is None:
             raise SandboxUnavailable("no Python interpreter is visible inside the sandbox")
         home = self.confiner.home
@@ -549,12 +522,8 @@ class SessionSandbox:
         if home is not None and home != Path("/"):
             reset.append(str(home))
         host, inside = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        # Its own mqueue file system shows the supervisor the POSIX message queues a command
-        # left in the sandbox's IPC namespace.
-        # --as-pid-1: the supervisor is the namespace's init. No other process is, so none a
-        # command can ptrace or make exec its own program (bubblewrap's own init is dumpable),
-        # and the kernel delivers pid 1 only the signals it handles (kill -STOP, -KILL from
-        # inside are ignored); it reaps the orphans.
+        # --mqueue shows the supervisor the POSIX message queues a command left; --as-pid-1
+        # makes it the namespace's init, no other (bubblewrap's own init is dumpable).
         argv = [self.confiner.executable, *args, "--mqueue", "/dev/mqueue", "--as-pid-1", "--"]
         argv += [python, "-I", "-S", "-c", BOOTSTRAP, str(inside.fileno()), json.dumps(reset)]
         pids = PidsCgroup.create(self.confiner.max_processes)
@@ -598,14 +567,9 @@ class SessionSandbox:
                 "the sandbox supervisor did not start" + (f": {why[-1]}" if why else "")
             )
 
-    def reusable(
-        self,
-        args: tuple[str, ...],
-        fingerprint: tuple[tuple[str, int, int], ...],
-        now: tuple[str, ...],
-    ) -> bool:
+    def reusable(self, args: tuple[str, ...], fingerprint: object, now: tuple[str, ...]) -> bool:
         """Whether a sandbox made with ``args`` (its paths then ``fingerprint``) is the one a
-        fresh sandbox would be now (``now``: the arguments computed for this command)."""
+        fresh sandbox would be now (``now``: this command's arguments)."""
         return args == now and fingerprint == _fingerprint(now)
 
     async def _box_for(self, args: tuple[str, ...]) -> _Box:
