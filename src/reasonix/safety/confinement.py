@@ -1,37 +1,28 @@
-"""Confinement of shell commands: one interface, one implementation per OS mechanism.
+"""Confinement of shell commands: one interface (:class:`Confiner`), one implementation per OS
+mechanism.
 
-A :class:`Confiner` turns the command line of a shell (``bash -c ...``) into the command line
-that runs it confined. Two implementations exist today:
+- :class:`BwrapConfiner` (Linux, bubblewrap) builds the sandbox the README's sandbox section
+  describes: system folders read-only, the workspace roots writable, a private ``/tmp``, an empty
+  home showing only :data:`TOOLCHAIN_DIRS` and ``[sandbox] allow_read`` (read-only), the
+  :data:`SECRET_HOME_PATHS` and our own folders masked even inside a bound folder, nothing above
+  the workspace, its own namespaces (network only with ``[sandbox] network = true``), no
+  capabilities, a new terminal session, bounded processes and address space; it dies with its
+  parent, and every process in its PID namespace with it (``setsid`` daemons included).
+- :class:`NoConfiner` runs the command unconfined; :class:`UnavailableConfiner` refuses it
+  (``bash = "bwrap"`` where bubblewrap cannot work).
 
-- :class:`BwrapConfiner` (Linux, bubblewrap): the command sees the system folders read-only, the
-  workspace roots writable, a private ``/tmp``, and an empty home folder in which only the
-  toolchain folders needed to build and test (``~/.pyenv``, ``~/.cargo``, ``~/.rustup``,
-  ``~/.local/bin``, ...) and what the user allowed (``[sandbox] allow_read``) appear, read-only.
-  Secrets are never visible, even inside a bound folder: ``~/.ssh``, ``~/.aws``, ``~/.gnupg``,
-  ``~/.netrc``, credential files, browser profiles and our own configuration and data folders
-  are masked. Folders above the workspace are not there at all. It has its own user, PID,
-  IPC, UTS and network namespaces (no network unless ``[sandbox] network = true``), drops
-  every capability, starts a new terminal session (no ``TIOCSTI`` typing into ours), bounds
-  processes and address space, and dies with its parent: when the command ends or is stopped,
-  the PID namespace goes and every process in it with it (``setsid`` daemons included).
-- :class:`NoConfiner`: the command runs as the agent's user, unconfined.
+:func:`confinement_for` chooses from ``[sandbox]``: ``bash = "auto"`` (the default) confines
+where bubblewrap works, ``"bwrap"`` requires it, ``"off"`` runs unconfined. A macOS Seatbelt
+profile would be one more ``Confiner``.
 
-:func:`confinement_for` chooses from the user's ``[sandbox]`` settings: ``bash = "auto"`` (the
-default) confines where bubblewrap exists and works, ``"bwrap"`` requires it (commands are
-refused without it), ``"off"`` runs unconfined. A macOS Seatbelt profile would be a third
-``Confiner``; nothing else needs to change.
-
-Residual risks, stated plainly: the process bound is a ``pids`` cgroup per command where the
-agent may create one (:class:`PidsCgroup`, root in most containers), else ``RLIMIT_NPROC``, which
-the kernel does not apply to the root user; for an agent running as root without cgroups a
-watchdog counts the processes of the sandbox's PID namespace and stops the command when they pass
-the bound, which a fast enough fork loop can briefly outrun; system folders are readable (as they
-are to any program of the user's); files inside the workspace are writable by design.
+Residual risks: the process bound is a ``pids`` cgroup per command where the agent may create
+one (:class:`PidsCgroup`), else ``RLIMIT_NPROC``, which does not bind root; for root without
+cgroups a watchdog counts the PID namespace's processes (:func:`sandbox_process_count`), which a
+fast fork loop can briefly outrun. System folders are readable, the workspace writable by design.
 
 It runs past 500 lines because choosing, probing and applying confinement are one decision:
-the probe that says whether bubblewrap works here, the arguments that build the sandbox and the
-process bound (a pids cgroup, or the watchdog's count) must agree on the same namespaces and
-limits. The pids cgroup is the part that could stand alone, once a second ``Confiner`` needs it.
+the probe that says whether bubblewrap works, the arguments that build the sandbox and the
+process bound must agree on the same namespaces and limits.
 """
 
 from __future__ import annotations
@@ -42,7 +33,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -131,14 +122,10 @@ class Confiner(Protocol):
     """Turns a command line into one that runs it confined."""
 
     @property
-    def name(self) -> str:
-        """``"bwrap"``, ``"none"``, ..."""
-        ...
+    def name(self) -> str: ...  # "bwrap", "none", ...
 
     @property
-    def confined(self) -> bool:
-        """Whether commands run confined (False for :class:`NoConfiner`)."""
-        ...
+    def confined(self) -> bool: ...  # False for NoConfiner
 
     def wrap(self, argv: Sequence[str], *, workspace: Path, roots: Sequence[Path]) -> list[str]:
         """The command line that runs ``argv`` confined to ``roots`` (writable), starting in
@@ -358,15 +345,16 @@ def bwrap_features(executable: str) -> frozenset[str]:
 def start_bwrap_probe(environ: Mapping[str, str] | None = None) -> None:
     """Start checking, in the background, whether bubblewrap works here, so start-up does not
     wait for it (:func:`bwrap_problem` collects the answer)."""
-    env = os.environ if environ is None else environ
-    found = shutil.which("bwrap", path=env.get("PATH", os.defpath))
-    if found is None:
-        return
-    executable = os.path.realpath(found)
-    if executable in _PROBES or executable in _PROBE_RESULTS:
+    executable = _bwrap_on_path(os.environ if environ is None else environ)
+    if executable is None or executable in _PROBES or executable in _PROBE_RESULTS:
         return
     with contextlib.suppress(OSError):
         _PROBES[executable] = _start_probe(executable)
+
+
+def _bwrap_on_path(env: Mapping[str, str]) -> str | None:
+    found = shutil.which("bwrap", path=env.get("PATH", os.defpath))
+    return None if found is None else os.path.realpath(found)
 
 
 def _start_probe(executable: str) -> subprocess.Popen[str]:
@@ -452,13 +440,14 @@ def confinement_for(
         return BashConfinement(NoConfiner(reason), "off", f"bash is NOT confined ({reason})", True)
     home_text = env.get("HOME") or os.path.expanduser("~")
     home = Path(os.path.realpath(home_text)) if home_text else None
-    found = shutil.which("bwrap", path=env.get("PATH", os.defpath))
-    problem = None if found else "bubblewrap (bwrap) is not installed"
-    if not found and not sys.platform.startswith("linux"):
+    bwrap = _bwrap_on_path(env)
+    if bwrap is not None:
+        problem = bwrap_problem(bwrap)
+    elif sys.platform.startswith("linux"):
+        problem = "bubblewrap (bwrap) is not installed"
+    else:
         problem = "no sandbox for bash exists on this system yet (bubblewrap is Linux-only)"
-    if found:
-        problem = bwrap_problem(os.path.realpath(found))
-    if problem is None and found:
+    if bwrap is not None and problem is None:
         readable = []
         for entry in chosen.allow_read:
             expanded = os.path.expanduser(entry) if entry.startswith("~") and home else entry
@@ -467,7 +456,7 @@ def confinement_for(
             readable.append(Path(os.path.realpath(expanded)))
         private = [user_config_path(environ).parent, *([data_dir] if data_dir else [])]
         confiner = BwrapConfiner(
-            os.path.realpath(found),
+            bwrap,
             network=chosen.network,
             home=home,
             allow_read=tuple(readable),
@@ -475,7 +464,7 @@ def confinement_for(
             private=tuple(Path(os.path.realpath(p)) for p in private),
             max_processes=chosen.max_processes,
             max_memory_mb=chosen.max_memory_mb,
-            features=bwrap_features(os.path.realpath(found)),
+            features=bwrap_features(bwrap),
         )
         return BashConfinement(confiner, "bwrap" if chosen.bash == "bwrap" else "auto")
     assert problem is not None
@@ -489,16 +478,24 @@ def confinement_for(
     return BashConfinement(NoConfiner(problem), "auto", notice, chosen.allow_unconfined)
 
 
-def sandbox_process_count(pid: int) -> int:
-    """How many processes live in the PID namespace of the sandbox whose outer bubblewrap
-    process is ``pid`` (0 when it cannot be told); the watchdog's measure for an agent running
-    as root, which ``RLIMIT_NPROC`` does not bound."""
+def first_child(pid: int) -> int | None:
+    """The first child of process ``pid`` (the sandbox's init, for an outer bubblewrap), or None."""
     try:
         with open(f"/proc/{pid}/task/{pid}/children") as f:
             children = f.read().split()
-        if not children:
-            return 0
-        inner = os.readlink(f"/proc/{children[0]}/ns/pid")
+        return int(children[0]) if children else None
+    except (OSError, ValueError):
+        return None
+
+
+def sandbox_process_count(pid: int) -> int:
+    """How many processes live in the PID namespace of the sandbox whose outer bubblewrap
+    process is ``pid`` (0 when it cannot be told); the watchdog's measure."""
+    child = first_child(pid)
+    if child is None:
+        return 0
+    try:
+        inner = os.readlink(f"/proc/{child}/ns/pid")
         if inner == os.readlink(f"/proc/{pid}/ns/pid"):
             return 0
         names = os.listdir("/proc")
@@ -511,6 +508,29 @@ def sandbox_process_count(pid: int) -> int:
                 if os.readlink(f"/proc/{name}/ns/pid") == inner:
                     count += 1
     return count
+
+
+def watchdog_bound(confiner: Confiner) -> int:
+    """The process bound a watchdog must hold for ``confiner``'s commands: for an agent running
+    as root, whom ``RLIMIT_NPROC`` does not bound (0: no watchdog)."""
+    if not isinstance(confiner, BwrapConfiner) or confiner.max_processes <= 0:
+        return 0
+    return confiner.max_processes if hasattr(os, "geteuid") and os.geteuid() == 0 else 0
+
+
+async def watch_processes(
+    pid: int, bound: int, running: Callable[[], bool], stop: Callable[[], None]
+) -> bool:
+    """While ``running()``, ``stop()`` the sandbox of outer bubblewrap ``pid`` once its PID
+    namespace holds more than ``bound`` processes; whether it had to."""
+    import asyncio
+
+    while running():
+        if await asyncio.to_thread(sandbox_process_count, pid) > bound:
+            stop()
+            return True
+        await asyncio.sleep(0.02)
+    return False
 
 
 def program_folders(path_env: str, home: Path | None) -> tuple[Path, ...]:

@@ -48,7 +48,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from reasonix.safety.confinement import BwrapConfiner, PidsCgroup, sandbox_process_count
+from reasonix.safety.confinement import (
+    BwrapConfiner,
+    PidsCgroup,
+    first_child,
+    sandbox_process_count,
+    watch_processes,
+    watchdog_bound,
+)
 
 #: Set to ``per-call`` to start a fresh sandbox for every command (the old way), for comparison.
 MODE_ENV = "REASONIX_SANDBOX"
@@ -440,9 +447,9 @@ class _Box:
         after it, so it is killed too and waited for through a pidfd (readable once it and,
         with it, every process of the namespace have exited)."""
         init = None
-        children = f"/proc/{self.proc.pid}/task/{self.proc.pid}/children"
-        with contextlib.suppress(OSError, IndexError, ValueError), open(children) as f:
-            init = os.pidfd_open(int(f.read().split()[0]))
+        child = first_child(self.proc.pid)
+        with contextlib.suppress(OSError):
+            init = None if child is None else os.pidfd_open(child)
         self.terminate()
         if init is not None:
             with contextlib.suppress(OSError):
@@ -695,23 +702,15 @@ class SessionSandbox:
         return None
 
     def _watchdog(self, box: _Box) -> asyncio.Task[bool] | None:
-        """For an agent running as root (whom ``RLIMIT_NPROC`` does not bound): stop the
-        sandbox once its PID namespace holds more than the bound (plus the supervisor)."""
-        bound = self.confiner.max_processes
-        if bound <= 0 or not hasattr(os, "geteuid") or os.geteuid() != 0:
+        """For an agent running as root: stop the sandbox once its PID namespace holds more
+        than the bound (plus the supervisor). The cgroup's bound, where there is one, holds
+        for root too and cannot be outrun."""
+        bound = watchdog_bound(self.confiner)
+        if not bound or box.pids is not None:
             return None
-        if box.pids is not None:  # the cgroup's bound holds for root too, and cannot be outrun
-            return None
-
-        async def watch() -> bool:
-            while box.alive():
-                if await asyncio.to_thread(sandbox_process_count, box.proc.pid) > bound + 1:
-                    box.terminate()  # the socket's end then tells the waiting command
-                    return True
-                await asyncio.sleep(0.02)
-            return False
-
-        return asyncio.create_task(watch())
+        # the socket's end then tells the waiting command
+        watch = watch_processes(box.proc.pid, bound + 1, box.alive, box.terminate)
+        return asyncio.create_task(watch)
 
     def _discard(self, box: _Box) -> None:
         if box in self._slot:

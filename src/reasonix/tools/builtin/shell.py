@@ -49,7 +49,10 @@ from reasonix.safety.confinement import (
     NoConfiner,
     PidsCgroup,
     UnavailableConfiner,
+    first_child,
     sandbox_process_count,
+    watch_processes,
+    watchdog_bound,
 )
 from reasonix.safety.environment import build_environment
 from reasonix.safety.plants import CreationGuard
@@ -445,20 +448,13 @@ class ShellTool:
     def _job_watchdog(self) -> Callable[[int], bool] | None:
         """The root agent's process watchdog (see :meth:`_watchdog`) for a job: told the job's
         supervisor pid, whether the sandbox under it holds more than the bound."""
-        confiner = self.confiner
-        if not isinstance(confiner, BwrapConfiner) or confiner.max_processes <= 0:
+        bound = watchdog_bound(self.confiner)
+        if not bound:
             return None
-        if not hasattr(os, "geteuid") or os.geteuid() != 0:
-            return None
-        bound = confiner.max_processes
 
         def over(supervisor: int) -> bool:
-            try:
-                with open(f"/proc/{supervisor}/task/{supervisor}/children") as f:
-                    children = f.read().split()
-            except OSError:
-                return False
-            return bool(children) and sandbox_process_count(int(children[0])) > bound
+            child = first_child(supervisor)
+            return child is not None and sandbox_process_count(child) > bound
 
         return over
 
@@ -466,22 +462,16 @@ class ShellTool:
         """For an agent running as root (whom ``RLIMIT_NPROC`` does not bound): a task that
         stops the sandbox once its PID namespace holds more than the process bound. It returns
         whether it had to."""
-        confiner = self.confiner
-        if not isinstance(confiner, BwrapConfiner) or confiner.max_processes <= 0:
+        bound = watchdog_bound(self.confiner)
+        if not bound:
             return None
-        if not hasattr(os, "geteuid") or os.geteuid() != 0:
-            return None
-        bound = confiner.max_processes
-
-        async def watch() -> bool:
-            while proc.returncode is None:
-                if await asyncio.to_thread(sandbox_process_count, proc.pid) > bound:
-                    signal_group(proc.pid, signal.SIGKILL)
-                    return True
-                await asyncio.sleep(0.02)
-            return False
-
-        return asyncio.create_task(watch())
+        watch = watch_processes(
+            proc.pid,
+            bound,
+            lambda: proc.returncode is None,
+            lambda: signal_group(proc.pid, signal.SIGKILL),
+        )
+        return asyncio.create_task(watch)
 
     def tool(self) -> Tool:
         """``bash`` as a registry tool; its own timeout governs, so the registry's is above it."""
