@@ -26,7 +26,7 @@ COMMAND_KEYS = re.compile(
     r"|web\.browser|remote\..+\.(uploadpack|receivepack|vcs)|submodule\..+\.update"
     r"|include\..+|includeif\..+|sendemail\..*(smtpserver|sendmailcmd)|instaweb\..+"
 )
-_MAX_CONFIG_BYTES = 1 << 20
+MAX_CONFIG_BYTES = 1 << 20
 _SECTION = re.compile(r'\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]')
 _KEY = re.compile(r"([A-Za-z][A-Za-z0-9-]*)\s*(=|$|[;#])")
 
@@ -123,6 +123,19 @@ def config_entries(text: str) -> list[tuple[str, str]]:
     return found
 
 
+def read_config(path: Path) -> str | None:
+    """The text of the configuration file ``path`` ("" when it is not a regular file or cannot
+    be read); None when it is larger than git configuration is read to."""
+    try:
+        if not path.is_file():
+            return ""
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            return None
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
 def _value(raw: str) -> str:
     """A configuration value as git reads it: quotes removed, escapes applied, a comment
     outside quotes dropped."""
@@ -201,7 +214,7 @@ def git_dir_obstacle(git_dir: Path) -> str | None:
         try:
             if not path.exists():
                 continue
-            if not path.is_file() or path.stat().st_size > _MAX_CONFIG_BYTES:
+            if not path.is_file() or path.stat().st_size > MAX_CONFIG_BYTES:
                 return f"the repository's {path.name} cannot be checked"
             text = path.read_text(errors="replace")
         except OSError:
@@ -270,14 +283,7 @@ def user_filter_drivers() -> bool:
     if os.environ.get("GIT_CONFIG_PARAMETERS") or os.environ.get("GIT_CONFIG_COUNT"):
         return True
     for path in user_config_files():
-        try:
-            if not path.is_file():
-                continue
-            if path.stat().st_size > _MAX_CONFIG_BYTES:
-                return True
-            text = path.read_text(errors="replace")
-        except OSError:
-            continue
-        if any(_FILTER_KEYS.fullmatch(key.lower()) for key, _ in config_entries(text)):
+        text = read_config(path)
+        if text is None or any(_FILTER_KEYS.fullmatch(k.lower()) for k, _ in config_entries(text)):
             return True
     return False

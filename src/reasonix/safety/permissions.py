@@ -276,8 +276,7 @@ def _protected(rel: str, workspace: Path) -> str | None:
 def _rule_path(raw: str, workspace: Path) -> str:
     """``raw`` resolved like the sandbox does, relative to the workspace when inside it."""
     try:
-        expanded = os.path.expanduser(raw) if raw.startswith("~") else raw
-        real = Path(os.path.realpath(os.path.join(workspace, expanded)))
+        real = Path(os.path.realpath(os.path.join(workspace, os.path.expanduser(raw))))
         base = Path(os.path.realpath(workspace))
     except (OSError, ValueError):
         return raw

@@ -47,6 +47,7 @@ from reasonix.safety.git_repository import (
     dot_git_target,
     has_hooks,
     is_command_setting,
+    read_config,
     user_config_files,
 )
 
@@ -111,22 +112,11 @@ _HOOK_NAMES = (
     "reference-transaction", "push-to-checkout", "pre-auto-gc", "post-rewrite",
     "sendemail-validate", "fsmonitor-watchman", "post-index-change",
 )  # fmt: skip
-_MAX_CONFIG_BYTES = 1 << 20
 _MAX_INCLUDES = 32
 
 
 def _resolved(value: str, base: Path) -> Path:
-    expanded = os.path.expanduser(value) if value.startswith("~") else value
-    return Path(os.path.realpath(os.path.join(base, expanded)))
-
-
-def _read_config(path: Path) -> str:
-    try:
-        if not path.is_file() or path.stat().st_size > _MAX_CONFIG_BYTES:
-            return ""
-        return path.read_text(errors="replace")
-    except OSError:
-        return ""
+    return Path(os.path.realpath(os.path.join(base, os.path.expanduser(value))))
 
 
 @dataclass
@@ -146,8 +136,7 @@ class _GitNamed:
         # ``written`` as the configuration spells it (from ``base``): when a symlink leads to
         # ``path``, the link itself is protected too (else it could be re-pointed).
         if written is not None and base is not None:
-            expanded = os.path.expanduser(written) if written.startswith("~") else written
-            self.add(Path(os.path.normpath(os.path.join(base, expanded))), why)
+            self.add(Path(os.path.normpath(os.path.join(base, os.path.expanduser(written)))), why)
         if path != self.root and path.is_relative_to(self.root) and path not in self.found:
             self.found[path] = why
 
@@ -220,7 +209,7 @@ def git_named_paths(root: Path) -> list[tuple[Path, str]]:
         if real in seen:
             continue
         seen.add(real)
-        for key, value in config_entries(_read_config(real)):
+        for key, value in config_entries(read_config(real) or ""):
             included = named.entry(key, value, real, config not in users) if value else None
             if included is not None:
                 queue.append(included)

@@ -137,8 +137,7 @@ class Sandbox:
         if any(len(n.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES for n in path.split("/")):
             raise SandboxError(f"A name in the path is longer than {MAX_NAME_BYTES} bytes.")
         _check_lookalikes(path)
-        expanded = os.path.expanduser(path) if path.startswith("~") else path
-        joined = os.path.join(self.workspace, expanded)
+        joined = os.path.join(self.workspace, os.path.expanduser(path))
         try:
             real = os.path.realpath(joined)
         except (OSError, ValueError) as exc:
