@@ -26,42 +26,25 @@ call it decides, in this order:
    ``ls -la``, ``git status``, ``cat README.md | head -50``) counts as read-only in ``ask``
    and ``auto-edit`` mode (``via="read-only"``); deny rules, ask rules and hooks still apply.
 
-The decision is a value: :func:`decide` (pure: tool, subject, mode, :class:`Rules`, the hook's
-verdict) gives a :class:`Verdict` (``allow``, ``ask`` or ``deny``, the rule that decided, the
-reason, the rules proposed for the session). Asking is a separate step with one path, shared by
-the irreversible case (:meth:`PermissionEngine._ask`); recording is a third (``on_decision``).
-"Ask" goes to the :class:`Approver`; without one (a headless run) it becomes a denial that says
-which rule would allow the call, so the model can tell the user.
+The decision is a value: :func:`decide` (pure) gives a :class:`Verdict` (the outcome, the rule
+that decided, the reason, the rules proposed for the session). Asking is a separate step with
+one path, shared by the irreversible case (:meth:`PermissionEngine._ask`); recording is a third
+(``on_decision``). Without an :class:`Approver` (a headless run) "ask" becomes a denial that says
+which rule would allow the call.
 
-Rules are written ``name`` or ``name(pattern)``. ``name`` is a tool's ``category`` (``read``,
-``edit``, ``bash``) or a tool's own name. The pattern is matched against the call's subject:
-
-- ``bash(...)``: the command, ``*`` matching anything (``bash(git status*)``). The line is read
-  by a shell lexer (:mod:`reasonix.safety.shell.lexer`: comments, newlines, quotes, here-docs,
-  subshells, substitutions, redirections). An **allow** rule must cover every simple command in
-  it, and covers only side-effect-free forms (:func:`reasonix.safety.shell.rules.allow_obstacle`):
-  never a line it cannot analyse, a substitution, a redirection into a file, a read outside the
-  workspace, ``find -exec``, ``sed -i``, ``awk 'system(...)'``, ``git -c``, ``rg --pre``, ... A
-  **deny** or **ask** rule matches after normalisation (quotes and backslashes removed, flags
-  combined or split, wrappers such as ``env``, ``sudo``, ``xargs``, ``bash -c`` and ``eval``
-  seen through) and when unsure (a ``$var`` in command position, ``/dev/tcp``). That is a guard
-  rail: scripts and interpreters (``python -c``) still get past a deny rule, so the sandbox
-  (``[sandbox] bash``) and approvals are what really confine a command.
-- ``read(...)`` / ``edit(...)``: the ``path`` argument resolved and made relative to the
-  workspace, with gitignore-style patterns (``edit(docs/**)``, ``read(*.md)``). A ``read``
-  deny rule also refuses a ``grep`` over a folder that may hold files it covers; ``bash``
-  (``cat``) is not bound by path rules.
-- ``web(...)`` / ``web_fetch(...)``: the ``url`` argument (``web_fetch(https://docs.python.org/*)``);
-  ``web_search(...)``: the ``query`` (``web_search(*)``, ``web_search(python *)``).
-- any other tool: the arguments as canonical JSON, so ``name`` alone or ``name(*)`` is the usual
-  form.
+Rules are written ``name`` or ``name(pattern)``; ``name`` is a tool's ``category`` (``read``,
+``edit``, ``bash``, ``web``), its own name or an alias. The pattern is matched against the
+call's subject (:func:`call_subject`): for ``bash`` the command, ``*`` matching anything (the
+README's rules section says what an allow rule covers and what deny and ask rules see through:
+:func:`~reasonix.safety.shell.rules.allow_obstacle`,
+:func:`~reasonix.safety.shell.rules.rule_matches`); for ``read``/``edit`` the path relative to
+the workspace, gitignore-style (a ``read`` deny rule also refuses a ``grep`` over a folder that
+may hold files it covers; ``bash``'s ``cat`` is not bound by path rules); for ``web_fetch`` the
+URL, for ``web_search`` the query; for any other tool its arguments as canonical JSON.
 
 It runs past 500 lines because the decision order above is one function of many small checks
-(deny, mode, own-config writes, ask rules, allow rules, the session's remembered rules, the
-irreversible-command question), and each check must see the same normalised subject; what is
-a language of its own lives apart (the shell lexer in :mod:`~reasonix.safety.shell.lexer`,
-command forms and allow obstacles in :mod:`~reasonix.safety.shell.rules`, path patterns in
-:mod:`~reasonix.safety.patterns`).
+that must all see the same normalised subject; what is a language of its own lives apart (the
+shell model in :mod:`reasonix.safety.shell`, path patterns in :mod:`~reasonix.safety.patterns`).
 """
 
 from __future__ import annotations
@@ -563,16 +546,11 @@ class PermissionEngine:
     def _record(self, tool: Tool, subject: Subject, verdict: Verdict) -> PermissionDecision:
         allowed = verdict.outcome == "allow"
         if self.on_decision is not None:
-            record = PermissionRecord(
-                tool.name,
-                subject.describe(),
-                allowed,
-                verdict.via,
-                self._mode,
-                verdict.rule,
-                verdict.reason,
+            shown = subject.describe()
+            rule, why = verdict.rule, verdict.reason
+            self.on_decision(
+                PermissionRecord(tool.name, shown, allowed, verdict.via, self._mode, rule, why)
             )
-            self.on_decision(record)
         permission = Permission.ALLOW if allowed else Permission.DENY
         return PermissionDecision(permission, verdict.reason)
 
@@ -764,14 +742,10 @@ def _match_deny(deny: tuple[Rule, ...] | list[Rule], tool: Tool, subject: Subjec
     if hit is None and subject.folder and tool.name in FOLDER_READERS:
         # A search over a folder reads the files below it: a deny rule for any of them
         # refuses the search.
-        hit = next(
-            (
-                r
-                for r in deny
-                if r.applies_to(tool) and _reaches_below(r.pattern, subject.values[0])
-            ),
-            None,
+        below = (
+            r for r in deny if r.applies_to(tool) and _reaches_below(r.pattern, subject.values[0])
         )
+        hit = next(below, None)
     return hit
 
 
@@ -822,11 +796,10 @@ def session_rules_for(tool: Tool, subject: Subject) -> tuple[str, ...]:
 
 
 def own_config_write(tool: Tool, subject: Subject) -> str | None:
-    """A file tool writing what makes code run later outside the sandbox (our own
-    configuration, other agents', shell start-up files, ``.git/`` and what the repository's own
-    git configuration names: a hooks path, an included file, ...) always asks: it changes what
-    the next run, the user's next ``git commit`` or another program obeys. (bash: no allow rule
-    covers a command naming them, see :func:`~reasonix.safety.shell.rules.allow_obstacle`.)"""
+    """A file tool writing what makes code run later outside the sandbox
+    (:func:`reasonix.safety.protected.protection`) always asks: the next run, the user's next
+    ``git commit`` or another program obeys it. (No allow rule covers a bash command naming
+    one: :func:`~reasonix.safety.shell.rules.allow_obstacle`.)"""
     if subject.kind != "path" or tool.read_only or tool.category == "read":
         return None
     if subject.protected is None:
@@ -865,5 +838,6 @@ def _parse_mode(value: Mode | str) -> Mode:
     try:
         return Mode(value)
     except ValueError:
-        valid = ", ".join(m.value for m in Mode)
-        raise ConfigError(f"Unknown permission mode {value!r}; use one of {valid}.") from None
+        raise ConfigError(
+            f"Unknown permission mode {value!r}; use one of {mode_names(', ')}."
+        ) from None
