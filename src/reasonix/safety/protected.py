@@ -1,35 +1,25 @@
 """What no writer may change unasked in its writable workspace: the files that make code run
-later, outside the sandbox. One list, used by every writer path.
+later, outside the sandbox, without anyone reviewing them. One list, used by every writer path.
 
-The workspace is writable by design, but some files in it are read by programs that run
-unconfined afterwards, without anyone reviewing them:
+- reasonix's own configuration (the next run in a trusted folder starts the MCP servers and
+  hooks it names) and the files in the folder its commands name (:func:`config_named_files`);
+- other agents' and editors' configuration, and shell start-up files (a workspace that is a
+  home folder);
+- the repository's git machinery, and what its actual configuration names inside the work tree
+  (:func:`git_named_paths`): the ``core.hooksPath`` folder, included files,
+  ``core.attributesFile``, a program in the work tree a setting runs, ``.gitattributes`` when
+  drivers are defined, hook managers' configuration when the repository has hooks.
 
-- reasonix's own configuration (``reasonix.toml``, ``.mcp.json``, ``.reasonix/``, ``.claude/``):
-  in a folder the user trusts, the next run starts the MCP servers and hooks they name;
-- other agents' and editors' configuration (``.cursor/``, ``.gemini/``, ``.codex/``,
-  ``.vscode/`` whose tasks run on opening the folder, ``.envrc`` that direnv runs, ...);
-- shell start-up files (``.bashrc``, ``.profile``, ...: a workspace that is a home folder);
-- the repository's git machinery (``.git/config``, ``.git/hooks``, ...) *and what that
-  configuration names inside the work tree*, read from the repository's actual configuration
-  (:func:`git_named_paths`): the hooks folder of ``core.hooksPath`` (husky's ``.husky/``), the
-  files ``include.path`` and ``includeIf.*.path`` include, the ``.gitattributes`` that selects
-  filter, diff and merge drivers when the configuration defines any, ``core.attributesFile``, a
-  program in the work tree that a setting runs (``core.fsmonitor = ./watch.sh``), and the
-  configuration files of hook managers (``.pre-commit-config.yaml``, ``lefthook.yml``, ...)
-  when the repository has hooks.
+:func:`protected_paths` is the list; :func:`protection` says which entry covers a path (the file
+tools ask before writing one in every mode but yolo; no allow rule covers a command naming one).
+For confined commands :func:`bind_arguments` makes those that exist read-only inside the sandbox
+(and binds ``.git`` onto itself so it cannot be renamed away), and
+:class:`reasonix.safety.plants.CreationGuard` undoes what a command created among them.
 
-:func:`protected_paths` is the list; :func:`protection` says which entry covers a path (for the
-file tools, which ask before writing one in every mode but yolo, and for the allow rules, which
-never cover a command naming one). For confined commands, :func:`bind_arguments` makes those
-that exist read-only inside the sandbox (and binds ``.git`` onto itself so it cannot be renamed
-away and replaced), and :class:`reasonix.safety.plants.CreationGuard` undoes after the call
-what the command created among them.
-
-Not covered: the same names in subfolders for bash (a run started from a subfolder reads its
-own ``.mcp.json``; the file tools do ask for our files and folders at any depth), nested
-repositories a command creates below the workspace root, ``.gitattributes`` files in
-subfolders, and what the programs a hook runs read in turn (``package.json`` scripts, a
-``Makefile``): those are ordinary project files, the work itself, and show in ``git diff``.
+Not covered (the README's sandbox section says so too): the same names in subfolders for bash,
+nested repositories a command creates, ``.gitattributes`` in subfolders, and what the programs a
+hook runs read in turn (``package.json`` scripts, a ``Makefile``): ordinary project files, which
+show in ``git diff``.
 """
 
 from __future__ import annotations
@@ -337,14 +327,8 @@ def protected_paths(root: Path, git_named: list[tuple[Path, str]] | None = None)
         git,
         *(git / name for name in GIT_MACHINERY),
     ]
-    out = list(dict.fromkeys(fixed))
-    for path, _why in git_named_paths(root) if git_named is None else git_named:
-        if path not in out:
-            out.append(path)
-    for path in config_named_files(root):
-        if path not in out:
-            out.append(path)
-    return out
+    named = git_named_paths(root) if git_named is None else git_named
+    return list(dict.fromkeys([*fixed, *(path for path, _ in named), *config_named_files(root)]))
 
 
 def protection(path: Path, root: Path) -> str | None:
