@@ -1,15 +1,5 @@
 """Undoing what a confined call planted among the protected paths (:mod:`reasonix.safety.protected`
-is the list; this is the undo).
-
-:class:`CreationGuard` takes the state of the protected paths before a confined call and, after
-it, removes those the call created (a ``.git`` it created only when that repository names a
-program or holds a hook: ``git init`` stays), restores a symlink among them it changed, and takes
-the git folder away from a repository the call embedded in the index that names a program.
-:meth:`CreationGuard.finish` says what it undid, for the tool result. A background job's guard
-lives as long as the job: what a file tool was approved to write meanwhile is kept with exactly
-its approved bytes (:func:`approved_write`), and its record lets another session tell which
-protected files the running job may have planted (:func:`running_plants`: the trust decision
-treats such a folder as untrusted).
+is the list; this is the undo): :class:`CreationGuard`.
 """
 
 from __future__ import annotations
@@ -35,14 +25,18 @@ from reasonix.safety.protected import protected_paths
 
 @dataclass(eq=False)
 class CreationGuard:
-    """The state of the protected paths before a confined call, to undo what it created.
+    """The state of the protected paths before a confined call; :meth:`finish` removes those
+    the call created (a ``.git`` only when that repository names a program or holds a hook:
+    ``git init`` stays), restores a symlink among them it changed, takes the git folder away
+    from a repository the call embedded in the index that names a program, and says what it
+    undid, for the tool result.
 
-    A background job's guard (``lasting``) lives as long as the job. A file tool's approved
-    write of a protected path meanwhile (:func:`approved_write`) is kept at :meth:`finish`
-    with exactly the bytes that were approved (restored if the job changed them since); the
-    job's other creations around it are still undone. With ``record_dir`` the guard also keeps
-    a record there (:func:`running_plants` reads it) so that another session in the same folder
-    can tell, while the job runs, which protected files it may have planted."""
+    A background job's guard (``lasting``) lives as long as the job: a file tool's approved write
+    of a protected path meanwhile (:func:`approved_write`) is kept with exactly the approved
+    bytes; the job's other creations around it are still undone. With ``record_dir`` the guard
+    keeps a record there so another session in the folder can tell, while the job runs (or after
+    it ended without the undo), which protected files it may have planted
+    (:func:`running_plants`: the trust decision treats such a folder as untrusted)."""
 
     roots: tuple[Path, ...]
     absent: list[Path] = field(default_factory=list)
@@ -384,7 +378,7 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
+        pass
     return True
 
 
