@@ -1,39 +1,18 @@
 """The one builder of subprocess environments: an allowlist, plus what the user configures.
 
-Every process reasonix starts — the bash tool, MCP servers, git — gets its environment from
-:func:`build_environment`, never from ``os.environ`` minus a denylist. A denylist misses the secret
-nobody thought of (``AWS_SECRET_ACCESS_KEY``, ``GITHUB_TOKEN``, ``NPM_TOKEN``, a proxy URL with a
-password, ``PIP_INDEX_URL`` with a token); an allowlist passes only what programs need to run:
-
-- the basics: ``PATH``, ``HOME``, ``USER``, ``LOGNAME``, ``SHELL``, ``TERM``, ``TMPDIR``, ``TZ``,
-  ``LANG``, ``LANGUAGE``, ``LC_*``, colour switches;
-- toolchain locations that hold no secret: virtualenv/conda, pyenv, Go, Rust, Java, Node, the XDG
-  folders, CA bundles (see :data:`ALLOWED_NAMES`).
-
-Then what the user asked for in their own ``config.toml``::
-
-    [environment]
-    include = ["HTTPS_PROXY", "MY_TOOL_HOME"]   # also pass these through (fnmatch patterns)
-    set = { CI = "1" }                          # and set these
-
-``withheld`` names are removed last from what was passed through (our providers' key variables),
-so not even ``include = ["*"]`` hands over a key; only an explicit value in ``extra`` (for example
-an MCP entry's own ``env``) sets one.
-
-Usage (the bash tool, an MCP server, git)::
-
-    from reasonix.safety.environment import build_environment, git_environment
-
-    env = build_environment(include=cfg.environment.include, extra=cfg.environment.set)
-    subprocess.run(cmd, env=env)
-    subprocess.run(["git", ...], env=git_environment())
+Every process reasonix starts (the bash tool, MCP servers, git) gets its environment from
+:func:`build_environment` (:func:`git_environment` for our own git), never from ``os.environ``
+minus a denylist: a denylist misses the secret nobody thought of (``GITHUB_TOKEN``, a proxy URL
+with a password, ``PIP_INDEX_URL`` with a token), an allowlist passes only what programs need
+to run (:data:`ALLOWED_NAMES`: the basics, toolchain locations that hold no secret, CA bundles).
+Then the user's own ``[environment]`` table: ``include`` patterns pass more through, ``set``
+sets values. ``withheld`` names (our providers' key variables) are removed last, so not even
+``include = ["*"]`` hands over a key; only an explicit value (an MCP entry's own ``env``) sets one.
 
 The agent's own keys: :func:`take_from_environment` reads the provider key variables once at
 start-up, removes them from ``os.environ`` and, on Linux, blanks them in the process's original
-environment block too (what ``/proc/<pid>/environ`` shows to anything that can read it), so the
-key lives only in memory, in the provider that sends it.
-
-This module imports nothing heavy; only :func:`take_from_environment` touches ``/proc``.
+environment block too (what ``/proc/<pid>/environ`` shows), so the key lives only in memory, in
+the provider that sends it. This module imports nothing heavy.
 """
 
 from __future__ import annotations
@@ -143,12 +122,9 @@ def build_environment(
     withheld: Iterable[str] = (),
     base: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """The environment for a subprocess.
-
-    ``base`` (default ``os.environ``) filtered through the allowlist and the user's ``include``
-    patterns, less the ``withheld`` names, then ``extra`` set on top (explicit values always
-    win: the user wrote them).
-    """
+    """The environment for a subprocess: ``base`` (default ``os.environ``) filtered through the
+    allowlist and the ``include`` patterns, less the ``withheld`` names, then ``extra`` on top
+    (explicit values always win: the user wrote them)."""
     source = os.environ if base is None else base
     patterns = tuple(include)
     keep_out = set(withheld)
@@ -184,13 +160,9 @@ def git_environment(
 
 
 def take_from_environment(names: Iterable[str]) -> dict[str, str]:
-    """Remove ``names`` from this process's environment and return the values that were set.
-
-    After this the variables are gone from ``os.environ`` (so no child inherits them, whatever
-    builds its environment) and, where the platform allows, from the original environment
-    block the kernel reports in ``/proc/self/environ``. Best effort on the second part: when
-    it cannot be done the first still holds.
-    """
+    """Remove ``names`` from this process's environment (``os.environ``, so no child inherits
+    them, and, best effort, the original block ``/proc/self/environ`` shows) and return the
+    values that were set."""
     taken: dict[str, str] = {}
     for name in dict.fromkeys(names):
         value = os.environ.pop(name, None)  # os.environ.pop also unsets it in the C runtime
