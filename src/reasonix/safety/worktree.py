@@ -78,12 +78,22 @@ class Worktree:
         )
         return env
 
-    def _git(self, work_tree: Path, index: str, *args: str, stdin: bytes | None = None) -> str:
+    def _git(
+        self,
+        work_tree: Path,
+        index: str,
+        *args: str,
+        stdin: bytes | None = None,
+        bare: bool = False,
+    ) -> str:
+        env = self._env(work_tree, index)
+        if bare:  # git init of the store itself
+            del env["GIT_DIR"], env["GIT_WORK_TREE"]
         try:
             proc = subprocess.run(
                 ["git", *_GIT_FLAGS, *args],
                 cwd=work_tree,
-                env=self._env(work_tree, index),
+                env=env,
                 input=stdin,
                 capture_output=True,
                 timeout=300,
@@ -107,18 +117,9 @@ class Worktree:
             os.chmod(folder, 0o700)
         template = self.home / "template"
         template.mkdir(mode=0o700, exist_ok=True)
-        env = self._env(self.workspace, "base-index")
-        del env["GIT_DIR"], env["GIT_WORK_TREE"]
-        proc = subprocess.run(
-            ["git", *_GIT_FLAGS, "init", "-q", "--bare", f"--template={template}", str(self.store)],
-            env=env,
-            capture_output=True,
-            timeout=60,
-            check=False,
-        )
+        init = ("init", "-q", "--bare", f"--template={template}", str(self.store))
+        self._git(self.workspace, "base-index", *init, bare=True)
         shutil.rmtree(template, ignore_errors=True)
-        if proc.returncode != 0:
-            raise WorktreeError(f"git init failed: {proc.stderr.decode('utf-8', 'replace')}")
         info = self.store / "info"
         info.mkdir(exist_ok=True)
         (info / "attributes").write_text(_ATTRIBUTES, encoding="utf-8")
