@@ -499,24 +499,28 @@ class PermissionEngine:
     ) -> Verdict:
         """Auto mode: the reviewer's verdict on a question off the hard floor
         (:mod:`reasonix.safety.reviewing`); ``ask`` comes back with its reason added."""
-        from reasonix.safety.reviewing import consult, floor_reason
+        from reasonix.safety.reviewing import ReviewRequest, call_hash
 
-        assert self.reviewer is not None
-        if floor_reason(verdict.floor, tool, self.unattended_refusal) is not None:
+        reviewer = self.reviewer
+        assert reviewer is not None
+        # The hard floor (the verdict's, or bash outside the sandbox unacknowledged) asks a person.
+        unconfined = tool.category == "bash" and self.unattended_refusal
+        if verdict.floor is not None or unconfined or not reviewer.covers(tool):
             return verdict
         rules = self.rules()
-        answer = await consult(
-            self.reviewer,
-            tool,
-            arguments,
-            shown=_shown_subject(subject, arguments),
+        in_force = (*rules.deny, *rules.ask, *rules.allow, *rules.session_allow)
+        request = ReviewRequest(
+            call_hash(tool.name, arguments),
+            tool.name,
+            tool.category,
+            dict(arguments),
+            subject=_shown_subject(subject, arguments),
             reason=verdict.reason,
             preview=ctx.preview,
+            rules=tuple(f"{rule.action} {rule.text}" for rule in in_force),
             preview_cut=ctx.preview_cut,
-            rules=(*rules.deny, *rules.ask, *rules.allow, *rules.session_allow),
         )
-        if answer is None:
-            return verdict
+        answer = await reviewer.review(request)
         if answer.decision == "allow":
             return Verdict("allow", "reviewer", reason=f"allowed by the reviewer: {answer.reason}")
         if answer.decision == "deny":

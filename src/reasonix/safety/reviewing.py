@@ -16,7 +16,7 @@ the person as before.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -25,7 +25,7 @@ from reasonix.messages import canonical_json
 if TYPE_CHECKING:
     from reasonix.tools.registry import Tool
 
-__all__ = ["ReviewAnswer", "ReviewRequest", "Reviewer", "call_hash", "consult", "floor_reason"]
+__all__ = ["ReviewAnswer", "ReviewRequest", "Reviewer", "call_hash"]
 
 Decision = Literal["allow", "ask", "deny"]
 
@@ -75,44 +75,3 @@ class Reviewer(Protocol):
     def covers(self, tool: Tool) -> bool: ...
 
     async def review(self, request: ReviewRequest) -> ReviewAnswer: ...
-
-
-def floor_reason(floor: str | None, tool: Tool, unconfined: str | None) -> str | None:
-    """Why this question may go to a person only (the verdict's ``floor``, or bash running
-    outside the sandbox without the user's acknowledgement), or None when a reviewer may
-    answer it."""
-    if floor is not None:
-        return floor
-    if tool.category == "bash" and unconfined:
-        return "bash runs outside the sandbox here"
-    return None
-
-
-async def consult(
-    reviewer: Reviewer,
-    tool: Tool,
-    arguments: Mapping[str, Any],
-    *,
-    shown: str,
-    reason: str,
-    preview: str,
-    rules: Iterable[Any],
-    preview_cut: bool = False,
-) -> ReviewAnswer | None:
-    """The reviewer's answer about a call that would ask (None: it does not cover the tool).
-    ``shown`` is the call's subject as a person would see it, ``rules`` the rules in force
-    (each with ``action`` and ``text``)."""
-    if not reviewer.covers(tool):
-        return None
-    request = ReviewRequest(
-        call_hash=call_hash(tool.name, arguments),
-        tool=tool.name,
-        category=tool.category,
-        arguments=dict(arguments),
-        subject=shown,
-        reason=reason,
-        preview=preview,
-        rules=tuple(f"{rule.action} {rule.text}" for rule in rules),
-        preview_cut=preview_cut,
-    )
-    return await reviewer.review(request)
