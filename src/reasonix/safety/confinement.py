@@ -46,69 +46,26 @@ if TYPE_CHECKING:
 
 #: System folders bound read-only (when they exist); symlinks (merged /usr) are kept as links.
 SYSTEM_PATHS: tuple[str, ...] = (
-    "/usr",
-    "/bin",
-    "/sbin",
-    "/lib",
-    "/lib32",
-    "/lib64",
-    "/libx32",
-    "/etc",
-    "/opt",
-    "/nix",
-    "/gnu",
-)
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix", "/gnu",
+)  # fmt: skip
 
 #: Folders below the home folder that hold toolchains (interpreters, compilers, installed
 #: packages) a test run needs; bound read-only when they exist.
 TOOLCHAIN_DIRS: tuple[str, ...] = (
-    ".pyenv",
-    ".cargo",
-    ".rustup",
-    ".local/bin",
-    ".local/lib",
-    ".local/share/uv",
-    ".nvm",
-    ".volta",
-    ".bun",
-    ".deno",
-    ".rbenv",
-    ".sdkman",
-    ".elan",
-    ".ghcup",
-    "go/bin",
-    "go/pkg/mod",
-)
+    ".pyenv", ".cargo", ".rustup", ".local/bin", ".local/lib", ".local/share/uv", ".nvm", ".volta",
+    ".bun", ".deno", ".rbenv", ".sdkman", ".elan", ".ghcup", "go/bin", "go/pkg/mod",
+)  # fmt: skip
 
 #: Below the home folder: never visible, whatever is bound (credentials, keys, browser
-#: profiles, tokens of command-line tools).
+#: profiles, tokens of command-line tools; ``.local/share/uv/credentials`` is uv auth's
+#: plaintext store, inside a toolchain folder).
 SECRET_HOME_PATHS: tuple[str, ...] = (
-    ".ssh",
-    ".aws",
-    ".gnupg",
-    ".netrc",
-    ".git-credentials",
-    ".npmrc",
-    ".pypirc",
-    ".docker",
-    ".kube",
-    ".azure",
-    ".password-store",
-    ".pgpass",
-    ".cargo/credentials",
-    ".cargo/credentials.toml",
-    ".local/share/uv/credentials",  # uv auth's plaintext store, inside a toolchain folder
-    ".config/gh",
-    ".config/gcloud",
-    ".config/hub",
-    ".config/google-chrome",
-    ".config/chromium",
-    ".config/BraveSoftware",
-    ".mozilla",
-    ".thunderbird",
-    ".local/share/keyrings",
-    "snap/firefox",
-)
+    ".ssh", ".aws", ".gnupg", ".netrc", ".git-credentials", ".npmrc", ".pypirc", ".docker", ".kube",
+    ".azure", ".password-store", ".pgpass", ".cargo/credentials", ".cargo/credentials.toml",
+    ".local/share/uv/credentials", ".config/gh", ".config/gcloud", ".config/hub",
+    ".config/google-chrome", ".config/chromium", ".config/BraveSoftware", ".mozilla",
+    ".thunderbird", ".local/share/keyrings", "snap/firefox",
+)  # fmt: skip
 
 DEFAULT_MAX_PROCESSES = 512
 DEFAULT_MAX_MEMORY_MB = 16384

@@ -48,52 +48,25 @@ OWN_CONFIG: tuple[str, ...] = ("reasonix.toml", ".mcp.json", ".reasonix", ".clau
 OWN_CONFIG_FILES: tuple[str, ...] = ("reasonix.toml", ".mcp.json")
 #: Other agents' and editors' configuration, which they obey unconfined.
 OTHER_AGENTS_CONFIG: tuple[str, ...] = (
-    ".cursor",
-    ".gemini",
-    ".codex",
-    ".windsurf",
-    ".continue",
-    ".vscode",
-    ".zed",
-    ".aider.conf.yml",
+    ".cursor", ".gemini", ".codex", ".windsurf", ".continue", ".vscode", ".zed", ".aider.conf.yml",
     ".envrc",
-)
+)  # fmt: skip
 #: Shell start-up files (what a workspace that is a home folder would run at the next login).
 SHELL_STARTUP: tuple[str, ...] = (
-    ".bashrc",
-    ".bash_profile",
-    ".bash_login",
-    ".bash_logout",
-    ".profile",
-    ".zshrc",
-    ".zshenv",
-    ".zprofile",
-    ".zlogin",
-    ".config/fish",
-)
+    ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv",
+    ".zprofile", ".zlogin", ".config/fish",
+)  # fmt: skip
 #: Configuration that the hooks a hook manager installs read (and run the commands of).
 HOOK_MANAGER_CONFIG: tuple[str, ...] = (
-    ".pre-commit-config.yaml",
-    "lefthook.yml",
-    "lefthook.yaml",
-    ".lefthook.yml",
-    ".lefthook.yaml",
-    "lefthook-local.yml",
-    ".lefthook",
-    ".overcommit.yml",
-    ".husky",
-)
+    ".pre-commit-config.yaml", "lefthook.yml", "lefthook.yaml", ".lefthook.yml", ".lefthook.yaml",
+    "lefthook-local.yml", ".lefthook", ".overcommit.yml", ".husky",
+)  # fmt: skip
 #: Inside ``.git``: what makes git run a program (the configuration, hooks, the git folders of
 #: submodules and linked worktrees, and the file that points a repository at another one's
 #: configuration).
 GIT_MACHINERY: tuple[str, ...] = (
-    "config",
-    "config.worktree",
-    "hooks",
-    "modules",
-    "worktrees",
-    "commondir",
-)
+    "config", "config.worktree", "hooks", "modules", "worktrees", "commondir",
+)  # fmt: skip
 #: Hook names git runs, for a hooks path that is the work tree itself.
 _HOOK_NAMES = (
     "applypatch-msg", "pre-applypatch", "post-applypatch", "pre-commit", "pre-merge-commit",

@@ -35,23 +35,10 @@ from reasonix.safety.patterns import compile_patterns, match_path_or_parents
 
 #: Files tools may neither read nor write: secrets that should not reach a model provider.
 DEFAULT_READ_DENY: tuple[str, ...] = (
-    ".env",
-    ".env.*",
-    "!.env.example",
-    "!.env.sample",
-    "!.env.template",
-    "*.pem",
-    "*.key",
-    "*.p12",
-    "*.pfx",
-    "id_rsa*",
-    "id_dsa*",
-    "id_ecdsa*",
-    "id_ed25519*",
-    ".netrc",
-    ".git-credentials",
+    ".env", ".env.*", "!.env.example", "!.env.sample", "!.env.template", "*.pem", "*.key", "*.p12",
+    "*.pfx", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".netrc", ".git-credentials",
     ".pgpass",
-)
+)  # fmt: skip
 
 
 def holds_secrets(relpath: str) -> bool:
