@@ -93,6 +93,7 @@ from reasonix.tools.state import StateKey
 if TYPE_CHECKING:
     from reasonix.safety.snapshot_restore import _Restorer
     from reasonix.safety.snapshot_scan import Recent, _Scan
+    from reasonix.safety.snapshot_seed import Seeded
 
 __all__ = [
     "CHECKPOINTS_KEY",
@@ -431,7 +432,7 @@ class _Store:
                 others.add(name)
         return tracked, changed, others, nested
 
-    def seed(self) -> bool:
+    def seed(self) -> Seeded | None:
         """Start our (absent) index from the workspace repository's own index
         (:func:`reasonix.safety.snapshot_seed.seed`)."""
         from reasonix.safety.snapshot_seed import seed
@@ -454,13 +455,13 @@ class _Store:
 
         previous_commit = self._read_last()
         previous = self.load(previous_commit) if previous_commit else None
-        seeded = False
+        seeded: Seeded | None = None
         if previous is None:
             # Our index may describe a snapshot that is gone; start from nothing, or from the
             # workspace repository's own index.
             self.index.unlink(missing_ok=True)
             seeded = self.seed()
-            self.seeded = self.seeded or seeded
+            self.seeded = self.seeded or seeded is not None
         look = self._look
         quick = (
             previous is not None
@@ -494,9 +495,10 @@ class _Store:
             scan.close()
         return commit
 
-    def _scan_all(self, scan: _Scan, seeded: bool) -> None:
+    def _scan_all(self, scan: _Scan, seeded: Seeded | None) -> None:
         """A full look: git's stat comparison against our index, then one stat of every file
-        (its exact permission bits), reading again what the index's time cannot vouch for."""
+        (its exact permission bits), reading again what the index's time cannot vouch for
+        (in an index seeded from the user's, hashed first: :func:`snapshot_seed.vouch`)."""
         try:
             # The second before the index was written, and after: git's stat comparison cannot
             # vouch for a file whose inode time is in the same second as its entry's.
@@ -504,7 +506,12 @@ class _Store:
         except OSError:
             recent_after = 0
         tracked, changed, others, nested = self._listing()
-        scan.tracked(tracked - changed, check_size=seeded, recent_after=recent_after)
+        mine = seeded is not None
+        scan.tracked(tracked - changed, check_size=mine, recent_after=recent_after, hold=mine)
+        if seeded is not None:
+            from reasonix.safety.snapshot_seed import vouch
+
+            vouch(self, scan, seeded)
         scan.candidates(changed, in_index=True)
         scan.candidates(others, in_index=False)
         scan.nested(nested)

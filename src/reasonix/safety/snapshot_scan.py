@@ -54,6 +54,9 @@ class _Scan:
         #: added files whose stat git finds unchanged: ``update-index --add`` would keep the
         #: entry as it is, so they leave the index first
         self.reread: list[str] = []
+        #: ``tracked(hold=True)``: the regular files it would read again, with their stat, left
+        #: for the caller to check against their index entry (:meth:`vouched` or :meth:`candidates`)
+        self.held: list[tuple[str, os.stat_result]] = []
 
     def close(self) -> None:
         os.close(self.fd)
@@ -72,11 +75,14 @@ class _Scan:
             self._real[folder] = known
         return known
 
-    def tracked(self, names: Iterable[str], *, check_size: bool, recent_after: int) -> None:
+    def tracked(
+        self, names: Iterable[str], *, check_size: bool, recent_after: int, hold: bool = False
+    ) -> None:
         """A full look at files of the index that git found unchanged: their permission bits,
         and the ones git cannot vouch for read again (changed at or after ``recent_after``,
         the index's own time less the racy window, or larger than the limit where the index
-        came from the user's repository)."""
+        came from the user's repository); ``hold``: the regular files among those within the
+        limit go to :attr:`held` instead."""
         lstat, fd, real, plain = os.lstat, self.fd, self._real, _PLAIN
         again: list[str] = []
         for name in names:
@@ -93,12 +99,23 @@ class _Scan:
                 or st.st_mtime_ns >= recent_after
                 or (check_size and st.st_size > self.limit)
             ):
-                again.append(name)
+                if hold and stat.S_ISREG(st.st_mode) and st.st_size <= self.limit:
+                    self.held.append((name, st))
+                else:
+                    again.append(name)
                 continue
             mode = st.st_mode
             if mode & 0o7777 not in plain and stat.S_ISREG(mode):
                 self.modes[name] = mode & 0o7777
         self.candidates(again, in_index=True, reread=True)
+
+    def vouched(self, name: str, st: os.stat_result) -> None:
+        """A held file whose bytes, read after ``st``, are its index entry's: the entry stays,
+        and the next look checks the file itself while its stat is recent (:meth:`recent`)."""
+        perms = stat.S_IMODE(st.st_mode)
+        if perms not in _PLAIN:
+            self.modes[name] = perms
+        self.looked[name] = _key(st)
 
     def carry(self, modes: Mapping[str, int], looking_again: set[str]) -> None:
         """A quick look: the permission bits of the files git found unchanged are the last

@@ -21,11 +21,15 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 import subprocess
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from reasonix.safety.snapshot_git import _GIT_FLAGS, _GitError, _nul, fed_git
+
+if TYPE_CHECKING:
+    from reasonix.safety.snapshot_scan import _Scan
 
 
 class _Store(Protocol):
@@ -71,23 +75,40 @@ def borrowed_from(store: _Store) -> str | None:
         return None
 
 
-def seed(store: _Store) -> bool:
+class Seeded:
+    """The entries of the index a first snapshot started from (``ls-files -s`` output), for
+    :func:`vouch`."""
+
+    def __init__(self, listing: bytes) -> None:
+        self._listing = listing
+
+    def blobs(self) -> dict[str, str]:
+        """Each entry's ``<mode> <blob>``, by name."""
+        out = {}
+        for entry in self._listing.split(b"\0"):
+            head, _, raw = entry.partition(b"\t")
+            out[raw.decode("utf-8", "surrogateescape")] = head[2:49].decode()
+        return out
+
+
+def seed(store: _Store) -> Seeded | None:
     """Start our (absent) index from the workspace repository's own index, borrowing the blobs
     it names. Only where the stored bytes are the files' bytes: no attributes, no line-ending
     conversion, no sparse, assume-unchanged or conflicted entries (submodules and what our
     exclusions cover are dropped). git's stat comparison against the copied index (its file
     time kept, which git's check for a change in the same second as the index needs) then
-    finds the changed files. False, with nothing left behind, otherwise."""
+    finds the changed files. None, with nothing left behind, otherwise."""
     git = store.workspace / ".git"
     index = git / "index"
     if git.is_symlink() or not git.is_dir() or not index.is_file() or not seedable(git):
-        return False
+        return None
     objects = os.path.realpath(git / "objects")
     if "\n" in objects or not os.path.isdir(objects):
-        return False
+        return None
     try:
         shutil.copy2(index, store.index)
-        drop = _unplain_entries(store)
+        listing = store.run("ls-files", "-z", "-s", "-v")
+        drop = _unplain_entries(listing)
         out = store.run("ls-files", "-z", "-c", "-i", f"--exclude-from={store.exclude}")
         drop += [n.decode("utf-8", "surrogateescape") for n in out.split(b"\0") if n]
         if drop:
@@ -96,14 +117,69 @@ def seed(store: _Store) -> bool:
     except (OSError, _GitError, subprocess.SubprocessError, ValueError):
         store.index.unlink(missing_ok=True)
         alternates(store).unlink(missing_ok=True)
-        return False
-    return True
+        return None
+    return Seeded(listing)
 
 
-def _unplain_entries(store: _Store) -> list[str]:
+def vouch(store: _Store, scan: _Scan, seeded: Seeded) -> None:
+    """The files the seeded look held (changed too close to the user's index for git's stat
+    comparison to vouch for them, :meth:`_Scan.tracked`): their bytes now are hashed without
+    writing anything, and a file whose hash is its entry's keeps the entry (no blob written,
+    the slow part at 10,000 such files); the others are read again as new. Each is hashed
+    after its stat was taken, which the next look compares (:meth:`_Scan.recent`)."""
+    held, scan.held = scan.held, []
+    if not held:
+        return
+    blobs = seeded.blobs()
+    names = [
+        name
+        for name, st in held
+        if "\n" not in name
+        and not name.startswith('"')  # --stdin-paths would unquote it
+        and blobs.get(name, "")[:6] == ("100755" if st.st_mode & 0o100 else "100644")
+        and os.access(name, os.R_OK, dir_fd=scan.fd)
+    ]
+    same: set[str] = set()
+    if names:
+        try:
+            out = store.run("hash-object", "--no-filters", "--stdin-paths", stdin=_lines(names))
+        except _GitError:  # one went away or became unreadable: all are read again
+            out = b""
+        shas = out.decode().split()
+        if len(shas) == len(names):
+            same = {n for n, sha in zip(names, shas, strict=True) if blobs[n][7:] == sha}
+        same = _through_real_folders(scan, same)
+    for name, st in held:
+        if name in same:
+            scan.vouched(name, st)
+    scan.candidates([n for n, _ in held if n not in same], in_index=True, reread=True)
+
+
+def _through_real_folders(scan: _Scan, names: set[str]) -> set[str]:
+    """Those of ``names`` whose folders are real folders still: ``hash-object`` follows a
+    folder that became a symlink while it read, where the snapshot keeps the link."""
+    real: dict[str, bool] = {"": True}
+
+    def check(folder: str) -> bool:
+        if folder not in real:
+            try:
+                st = os.lstat(folder, dir_fd=scan.fd)
+                real[folder] = stat.S_ISDIR(st.st_mode) and check(folder.rpartition("/")[0])
+            except OSError:
+                real[folder] = False
+        return real[folder]
+
+    return {n for n in names if check(n.rpartition("/")[0])}
+
+
+def _lines(names: list[str]) -> bytes:
+    return b"".join(n.encode("utf-8", "surrogateescape") + b"\n" for n in names)
+
+
+def _unplain_entries(listing: bytes) -> list[str]:
     """The submodules of the copied index (dropped); raises on any entry that is not plain."""
     drop: list[str] = []
-    for entry in store.run("ls-files", "-z", "-s", "-v").split(b"\0"):
+    for entry in listing.split(b"\0"):
         if not entry:
             continue
         head, _, raw = entry.partition(b"\t")
