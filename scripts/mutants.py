@@ -67,6 +67,14 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
     "shell_rules": ("src/reasonix/safety/shell/rules.py", _SHELL_TABLES),
     "shell_effects": ("src/reasonix/safety/shell/effects.py", _SHELL_TABLES),
     "shell_git": ("src/reasonix/safety/shell/git.py", ("tests/test_shell_git.py",)),
+    "shell_irreversible": ("src/reasonix/safety/shell/irreversible.py", _SHELL_TABLES),
+    "shell_deletes": ("src/reasonix/safety/shell/deletes.py", _SHELL_TABLES),
+    "shell_lexer": ("src/reasonix/safety/shell/lexer.py", _SHELL_TABLES),
+    # the rules "allow for this session" proposes (only those functions: see SCOPES)
+    "approval_rules": (
+        "src/reasonix/app/approvals.py",
+        ("tests/test_approval_proposals.py", *_SHELL_TABLES),
+    ),
     "session": (
         "src/reasonix/app/session.py",
         (
@@ -77,6 +85,17 @@ MODULES: dict[str, tuple[str, tuple[str, ...]]] = {
             "tests/test_app_session_choices.py",
             "tests/test_app_session_wiring.py",
         ),
+    ),
+}
+
+#: module key -> the functions whose code is sampled (the rest of the module is left alone)
+SCOPES: dict[str, tuple[str, ...]] = {
+    "approval_rules": (
+        "proposed_session_rules",
+        "_meaningful",
+        "_bare_interpreter",
+        "_runs_code",
+        "_command_rules",
     ),
 }
 
@@ -126,16 +145,28 @@ def _skipped_nodes(tree: ast.Module) -> set[int]:
     return skip
 
 
-def candidates(source: str) -> list[tuple[ast.AST, str, str]]:
-    """(node, kind, description) for every naive mutation point, in source order."""
-    return candidates_in(ast.parse(source))
+def candidates(source: str, scope: tuple[str, ...] = ()) -> list[tuple[ast.AST, str, str]]:
+    """(node, kind, description) for every naive mutation point, in source order (only inside
+    the functions named in ``scope`` when it is given)."""
+    return candidates_in(ast.parse(source), scope)
 
 
-def candidates_in(tree: ast.Module) -> list[tuple[ast.AST, str, str]]:
+def _in_scope(tree: ast.Module, scope: tuple[str, ...]) -> set[int] | None:
+    if not scope:
+        return None
+    inside: set[int] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in scope:
+            inside.update(id(n) for n in ast.walk(node))
+    return inside
+
+
+def candidates_in(tree: ast.Module, scope: tuple[str, ...] = ()) -> list[tuple[ast.AST, str, str]]:
     skip = _skipped_nodes(tree)
+    inside = _in_scope(tree, scope)
     found: list[tuple[ast.AST, str, str]] = []
     for node in ast.walk(tree):
-        if id(node) in skip:
+        if id(node) in skip or (inside is not None and id(node) not in inside):
             continue
         if isinstance(node, ast.Compare):
             for i, op in enumerate(node.ops):
@@ -181,10 +212,10 @@ class _Apply(ast.NodeTransformer):
         raise ValueError(self.kind)
 
 
-def mutate(source: str, index: int) -> tuple[str, Mutant]:
+def mutate(source: str, index: int, scope: tuple[str, ...] = ()) -> tuple[str, Mutant]:
     """The source with mutation ``index`` applied (as ``ast.unparse`` writes it)."""
     tree = ast.parse(source)
-    node, kind, what = candidates_in(tree)[index]
+    node, kind, what = candidates_in(tree, scope)[index]
     line = getattr(node, "lineno", 0)
     before = _find_line(tree, line)
     mutated = _Apply(node, kind).visit(tree)
@@ -270,7 +301,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.tests:
             tests = tuple(args.tests)
         source = (ROOT / rel).read_text(encoding="utf-8")
-        total = len(candidates(source))
+        scope = SCOPES.get(key, ())
+        total = len(candidates(source, scope))
         picks = args.only if args.only else sample(total, args.per_module, args.seed)
         print(f"{key}: {total} mutation points, {len(picks)} sampled; tests: {' '.join(tests)}")
         results: list[Mutant] = []
@@ -283,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  the unmutated tests do not pass ({baseline}): fix that first")
                 return 2
             for index in picks:
-                text, mutant = mutate(source, index)
+                text, mutant = mutate(source, index, scope)
                 if args.list:
                     print(f"  #{index} line {mutant.line} {mutant.kind}: {mutant.after}")
                     continue
