@@ -87,10 +87,6 @@ def reviewer_server() -> Iterator[FakeDeepSeekServer]:
         yield rv
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attacker5 B6: a revised plan's turn takes the attached file as the user's words",
-)
 def test_break_a_revised_plan_does_not_make_the_attached_file_the_users_words(
     project: Project, reviewer_server: FakeDeepSeekServer
 ) -> None:

@@ -688,7 +688,9 @@ class AgentSession:
         was just declined), and the revised plan is offered for approval like the first."""
         self._check_idle("revise the plan")
         ctrl = self._controller
-        request = ctrl.orchestrator.revision_request(change)
+        # the task may carry attached files: auto mode's reviewer takes only the words the
+        # user typed (for the declined plan, and the change) as the request
+        request, typed = ctrl.orchestrator.revision_request(change)
         self._record.mark_turn(
             len(ctrl.executor.session),
             len(ctrl.planner.session) if ctrl.planner is not None else 0,
@@ -697,7 +699,8 @@ class AgentSession:
         )
         return self._start(
             lambda: self._hooked_turn(
-                request, lambda prompt: ctrl.run_turn(prompt, plan=True, revision=True)
+                request,
+                lambda prompt: ctrl.run_turn(prompt, plan=True, revision=True, request=typed),
             )
         )
 

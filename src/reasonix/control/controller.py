@@ -239,7 +239,12 @@ class Controller(Generic[PlannerAgent]):
         if self.reviewer is not None:
             self.reviewer.begin_turn(self.turn_request, _besides(text, self.turn_request))
         return await self.orchestrator.run_turn(
-            text, plan=plan, plan_only=plan_only, revision=revision, images=images
+            text,
+            plan=plan,
+            plan_only=plan_only,
+            revision=revision,
+            images=images,
+            request=self.turn_request,
         )
 
     def run_turn_sync(self, text: str, **kwargs: bool | None) -> TurnResult:

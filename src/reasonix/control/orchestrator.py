@@ -170,6 +170,8 @@ class TurnOrchestrator:
         self.pending_plan: Plan | None = None
         #: the request the pending plan was made for (its re-plans need the real task)
         self.pending_task = ""
+        #: the user's own words in it (auto mode's reviewer's request; the rest is fenced data)
+        self.pending_request = ""
         #: the images of that request (described for the planner; the executor gets them
         #: when the plan runs)
         self.pending_images: tuple[ImagePart, ...] = ()
@@ -177,11 +179,17 @@ class TurnOrchestrator:
         self._exec_epoch = 0  # ... and its epoch (a compaction or rewind rewrites it)
         self._exec_last: Message | None = None  # the last message the planner was briefed on
 
-    def revision_request(self, change: str) -> str:
-        """The request for a revised plan: the task the declined plan was for, and what the
-        user wants changed (``n <what to change>`` when declining)."""
-        task = self.pending_task or ""
-        return f"{task}\n\nRevise the plan you made for this. What to change: {change}".strip()
+    def revision_request(self, change: str) -> tuple[str, str]:
+        """A revised plan's request (the declined plan's task and the change ``n <change>``
+        asks for) and the user's own words in it (their words for that task, and the change)."""
+        ask = "\n\nRevise the plan you made for this. What to change: " + change
+        return (self.pending_task + ask).strip(), (self.pending_request + ask).strip()
+
+    def _keep(
+        self, plan: Plan | None, task: str = "", words: str = "", images: tuple[ImagePart, ...] = ()
+    ) -> None:
+        self.pending_plan, self.pending_task, self.pending_request = plan, task, words
+        self.pending_images = images
 
     # -- the turn -------------------------------------------------------------------------------
 
@@ -193,10 +201,13 @@ class TurnOrchestrator:
         plan_only: bool = False,
         revision: bool = False,
         images: tuple[ImagePart, ...] = (),
+        request: str | None = None,
     ) -> TurnResult:
         mark = self.cost.snapshot()
         # A revision's plan stays the plan for the task the declined one was made for.
-        task = self.pending_task if revision and self.pending_task else text
+        keep = revision and bool(self.pending_task)
+        typed = text if request is None else request
+        task, words = (self.pending_task, self.pending_request) if keep else (text, typed)
         if revision and not images:
             images = self.pending_images  # a revised plan is for the same pictures
         if self.executor.open_calls():
@@ -259,16 +270,14 @@ class TurnOrchestrator:
             return result(run.text, run.stop_reason, None, run.replans)
 
         if decision.route is Route.PLAN_ONLY:
-            self.pending_plan, self.pending_task = new_plan, task
-            self.pending_images = images
+            self._keep(new_plan, task, words, images)
             return result(new_plan.to_markdown(), "plan_only", new_plan)
 
         if decision.route is Route.PLAN_FOR_APPROVAL or new_plan.requires_approval:
             approved, why = await self._approve(new_plan)
             self.sink.emit(PlanApproval("controller", approved, why))
             if not approved:
-                self.pending_plan, self.pending_task = new_plan, task
-                self.pending_images = images
+                self._keep(new_plan, task, words, images)
                 msg = (
                     f"The plan was not approved ({why}); nothing was executed. It is kept: "
                     "/approve runs it, or say what to change for a revised plan."
@@ -276,7 +285,7 @@ class TurnOrchestrator:
                 msg += "\n\n" + new_plan.to_markdown()
                 return result(msg, "plan_declined", new_plan)
 
-        self.pending_plan, self.pending_task, self.pending_images = None, "", ()
+        self._keep(None)
         self._seed(new_plan)
         STEP_BASELINE.set(self.executor.tool_state, self.executor.ledger.mark())
         handoff = f"{text}\n\n{self._handoff(new_plan)}"
@@ -296,21 +305,14 @@ class TurnOrchestrator:
         # and give re-plans the real task rather than the approval message.
         task = self.pending_task or text
         images = self.pending_images
-        self.pending_plan, self.pending_task, self.pending_images = None, "", ()
+        self._keep(None)
         self._seed(pending)
         STEP_BASELINE.set(self.executor.tool_state, self.executor.ledger.mark())
         request = text if task == text else f"{text}\n\nThe task:\n{task}"
         handoff = f"{request}\n\n{self._handoff(pending)}"
         run = await self._execute(handoff, task=task, plan=pending, images=images)
-        return TurnResult(
-            run.text,
-            decision.route,
-            run.stop_reason,
-            decision,
-            pending,
-            run.replans,
-            self.cost.since(mark),
-        )
+        route, cost = decision.route, self.cost.since(mark)
+        return TurnResult(run.text, route, run.stop_reason, decision, pending, run.replans, cost)
 
     # -- executor with stall watch ----------------------------------------------------------------
 
