@@ -10,8 +10,9 @@ import pexpect
 from tests.support.project import Project
 
 
-def spawn(project: Project, *args: str) -> pexpect.spawn:
-    env = project.env(PROMPT_TOOLKIT_NO_CPR="1", TERM="xterm-256color", COLUMNS="120")
+def spawn(project: Project, *args: str, **env_extra: str) -> pexpect.spawn:
+    """``reasonix *args`` in a 40x120 pseudo-terminal; ``env_extra`` joins its environment."""
+    env = project.env(PROMPT_TOOLKIT_NO_CPR="1", TERM="xterm-256color", COLUMNS="120", **env_extra)
     child = pexpect.spawn(
         sys.executable,
         ["-m", "reasonix", *args],

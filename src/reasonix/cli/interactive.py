@@ -96,16 +96,60 @@ def ask_trust(question: str) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
-def _warm_up_imports() -> None:
-    """Load the HTTP client in the background while the user types the first task, so the
-    prompt appears without waiting for it and the first request does not pay for it either."""
-    import threading
+#: What loads in the background once the first frame is drawn, in this order: the session and
+#: what it brings, the question picker, Rich and the renderer (the banner needs them), then the
+#: HTTP client (so the first request does not pay for it).
+PRELOADED = ("reasonix.app.session", "reasonix.cli.picker", "reasonix.cli.render", "httpx")
 
-    def load() -> None:
-        with contextlib.suppress(Exception):
-            import httpx  # noqa: F401
 
-    threading.Thread(target=load, name="reasonix-warm-up", daemon=True).start()
+class Preload:
+    """The one place that imports in the background: a single thread loads :data:`PRELOADED`
+    one after the other while the user types, and the main thread waits for it (:meth:`wait`)
+    before it imports anything itself. Two threads importing at once can meet inside a cycle
+    of package imports (our packages' ``__init__`` modules import their submodules, which
+    import the package), where Python hands one of them a module that is not, or never will
+    be, whole; ``module 'reasonix.app.session' has no attribute 'AgentSession'`` was seen once
+    at start-up when three threads imported at once (``tests/test_background_imports.py``)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self._done = threading.Event()
+        self._started = False
+        self.failure: BaseException | None = None
+
+    def start(self) -> None:
+        import threading
+
+        self._started = True
+        threading.Thread(target=self._load, name="reasonix-preload", daemon=True).start()
+
+    def _load(self) -> None:
+        import importlib
+
+        try:
+            for name in PRELOADED:
+                try:
+                    importlib.import_module(name)
+                except Exception:
+                    if name != "httpx":  # the first request says what is wrong with it
+                        raise
+        except BaseException as exc:
+            self.failure = exc
+        finally:
+            self._done.set()
+
+    def wait(self) -> None:
+        """Block until the background imports are over (at once when they never started)."""
+        if self._started:
+            self._done.wait()
+
+    async def loaded(self) -> None:
+        """Wait without blocking the prompt; raise what stopped the imports."""
+        if not self._done.is_set():
+            await asyncio.to_thread(self._done.wait)
+        if self.failure is not None:
+            raise self.failure
 
 
 class _OpenFailed(Exception):
@@ -420,6 +464,7 @@ class App:
         self._status_file = StatusFile(sys.stdout) if sys.stdout.isatty() else None
         self._console: Console | None = None
         self._renderer: TerminalRenderer | None = None
+        self._preload = Preload()
         self.runtime: AgentSession | None = None
         self._opening: asyncio.Task[None] | None = None
         self._turn: Turn | None = None
@@ -464,6 +509,7 @@ class App:
         """Rich's console (on a terminal it writes through the status line), made on first use:
         after the first frame (see :meth:`_header`)."""
         if self._console is None:
+            self._preload.wait()  # never import beside the background imports
             from rich.console import Console
 
             file = cast(IO[str], self._status_file) if self._status_file is not None else None
@@ -473,6 +519,7 @@ class App:
     @property
     def renderer(self) -> TerminalRenderer:
         if self._renderer is None:
+            self._preload.wait()
             from reasonix.cli.render import TerminalRenderer
 
             self._renderer = TerminalRenderer(self.console)
@@ -688,17 +735,15 @@ class App:
         return EXIT_OK
 
     async def _open(self) -> None:
-        """Import the session's subsystems (in a thread, so the prompt stays live) and open the
-        session; then show the banner above the prompt. A failure ends the prompt."""
-        import importlib
-
-        _warm_up_imports()
+        """Import the session's subsystems (in the background, so the prompt stays live) and
+        open the session; then show the banner above the prompt. A failure ends the prompt."""
+        self._preload.start()
         try:
-            mod = await asyncio.to_thread(importlib.import_module, "reasonix.app.session")
-            picker = await asyncio.to_thread(importlib.import_module, "reasonix.cli.picker")
-            # Rich and the renderer too (the banner needs them), off the prompt's thread.
-            await asyncio.to_thread(importlib.import_module, "reasonix.cli.render")
-            self.runtime = await mod.AgentSession.open(
+            await self._preload.loaded()
+            from reasonix.app.session import AgentSession
+            from reasonix.cli.picker import QuestionPicker
+
+            self.runtime = await AgentSession.open(
                 self.config,
                 Path.cwd(),
                 store=self.store,
@@ -708,7 +753,7 @@ class App:
                 continue_last=self.args.continue_last,
                 plan_approver=self.approve_plan,
                 environ=self.environ,
-                asker=picker.QuestionPicker(self.exclusive, self.ask, self._said),
+                asker=QuestionPicker(self.exclusive, self.ask, self._said),
             )
         except BaseException:
             app = self.session.app
