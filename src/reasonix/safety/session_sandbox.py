@@ -370,14 +370,14 @@ class SandboxUnavailable(Exception):
 @dataclass(frozen=True)
 class SupervisedRun:
     """How a command in a kept sandbox ended: its exit code (128 + the signal when one killed
-    it, as bubblewrap reports), whether it ran out of time, went past the process bound, or
-    left processes or a silent supervisor that made us kill the sandbox (a reset that fails
-    is found before the next command, which then gets a fresh sandbox)."""
+    it, as bubblewrap reports), whether it ran out of time or went past the process bound. (A
+    command that left processes or a silent supervisor has its sandbox killed, as a per-call
+    sandbox ends with its command; a reset that fails is found before the next command, which
+    then gets a fresh sandbox.)"""
 
     code: int
     timed_out: bool = False
     over_limit: bool = False
-    discarded: bool = False
 
 
 def per_call_forced(environ: Mapping[str, str] | None = None) -> bool:
@@ -667,7 +667,7 @@ class SessionSandbox:
         if not clean:
             self._discard(box)
         box.resetting = clean
-        return SupervisedRun(code, timed_out, over_limit, not clean)
+        return SupervisedRun(code, timed_out, over_limit)
 
     async def _reset_done(self, box: _Box) -> bool:
         """Wait for the supervisor's report that the last command's ``/tmp``, ``/dev`` and home
