@@ -755,7 +755,8 @@ def _split_others(out: bytes) -> tuple[set[str], list[str]]:
 
 #: A file's permission bits (or the link type) and bytes (a symlink's: its target).
 _Image = tuple[int, bytes]
-#: A file tool's step during a background snapshot: turn, call, tool, path, and the images of
+#: A step during a background snapshot (a file tool's, a bash step whose writes are known): turn,
+#: call, tool, its path or command, and the images of
 #: the files such steps touched, as they were then.
 _Early = tuple[int, str, str, str, dict[str, _Image | None]]
 
@@ -1033,20 +1034,29 @@ class CheckpointManager:
             early, self._early = self._early or [], None
         return early
 
-    def _early_step(self, turn: int, call_id: str, tool: str, name: str) -> bool:
-        """A file tool's step while a background snapshot runs does not wait for it: the bytes
+    def _early_step(
+        self, turn: int, call_id: str, tool: str, detail: str, names: Sequence[str], *,
+        exact: bool = False,
+    ) -> bool:  # fmt: skip
+        """A file tool's step while a background snapshot runs does not wait for it, nor does a
+        bash step whose every write is known (:mod:`reasonix.safety.snapshot_early`): the bytes
         now of the files such steps touch are kept, and the step's snapshot is that background
-        one with them (:meth:`_record_early`), which the step's own file cannot have changed
-        before this. False: no background snapshot runs (or ``name`` is outside)."""
+        one with them (:meth:`_record_early`), which the step's own files cannot have changed
+        before this. False: no background snapshot runs (or a name is outside; ``exact``: or
+        one of them is not a file a snapshot keeps, a folder, too large, unreadable)."""
         with self._early_lock:
-            if self._early is None or not self.enabled or name.startswith(("/", "../")):
+            if self._early is None or not self.enabled:
+                return False
+            if any(name.startswith(("/", "../")) for name in names):
                 return False
             images = {}
-            for path in {name, *(p for entry in self._early for p in entry[4])}:
+            for path in {*names, *(p for entry in self._early for p in entry[4])}:
                 known, image = _image(self.workspace / path, self.settings.max_file_mb)
                 if known:
                     images[path] = image
-            self._early.append((turn, call_id, tool, name, images))
+                elif exact and path in names:
+                    return False
+            self._early.append((turn, call_id, tool, detail, images))
             self._stepped = True
             return True
 
@@ -1092,15 +1102,24 @@ class CheckpointManager:
         """Called by the file tools before they change ``path`` (``ctx``: the tool context).
         None also for a step recorded once the background snapshot it came during ends."""
         name = _rel(path, self.workspace)
-        if self._early_step(ctx.turn, ctx.call_id, tool, name):
+        if self._early_step(ctx.turn, ctx.call_id, tool, name, (name,)):
             return None
         return self.before_step(ctx.turn, ctx.call_id, tool, name)
 
     def before_command(self, ctx: Any, command: str) -> Step | None:
         """Called by ``bash`` before it runs ``command``: snapshot unless it plainly only
-        reads."""
+        reads. During a background snapshot, a command whose every write is known keeps those
+        files' bytes and goes on (:meth:`_early_step`); None then too."""
         if command_is_read_only(command, self.workspace):
             return None
+        if self._early is not None and self.enabled:
+            from reasonix.safety.snapshot_early import exact_writes
+
+            names = exact_writes(command, self.workspace)
+            if names is not None and self._early_step(
+                ctx.turn, ctx.call_id, "bash", command, names, exact=True
+            ):
+                return None
         return self.before_step(ctx.turn, ctx.call_id, "bash", command)
 
     def before_step(self, turn: int, call_id: str, tool: str, detail: str) -> Step | None:
