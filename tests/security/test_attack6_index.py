@@ -17,13 +17,16 @@ the index trick shows `` M app.py``.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 
 import pytest
 
+from reasonix.testing import Reply
 from tests.security.support import Attack, Lab, lab
 
 __all__ = ["lab"]
@@ -175,3 +178,54 @@ def test_control_the_same_write_without_the_index_trick_shows(lab: Lab) -> None:
     assert "curl evil" in (lab.root / "app.py").read_text()
     assert "M app.py" in _git(lab, "status", "--porcelain")
     assert "curl evil" in _git(lab, "diff")
+
+
+def _turn_then_rewind(lab: Lab, command: str) -> str:
+    """One turn in which the model runs ``command``, then ``/rewind``; the rewind's answer."""
+    lab.ex.push(Reply.call("bash", {"command": command}), Reply.text("done"))
+    argv = ["run", "--no-planner", "--mode", "yolo", "--sandbox", "bwrap"]
+    argv += ["--input-format", "stream-json", "--output-format", "stream-json"]
+    lines = [{"text": "tidy app.py"}, {"text": "/rewind"}]
+    proc = subprocess.run(
+        [sys.executable, "-m", "reasonix", *argv],
+        cwd=lab.root,
+        env=lab.env(),
+        input="".join(json.dumps(x) + "\n" for x in lines),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    results = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith('{"type": "result"')]
+    assert len(results) == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    answer: str = results[-1]["result"]
+    assert "Files put back" in answer, answer
+    return answer
+
+
+def _forged_before_the_session(lab: Lab, forge: bool) -> str:
+    _repository(lab)
+    if forge:  # what attacker5 B3 / B1 above leave behind, before the folder's first snapshot
+        # an earlier session's forgery: the files' change times are not those of the index's
+        # write (the seed hashes files changed within 2 s of the index itself)
+        time.sleep(3)
+        done = subprocess.run(
+            [sys.executable, "forge.py", "stage"], cwd=lab.root, capture_output=True, text=True
+        )
+        assert "forged-index" in done.stdout, done.stdout + done.stderr
+    answer = _turn_then_rewind(lab, "printf 'the agent\\n' > app.py")
+    return answer
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attacker6 B4: the first snapshot seeds from a forged index: /rewind writes its blob",
+)
+def test_break_a_rewind_puts_back_the_users_file_not_the_forged_index_entry(lab: Lab) -> None:
+    answer = _forged_before_the_session(lab, forge=True)
+    text = (lab.root / "app.py").read_text()
+    assert text == USERS, f"the rewind ({answer!r}) wrote {text!r} into app.py"
+
+
+def test_control_without_the_forged_index_the_rewind_puts_back_the_users_file(lab: Lab) -> None:
+    answer = _forged_before_the_session(lab, forge=False)
+    assert (lab.root / "app.py").read_text() == USERS, answer
