@@ -1,11 +1,13 @@
 """Snapshot cost per step on git repositories of 10,000 and 50,000 files (10,000 only with
 ``--quick``): the folder's first snapshot (started from the repository's own index, whose
-blobs it borrows and copies in the background afterwards, and with every file hashed into the
-private store), which a session takes in the background from its start; what the first step
-waits for when it comes at once (a file tool's, which does not wait, then a bash step's) and
-after a model's answer; then what a mutating step waits
-for when
-nothing changed, when one file changed and when a hundred did, two ways:
+blobs it borrows and copies in the background afterwards; a file written too close to that
+index for git's stat to vouch for it is hashed without being stored again; and, for
+comparison, with every file hashed into the private store), which a session takes in the
+background from its start; what the first step waits for when it comes at once (a file
+tool's and a bash step whose every write is known, ``echo x > file``, which keep their files'
+bytes and do not wait; then any other bash step's, which waits for what is left of it) and a
+bash step after a model's answer; then what a mutating step waits for when nothing changed,
+when one file changed and when a hundred did, two ways:
 
 - ``inline``: the step's own snapshot does all the work (how every step worked before);
 - ``overlapped``: the files a step changed are hashed right after it, in the background, while
@@ -118,16 +120,23 @@ def _one_size(tmp: Path, size: int, repeats: int, quick: bool, rewind: bool) -> 
     first = _ms(lambda: step(inline))
     copy = _ms(inline.wait)  # the borrowed objects copied into the store, in the background
     # A session's start: the first snapshot in the background, and a first step at once: a
-    # file tool's (which keeps its own file's bytes and goes on), then a bash step (which
-    # waits for what is left of it).
+    # file tool's and a bash step whose every write is known (which keep their files' bytes
+    # and go on), then any other bash step (which waits for what is left of it).
+    from reasonix.safety.snapshot_early import exact_writes
+
+    # A session has judged the command (its rules and approval) before the step: the shell
+    # model is imported and the line parsed by then.
+    exact_writes("echo x > pkg000/mod002.py", ws)
     at_once = manager("at-once")
     at_once.prepare_in_background()
     call = SimpleNamespace(turn=1, call_id="w1")
     first_file = _ms(lambda: at_once.before_write(call, ws / "pkg000" / "mod001.py", "write"))
+    known = SimpleNamespace(turn=1, call_id="b1")
+    first_known = _ms(lambda: at_once.before_command(known, "echo x > pkg000/mod002.py"))
     first_at_once = _ms(lambda: step(at_once))
     at_once.wait()
-    if len(at_once.steps()) != 2:
-        raise RuntimeError(at_once.last_error or "the first file step was not recorded")
+    if len(at_once.steps()) != 3:
+        raise RuntimeError(at_once.last_error or "the first file or known bash step was lost")
     # The usual start: the first step comes after the user typed and the model answered
     # (MODEL_S), and waits only for what is left of the first snapshot.
     background = manager("overlapped")
@@ -146,6 +155,7 @@ def _one_size(tmp: Path, size: int, repeats: int, quick: bool, rewind: bool) -> 
     out: dict[str, Any] = {"files": files, "first_snapshot_ms": round(first, 1)}
     out["first_snapshot_copy_ms"] = round(copy, 1)
     out["first_file_step_at_session_start_ms"] = round(first_file, 1)
+    out["first_known_bash_step_at_session_start_ms"] = round(first_known, 1)
     out["first_step_at_session_start_ms"] = round(first_at_once, 1)
     out["first_snapshot_unseeded_ms"] = round(first_unseeded, 1)
     out["first_step_after_background_start_ms"] = round(first_wait, 1)
@@ -209,6 +219,7 @@ def run_snapshots(quick: bool) -> dict[str, Any]:
                 f"{r['first_snapshot_ms']:.0f} (+{r['first_snapshot_copy_ms']:.0f} copy) / "
                 f"{r['first_snapshot_unseeded_ms']:.0f} ms",
                 f"{r['first_file_step_at_session_start_ms']:.0f} / "
+                f"{r['first_known_bash_step_at_session_start_ms']:.0f} / "
                 f"{r['first_step_at_session_start_ms']:.0f} / "
                 f"{r['first_step_after_background_start_ms']:.0f} ms",
                 *(
@@ -225,7 +236,8 @@ def run_snapshots(quick: bool) -> dict[str, Any]:
             "files",
             "load",
             "first snapshot (from git's index + its copy after / not)",
-            f"first step (file tool at once / bash at once / bash after {MODEL_S:g} s)",
+            f"first step (file tool / known bash write / other bash at once; bash after "
+            f"{MODEL_S:g} s)",
             "unchanged",
             "1 changed",
             "100 changed",
