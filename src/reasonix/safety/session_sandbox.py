@@ -388,13 +388,8 @@ def per_call_forced(environ: Mapping[str, str] | None = None) -> bool:
 
 def _visible(path: str, args: Sequence[str]) -> bool:
     """Whether ``path`` is inside something the sandbox arguments bind."""
-    target = Path(path)
-    for i, arg in enumerate(args[:-2]):
-        if arg in ("--ro-bind", "--bind"):
-            dest = Path(args[i + 2])
-            if target.is_relative_to(dest):
-                return True
-    return False
+    binds = (args[i + 2] for i, arg in enumerate(args[:-2]) if arg in ("--ro-bind", "--bind"))
+    return any(Path(path).is_relative_to(dest) for dest in binds)
 
 
 def _fingerprint(args: Sequence[str]) -> tuple[tuple[str, int, int], ...]:
@@ -425,7 +420,8 @@ class _Box:
         self.sock = sock
         self.args = args
         self.pids = pids
-        self.fingerprint = _fingerprint(args)
+        #: its paths' identities, taken once bubblewrap made its mount points (_box_for)
+        self.fingerprint: tuple[tuple[str, int, int], ...] = ()
         self.refusals = pids.refusals() if pids is not None else 0
         #: the processes its cgroup holds between commands (bubblewrap and the supervisor, its init)
         self.idle = -1
