@@ -294,12 +294,7 @@ def _strings(data: Any) -> list[str]:
 def protected_paths(root: Path, git_named: list[tuple[Path, str]] | None = None) -> list[Path]:
     """The protected paths of one workspace root, ``.git`` itself included (``git_named``:
     :func:`git_named_paths` of ``root`` when the caller has it)."""
-    git = root / ".git"
-    fixed = [
-        *(root / name for name in (*OWN_CONFIG, *OTHER_AGENTS_CONFIG, *SHELL_STARTUP)),
-        git,
-        *(git / name for name in GIT_MACHINERY),
-    ]
+    fixed = [root / name for name, _what in _LISTED]  # root / ".git/." is root / ".git"
     named = git_named_paths(root) if git_named is None else git_named
     return list(dict.fromkeys([*fixed, *(path for path, _ in named), *config_named_files(root)]))
 
@@ -331,7 +326,7 @@ def _own_protection(rel: Path) -> str | None:
     return None
 
 
-#: The fixed entries at a root, each with what it is.
+#: The fixed entries at a root, each with what it is (:func:`protected_paths` lists them).
 _LISTED: tuple[tuple[str, str], ...] = (
     *((n, "our own configuration") for n in OWN_CONFIG),
     *((n, "another agent's configuration") for n in OTHER_AGENTS_CONFIG),
