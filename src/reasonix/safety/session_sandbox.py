@@ -156,10 +156,8 @@ def reset():
                 elif stat.S_ISDIR(st.st_mode) and stat.S_ISDIR(was[0]):
                     walk(entry.path)
         walk(top)
-        for path, was in known.items():
-            st = os.lstat(path)
-            if st.st_dev != dev or state(path, st) != was:
-                raise OSError("changed since the sandbox started: " + path)
+        if tree(top) != (dev, known):
+            raise OSError("changed since the sandbox started: " + top)
     try:
         if os.listdir("/dev/mqueue"):
             raise OSError("a POSIX message queue is left")
