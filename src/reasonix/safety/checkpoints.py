@@ -487,12 +487,16 @@ class _Store:
                 assert previous is not None
                 tree = previous.tree
             else:
+                if seeded is not None:
+                    seeded.trees_written()  # the unchanged folders' trees are stored by then
                 tree = self._write_tree()
             snap = _Snapshot(tree, scan.modes, scan.skipped, scan.stats)
             commit = self._record(snap, previous_commit)
             self._look = (commit, _stamp(self.index), scan.recent())
         finally:
             scan.close()
+            if seeded is not None:
+                seeded.trees_written()
         return commit
 
     def _scan_all(self, scan: _Scan, seeded: Seeded | None) -> None:

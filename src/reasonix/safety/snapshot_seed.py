@@ -77,10 +77,30 @@ def borrowed_from(store: _Store) -> str | None:
 
 class Seeded:
     """The entries of the index a first snapshot started from (``ls-files -s`` output), for
-    :func:`vouch`."""
+    :func:`vouch`, and the ``write-tree`` that stores its folders' trees in our store while
+    the look goes on (:meth:`trees_written`)."""
 
-    def __init__(self, listing: bytes) -> None:
+    def __init__(
+        self, listing: bytes, trees: tuple[subprocess.Popen[bytes], Path] | None = None
+    ) -> None:
         self._listing = listing
+        self._trees = trees
+
+    def trees_written(self) -> None:
+        """Wait for the trees of the seeded index (unchanged folders' trees the snapshot's own
+        ``write-tree`` then finds in the store instead of writing each again); a failure only
+        leaves that work to it."""
+        started, self._trees = self._trees, None
+        if started is None:
+            return
+        trees, copy = started
+        try:
+            trees.wait(timeout=300)
+        except subprocess.TimeoutExpired:
+            trees.kill()
+            trees.wait()
+        finally:
+            copy.unlink(missing_ok=True)
 
     def blobs(self) -> dict[str, str]:
         """Each entry's ``<mode> <blob>``, by name."""
@@ -118,7 +138,28 @@ def seed(store: _Store) -> Seeded | None:
         store.index.unlink(missing_ok=True)
         alternates(store).unlink(missing_ok=True)
         return None
-    return Seeded(listing)
+    return Seeded(listing, _write_trees(store))
+
+
+def _write_trees(store: _Store) -> tuple[subprocess.Popen[bytes], Path] | None:
+    """``write-tree`` of a copy of the seeded index, started now (its trees go into our store,
+    nothing else is kept: the copy goes once it has read it)."""
+    copy = store.dir / "index.trees"
+    try:
+        shutil.copy2(store.index, copy)
+        env = {**store.env(), "GIT_INDEX_FILE": str(copy)}
+        trees = subprocess.Popen(
+            ["git", *_GIT_FLAGS, "write-tree", "--missing-ok"],
+            cwd=store.workspace,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    except OSError:
+        copy.unlink(missing_ok=True)
+        return None
+    return trees, copy
 
 
 def vouch(store: _Store, scan: _Scan, seeded: Seeded) -> None:
