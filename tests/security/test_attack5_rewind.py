@@ -74,10 +74,6 @@ def _turn_then_rewind(w: Work, command: str) -> str:
     return answer
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attacker5 B7: a nested repository the agent made survives /rewind, unnamed",
-)
 def test_break_a_rewind_removes_or_names_the_agents_nested_repository(work: Work) -> None:
     answer = _turn_then_rewind(work, PLANT)
     left = (work.root / "lib" / ".git").exists()

@@ -34,7 +34,9 @@ What is not covered
     Folders named in :data:`DEFAULT_EXCLUDE` plus ``[checkpoints] exclude`` (gitignore syntax;
     ``!build/`` re-includes a default), files larger than ``max_file_mb``, unreadable files,
     nested repositories, empty folders, and the user's own ``.git``. A rewind leaves those as
-    they are and names them.
+    they are and names them, except the ``.git`` of a repository the agent made since the
+    snapshot (each snapshot's ``skipped`` names the nested repositories, a rewind removes the
+    new ones: :mod:`reasonix.safety.snapshot_restore`).
 
 Safety of a rewind
     A rewind first snapshots the files as they are (so nothing present before the rewind is
@@ -290,6 +292,8 @@ class _Store:
         # itself). While the store's last snapshot and our index are as we left them (another
         # process may snapshot in between), git's stat comparison says what changed.
         self._look: tuple[str, tuple[int, int, int, int] | None, Recent] | None = None
+        #: the folders of the files our index covers (where a nested ``.git`` is looked for)
+        self._folders: set[str] = set()
         #: the store's first snapshot started from the workspace repository's index
         self.seeded = False
 
@@ -518,7 +522,8 @@ class _Store:
             vouch(self, scan, seeded)
         scan.candidates(changed, in_index=True)
         scan.candidates(others, in_index=False)
-        scan.nested(nested)
+        self._folders = _folders_of(tracked | others)
+        scan.nested(nested, self._folders)
 
     def _scan_changes(self, scan: _Scan, previous: _Snapshot, recent: Recent) -> None:
         """A quick look after our own last snapshot: git compares every file's stat with what
@@ -530,7 +535,8 @@ class _Store:
         scan.candidates(changed, in_index=True)
         scan.candidates(again, in_index=True, reread=True)
         scan.candidates(others, in_index=False)
-        scan.nested(nested)
+        self._folders |= _folders_of(others)  # a folder emptied since has no .git of its own
+        scan.nested(nested, self._folders)
 
     def _changes(self) -> tuple[set[str], set[str], list[str]]:
         """(changed, others, nested): the index's files whose stat or content differ from the
@@ -746,6 +752,18 @@ class _Store:
         self.run("gc", "--prune=now", "--quiet")
 
 
+def _folders_of(names: Iterable[str]) -> set[str]:
+    """Every folder (not the workspace itself) on the paths ``names``."""
+    folders: set[str] = set()
+    for name in names:
+        while "/" in name:
+            name = name.rsplit("/", 1)[0]
+            if name in folders:
+                break
+            folders.add(name)
+    return folders
+
+
 def _split_others(out: bytes) -> tuple[set[str], list[str]]:
     """(files, nested repositories) of ``ls-files -o -z`` output (a repository ends in /)."""
     others: set[str] = set()
@@ -846,6 +864,8 @@ def _done_lines(
         lines.append(f"Removed {_names(removed)} (created since).")
     if r.modes:
         lines.append(f"Restored the permissions of {_names(r.modes)}.")
+    for git in r.repositories:
+        lines.append(f"{git}: a repository created since, removed.")
     lost = [n for n in r.restored if n in r.current.skipped]
     if lost:
         lines.append(
@@ -1276,7 +1296,9 @@ class CheckpointManager:
 
                 probe = _Restorer(self._store, wanted, current)
                 others = probe.differing() - names
-                restorer = _Restorer(self._store, wanted, current, others, force=names)
+                restorer = _Restorer(
+                    self._store, wanted, current, others, force=names, nested=False
+                )
                 restorer.run()
                 restorer.kept = []  # left alone because not named, not as someone else's
                 self._append(target.turn, "", "after", target.detail, target.commit, "after")
@@ -1358,10 +1380,14 @@ class CheckpointManager:
 
     def _foreign(self, agent: _Snapshot | None, current: _Snapshot) -> set[str]:
         """Paths whose current content, type or permissions differ from the agent's last
-        snapshot of them: someone else changed or created them since."""
+        snapshot of them, and repositories new since it: someone else changed or created them."""
+        from reasonix.safety.snapshot_scan import repositories
+
         if agent is None:
             return set()
         names = {row[1] for row in self._store.diff(agent.tree, current.tree)}
+        # a repository made since: a rewind removes only the agent's
+        names |= repositories(current.skipped) - repositories(agent.skipped)
         for name in {*agent.modes, *current.modes}:
             if agent.modes.get(name) != current.modes.get(name):
                 names.add(name)

@@ -15,12 +15,14 @@ import contextlib
 import errno
 import os
 import shlex
+import shutil
 import stat
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
 
 from reasonix.safety.snapshot_git import _LINK, _Snapshot
+from reasonix.safety.snapshot_scan import repositories
 
 #: (status, path, old mode, old blob, new mode, new blob): one row of ``_Store.diff``.
 _Row = tuple[str, str, str, str, str, str]
@@ -64,6 +66,7 @@ class _Restorer:
         keep: Iterable[str] = (),
         *,
         force: Iterable[str] = (),
+        nested: bool = True,
     ) -> None:
         self.store = store
         self.ws = store.workspace
@@ -82,6 +85,10 @@ class _Restorer:
         self.not_covered: dict[str, str] = {}
         self.removed_blobs: dict[str, str] = {}
         self.written_blobs: dict[str, str] = {}
+        #: whether the repositories made since the target go (a rewind; not ``--force``)
+        self.nested = nested
+        #: the ``.git`` of each repository the agent created since the target, removed
+        self.repositories: list[str] = []
 
     def run(self) -> None:
         rows = self.store.diff(self.current.tree, self.target.tree)
@@ -92,8 +99,50 @@ class _Restorer:
         self._remove_created(remove)
         self._write_all(self._pending(write))
         self._put_modes_back({r[1] for r in write if r[3] != r[5]})
+        if self.nested:
+            self._remove_created_repositories()
         for name, why in self.target.skipped.items():
             self.not_covered.setdefault(name, why)
+
+    def _remove_created_repositories(self) -> None:
+        """A repository made inside the workspace since the target (``git init lib``) loses its
+        ``.git``: the undo leaves no configuration whose programs (``core.fsmonitor``) git would
+        run for the user's editor or shell. One someone else made (``keep``) or that holds
+        commits is left as it is and named (removing it could lose work no snapshot holds)."""
+        for git in sorted(repositories(self.current.skipped) - repositories(self.target.skipped)):
+            if git in self.keep:
+                self.not_covered[git] = (
+                    "a repository created since, but not by the agent (it appeared outside its "
+                    "steps): left as it is"
+                )
+            elif (held := self._remove_repository(git)) is not None:
+                self.not_covered[git] = f"a repository created since, left as it is: {held}"
+            else:
+                self.repositories.append(git)
+
+    def _remove_repository(self, git: str) -> str | None:
+        """Remove the ``.git`` ``git`` (a folder, a gitfile or a symlink itself) through folder
+        descriptors opened with ``O_NOFOLLOW``: None when it is gone, else why it stays."""
+        try:
+            folder = _open_folder(self.ws, git)
+        except FileNotFoundError:
+            return None
+        except (OSError, _Unsafe) as exc:
+            return str(exc) if isinstance(exc, _Unsafe) else exc.strerror or str(exc)
+        try:
+            if not stat.S_ISDIR(os.lstat(".git", dir_fd=folder).st_mode):
+                os.unlink(".git", dir_fd=folder)
+                return None
+            held = _held_work(folder)
+            if held is None:
+                shutil.rmtree(".git", dir_fd=folder)  # descriptor-based: no symlink followed
+            return held
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            return exc.strerror or str(exc)
+        finally:
+            os.close(folder)
 
     def differing(self) -> set[str]:
         """Every path the restore would change (before ``keep``)."""
@@ -260,6 +309,32 @@ class _Restorer:
             self.failed[name] = exc.strerror or str(exc)
         finally:
             os.close(folder)
+
+
+def _held_work(folder: int) -> str | None:
+    """Why the ``.git`` folder in ``folder`` is kept: it holds commits (a ref or packed refs),
+    said with the programs its configuration names; None for a repository without any."""
+    from reasonix.safety.git_repository import command_settings
+
+    git = os.open(".git", _FOLDER, dir_fd=folder)
+    try:
+        refs = any(files for _, _, files, _ in os.fwalk("refs", dir_fd=git))
+        with contextlib.suppress(FileNotFoundError):
+            refs = refs or os.stat("packed-refs", dir_fd=git, follow_symlinks=False).st_size > 0
+        if not refs:
+            return None
+        try:
+            fd = os.open("config", os.O_RDONLY | os.O_NOFOLLOW, dir_fd=git)
+            with os.fdopen(fd, "rb") as config:
+                settings = command_settings(config.read(1 << 20).decode("utf-8", "replace"))
+        except OSError:
+            settings = ["?"]
+    finally:
+        os.close(git)
+    why = "it holds commits no snapshot keeps; remove it yourself if they are not yours"
+    if settings:
+        why += f" (its configuration names programs git runs: {', '.join(settings)})"
+    return why
 
 
 class _Unsafe(Exception):

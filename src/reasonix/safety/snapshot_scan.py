@@ -23,6 +23,18 @@ from collections.abc import Iterable, Mapping
 _RACY_NS = 2_000_000_000
 _TICK_NS = 50_000_000  # more than a clock tick of the file system's timestamps
 _PLAIN = (0o644, 0o755)
+#: why a snapshot skips a folder with a ``.git`` of its own (a repository nested in the workspace)
+NESTED_REPOSITORY = "a repository of its own"
+#: why it skips the ``.git`` of a repository in a folder whose files it covers
+NESTED_GIT = "the git folder of a repository inside the workspace"
+
+
+def repositories(skipped: Mapping[str, str]) -> set[str]:
+    """The ``.git`` of every repository nested in the workspace that a snapshot's ``skipped``
+    names (a folder that is a repository of its own, or a ``.git`` in a covered folder)."""
+    found = {n.rstrip("/") + "/.git" for n, why in skipped.items() if why == NESTED_REPOSITORY}
+    return found | {n for n, why in skipped.items() if why == NESTED_GIT}
+
 
 #: What a later look compares: (size, mtime, ctime, mode, inode).
 _Key = tuple[int, int, int, int, int]
@@ -170,9 +182,18 @@ class _Scan:
         if in_index:
             self.remove.append(name)
 
-    def nested(self, folders: Iterable[str]) -> None:
+    def nested(self, folders: Iterable[str], covered: Iterable[str] = ()) -> None:
+        """Note the repositories nested in the workspace: ``folders`` git lists as ones of
+        their own, and the ``covered`` folders (those of the snapshot's files) with a ``.git``
+        in them (one ``lstat`` each), so a rewind knows the repositories made since."""
         for name in folders:
-            self.skipped[name] = "a repository of its own"
+            self.skipped[name] = NESTED_REPOSITORY
+        for folder in covered:
+            try:
+                os.lstat(f"{folder}/.git", dir_fd=self.fd)
+            except OSError:
+                continue
+            self.skipped[f"{folder}/.git"] = NESTED_GIT
 
     def unchanged(self, recent: Recent) -> set[str]:
         """Of the files the last look left to this one, those whose full stat vouches that they
