@@ -3,7 +3,8 @@ endpoint over httpx, with retries that never repeat output the caller has alread
 
 This is the only module of the provider layer that sends with httpx, and it imports httpx only
 when the first request is made (about 140 ms), so building a provider costs nothing at start-up.
-What a failure becomes is decided in :mod:`reasonix.providers.http_errors`, the retries in
+The request's body is built in :mod:`reasonix.providers.request_body`, what a failure becomes
+is decided in :mod:`reasonix.providers.http_errors`, the retries in
 :mod:`reasonix.providers.retry`, the reading of SSE in :mod:`reasonix.providers.sse`.
 """
 
@@ -12,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import aclosing
@@ -34,6 +34,7 @@ from reasonix.messages import ModelRequest, StreamEvent
 from reasonix.providers.base import Provider
 from reasonix.providers.http_errors import RETRY_STATUSES, HttpPhase, http_failure, status_error
 from reasonix.providers.models import ModelInfo, get_model_info
+from reasonix.providers.request_body import build_request_body, check_user_id, encode_body
 from reasonix.providers.retry import RetryPolicy, with_retries
 from reasonix.providers.sse import DONE, SSEDecoder, SSEEvent, StreamAssembler
 from reasonix.providers.tls import tls_context
@@ -45,66 +46,6 @@ __all__ = ["RETRY_STATUSES", "OpenAICompatProvider", "build_request_body", "enco
 #: that keeps the body open past ``[DONE]`` only costs this much before the connection is dropped.
 _DRAIN_SECONDS = 0.5
 _DRAIN_BYTES = 64 * 1024
-
-_USER_ID = re.compile(r"[A-Za-z0-9_-]{1,512}")
-
-
-def _check_user_id(user_id: str) -> str:
-    if not _USER_ID.fullmatch(user_id):
-        raise ConfigError(
-            f"invalid user_id {user_id[:40]!r}: use 1 to 512 characters from A-Z, a-z, 0-9, "
-            "'_' and '-'",
-            key="user_id",
-        )
-    return user_id
-
-
-def build_request_body(
-    request: ModelRequest,
-    *,
-    model: str,
-    user_id: str | None = None,
-    extra_body: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The JSON body of a streaming chat-completions request for ``request``.
-
-    Keys are always inserted in the same order so equal requests encode to equal bytes. The
-    provider's ``extra_body`` and then the request's are merged last (shallowly); a ``None``
-    value there removes a key, for servers that reject one (e.g. ``stream_options``).
-    """
-    body: dict[str, Any] = {
-        "model": request.model or model,
-        "messages": [m.to_wire() for m in request.messages],
-    }
-    if request.tools:
-        body["tools"] = [dict(t) for t in request.tools]
-    body["stream"] = True
-    body["stream_options"] = {"include_usage": True}
-    if request.thinking is not None:
-        body["thinking"] = {"type": "enabled" if request.thinking else "disabled"}
-    if request.reasoning_effort is not None:
-        body["reasoning_effort"] = request.reasoning_effort
-    if request.temperature is not None:
-        body["temperature"] = request.temperature
-    if request.max_tokens is not None:
-        body["max_tokens"] = request.max_tokens
-    if request.tool_choice is not None:
-        body["tool_choice"] = request.tool_choice
-    uid = request.user_id if request.user_id is not None else user_id
-    if uid is not None:
-        body["user_id"] = _check_user_id(uid)
-    for extra in (extra_body or {}, request.extra_body):
-        for key, value in extra.items():
-            if value is None:
-                body.pop(key, None)
-            else:
-                body[key] = value
-    return body
-
-
-def encode_body(body: Mapping[str, Any]) -> bytes:
-    """Deterministic bytes for a request body (UTF-8, no spaces, key order as built)."""
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 class OpenAICompatProvider:
@@ -158,7 +99,7 @@ class OpenAICompatProvider:
         self._api_key_env = api_key_env
         self._headers = dict(headers or {})
         self._extra_body = dict(extra_body or {})
-        self._user_id = None if user_id is None else _check_user_id(user_id)
+        self._user_id = None if user_id is None else check_user_id(user_id)
         self._connect_timeout = connect_timeout
         self._idle_timeout = idle_timeout
         self._retry = RetryPolicy(max_retries, backoff_base, backoff_max, sleep)
