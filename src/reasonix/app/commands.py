@@ -142,28 +142,9 @@ async def _cost(ctx: Context) -> Answer:
 
 
 async def _goal(ctx: Context) -> Answer:
-    """``/goal``: the words are parsed by the core (:func:`parse_goal_args`)."""
-    from reasonix.app.goal import parse_goal_args
+    from reasonix.app.goals import goal_command
 
-    session = ctx.session
-    verb, _, rest = ctx.arg.partition(" ")
-    if verb in ("", "status"):
-        return _reply(session.goals.status())
-    if verb == "pause":
-        return _reply(session.goals.pause())
-    if verb == "clear":
-        return _reply(session.goals.clear())
-    resume = verb == "resume"
-    wanted = parse_goal_args(rest if resume else ctx.arg, objective=not resume)
-
-    def start(session: AgentSession) -> Turn:
-        if resume:
-            return session.goals.resume(budget_usd=wanted.budget_usd, max_turns=wanted.max_turns)
-        return session.goals.start(
-            wanted.objective, budget_usd=wanted.budget_usd, max_turns=wanted.max_turns
-        )
-
-    return Answer(turn=start, then=lambda session: session.goals.status())
+    return goal_command(ctx)
 
 
 async def _undo(ctx: Context) -> Answer:
@@ -244,27 +225,9 @@ async def _init(ctx: Context) -> Answer:
 
 
 async def _jobs(ctx: Context) -> Answer:
-    """``/jobs``, ``/jobs kill ID``, ``/jobs keep ID``."""
-    from reasonix.app.jobs import jobs_listing
-    from reasonix.tools.builtin.jobs import JobError
+    from reasonix.app.jobs import jobs_command
 
-    word, _, rest = ctx.arg.partition(" ")
-    job_id = rest.strip()
-    table = ctx.session.jobs
-    try:
-        if word == "keep" and job_id:
-            info = table.keep(job_id)
-            return _reply(f"{info.id} keeps running after the session ends (pid {info.pid}).")
-        if word == "kill" and job_id:
-            killed = await table.kill(job_id)
-            if killed.status == "exited":
-                return _reply(f"{killed.id} had already exited (exit code {killed.exit_code}).")
-            return _reply(f"Stopped {killed.id} and its processes.")
-    except JobError as exc:
-        return Answer(str(exc), error=True)
-    if word:
-        return Answer("Usage: /jobs, /jobs kill <id>, /jobs keep <id>", error=True)
-    return _reply("\n".join(jobs_listing(table.snapshot())))
+    return await jobs_command(ctx)
 
 
 #: Every built-in slash command, in /help order.

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from reasonix.app.goal import Goal, GoalDriver, GoalRecorded, run_goal
+from reasonix.app.goal import Goal, GoalDriver, GoalRecorded, parse_goal_args, run_goal
 from reasonix.app.turn import Turn, TurnOutcome
 from reasonix.control import TurnResult
 from reasonix.errors import SessionError
 
 if TYPE_CHECKING:
+    from reasonix.app.command_types import Answer, Context
     from reasonix.app.session import AgentSession
 
-__all__ = ["SessionGoals"]
+__all__ = ["SessionGoals", "goal_command"]
 
 
 class SessionGoals:
@@ -134,3 +135,29 @@ class SessionGoals:
 
     def _record_goal(self, goal: Goal) -> None:
         self._s._events.emit(GoalRecorded("controller", goal.to_dict()))
+
+
+def goal_command(ctx: Context) -> Answer:
+    """``/goal``: status, pause, clear, resume or a new objective (the command table's row;
+    the words are parsed by :func:`parse_goal_args`)."""
+    from reasonix.app.command_types import Answer
+
+    session = ctx.session
+    verb, _, rest = ctx.arg.partition(" ")
+    if verb in ("", "status"):
+        return Answer(session.goals.status())
+    if verb == "pause":
+        return Answer(session.goals.pause())
+    if verb == "clear":
+        return Answer(session.goals.clear())
+    resume = verb == "resume"
+    wanted = parse_goal_args(rest if resume else ctx.arg, objective=not resume)
+
+    def start(session: AgentSession) -> Turn:
+        if resume:
+            return session.goals.resume(budget_usd=wanted.budget_usd, max_turns=wanted.max_turns)
+        return session.goals.start(
+            wanted.objective, budget_usd=wanted.budget_usd, max_turns=wanted.max_turns
+        )
+
+    return Answer(turn=start, then=lambda session: session.goals.status())

@@ -11,13 +11,24 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reasonix.config import Config
 from reasonix.events import Sink
 from reasonix.terminal_text import one_line
-from reasonix.tools.builtin.jobs import JobInfo, JobTable
+from reasonix.tools.builtin.jobs import JobError, JobInfo, JobTable
 
-__all__ = ["describe_job", "ending_notes", "jobs_badge", "jobs_listing", "session_jobs"]
+if TYPE_CHECKING:
+    from reasonix.app.command_types import Answer, Context
+
+__all__ = [
+    "describe_job",
+    "ending_notes",
+    "jobs_badge",
+    "jobs_command",
+    "jobs_listing",
+    "session_jobs",
+]
 
 
 def session_jobs(config: Config, data_dir: Path, sink: Sink) -> JobTable:
@@ -88,3 +99,26 @@ def _runtime(seconds: float) -> str:
     if seconds < 3600:
         return f"{seconds // 60:.0f}m{seconds % 60:02.0f}s"
     return f"{seconds // 3600:.0f}h{seconds % 3600 // 60:02.0f}m"
+
+
+async def jobs_command(ctx: Context) -> Answer:
+    """``/jobs``, ``/jobs kill ID``, ``/jobs keep ID`` (the command table's row)."""
+    from reasonix.app.command_types import Answer
+
+    word, _, rest = ctx.arg.partition(" ")
+    job_id = rest.strip()
+    table = ctx.session.jobs
+    try:
+        if word == "keep" and job_id:
+            info = table.keep(job_id)
+            return Answer(f"{info.id} keeps running after the session ends (pid {info.pid}).")
+        if word == "kill" and job_id:
+            killed = await table.kill(job_id)
+            if killed.status == "exited":
+                return Answer(f"{killed.id} had already exited (exit code {killed.exit_code}).")
+            return Answer(f"Stopped {killed.id} and its processes.")
+    except JobError as exc:
+        return Answer(str(exc), error=True)
+    if word:
+        return Answer("Usage: /jobs, /jobs kill <id>, /jobs keep <id>", error=True)
+    return Answer("\n".join(jobs_listing(table.snapshot())))
