@@ -15,9 +15,6 @@ user's, and ``/rewind --force PATH`` puts it back.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,6 +25,7 @@ import pytest
 from reasonix.testing import FakeDeepSeekServer, Reply
 from reasonix.testing.project import fake_project_toml
 from tests.support.cli import FAKE_KEY_ENV, cli_env
+from tests.support.stream_json import StreamJsonRun
 
 pytestmark = pytest.mark.slow
 
@@ -67,35 +65,11 @@ def _turn_then_rewind(
     """Turn 1 makes ``first`` call(s); after the turn ended the signal file appears (a delayed
     job writes then); then ``command`` and the ``more`` inputs. Returns the answers of these."""
     w.ex.push(*(first if isinstance(first, list) else [first]), Reply.text("started"))
-    argv = ["run", "--no-planner", "--mode", "yolo", "--input-format", "stream-json"]
-    argv += ["--output-format", "stream-json"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "reasonix", *argv],
-        cwd=w.root,
-        env=w.env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert proc.stdin is not None and proc.stdout is not None
-    try:
-        proc.stdin.write(json.dumps({"text": "start the watcher"}) + "\n")
-        proc.stdin.flush()
-        for line in proc.stdout:  # until turn 1's result: the turn has ended
-            if line.startswith('{"type": "result"'):
-                break
+    with StreamJsonRun(w.root, w.env) as run:
+        run.turn("start the watcher")
         (w.root / "go").write_text("")
         _wait(lambda: "the user" not in (w.root / "app.py").read_text(), "app.py was not written")
-        inputs = "".join(json.dumps({"text": t}) + "\n" for t in (command, *more))
-        out, _ = proc.communicate(inputs, timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    results = [json.loads(x) for x in out.splitlines() if x.startswith('{"type": "result"')]
-    assert len(results) == 1 + len(more), out[-2000:]
-    return [str(r["result"]) for r in results]
+        return run.finish(command, *more)
 
 
 def test_break_a_rewind_undoes_or_names_the_agents_delayed_write(work: Work) -> None:

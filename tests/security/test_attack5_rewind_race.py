@@ -18,12 +18,9 @@ workspace root down (``test_rewind_folder_fds.py`` is the deterministic check).
 
 from __future__ import annotations
 
-import json
 import platform
 import shlex
 import shutil
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -34,6 +31,7 @@ import pytest
 from reasonix.testing import FakeDeepSeekServer, Reply
 from reasonix.testing.project import fake_project_toml
 from tests.support.cli import FAKE_KEY_ENV, cli_env
+from tests.support.stream_json import StreamJsonRun
 
 pytestmark = [
     pytest.mark.slow,
@@ -108,45 +106,18 @@ def _rewind_with_job(w: Work, how: str, attempts: int = ATTEMPTS) -> str:
     w.ex.push(Reply.call("bash", {"command": job, "run_in_background": True}), Reply.text("ok"))
     for _ in range(attempts):
         w.ex.push(Reply.call("bash", {"command": edit}), Reply.text("edited"))
-    argv = ["run", "--no-planner", "--mode", "yolo", "--input-format", "stream-json"]
-    argv += ["--output-format", "stream-json"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "reasonix", *argv],
-        cwd=w.root,
-        env=w.env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert proc.stdin is not None and proc.stdout is not None
-
-    def turn(text: str) -> str:
-        assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(json.dumps({"text": text}) + "\n")
-        proc.stdin.flush()
-        for line in proc.stdout:
-            if line.startswith('{"type": "result"'):
-                return str(json.loads(line)["result"])
-        raise AssertionError("the run ended without a result")
-
     answer = ""
-    try:
-        turn("start the watcher")
+    with StreamJsonRun(w.root, w.env) as run:
+        run.turn("start the watcher")
         for _ in range(attempts):
-            turn("edit the files")
+            run.turn("edit the files")
             (w.root / "go").write_text("")
-            answer = turn("/rewind")
+            answer = run.turn("/rewind")
             (w.root / "go").unlink()
             _wait_for(w.root / "paused")
             (w.root / "paused").unlink()
             if any(w.outside.iterdir()):
                 break
-    finally:
-        proc.kill()
-        proc.wait()
-        proc.stdin.close()
-        proc.stdout.close()
     return answer
 
 

@@ -12,9 +12,6 @@ one process, ``--input-format stream-json``.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +21,7 @@ import pytest
 from reasonix.testing import FakeDeepSeekServer, Reply
 from reasonix.testing.project import fake_project_toml
 from tests.support.cli import FAKE_KEY_ENV, cli_env, run_cli
+from tests.support.stream_json import StreamJsonRun
 
 pytestmark = pytest.mark.slow
 
@@ -54,35 +52,12 @@ def _turn_then(w: Work, *inputs: str, touch: bool = False) -> list[str]:
     """Turn 1 grows notes.md past the limit; after it (``touch``: someone appends to it), the
     ``inputs``. Returns their answers."""
     w.ex.push(Reply.call("bash", {"command": GROW}), Reply.text("grown"))
-    argv = ["run", "--no-planner", "--mode", "yolo", "--input-format", "stream-json"]
-    argv += ["--output-format", "stream-json"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "reasonix", *argv],
-        cwd=w.root,
-        env=w.env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert proc.stdin is not None and proc.stdout is not None
-    try:
-        proc.stdin.write(json.dumps({"text": "grow the notes"}) + "\n")
-        proc.stdin.flush()
-        for line in proc.stdout:  # until turn 1's result: the turn has ended
-            if line.startswith('{"type": "result"'):
-                break
+    with StreamJsonRun(w.root, w.env) as run:
+        run.turn("grow the notes")
         if touch:
             with open(w.root / "notes.md", "a") as f:
                 f.write("the user's line after the turn\n")
-        out, _ = proc.communicate("".join(json.dumps({"text": t}) + "\n" for t in inputs), 120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    results = [json.loads(x) for x in out.splitlines() if x.startswith('{"type": "result"')]
-    assert len(results) == len(inputs), out[-2000:]
-    return [str(r["result"]) for r in results]
+        return run.finish(*inputs)
 
 
 def test_a_file_the_agent_grew_past_the_limit_is_rewound(work: Work) -> None:
