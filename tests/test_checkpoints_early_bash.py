@@ -76,6 +76,8 @@ raise SystemExit(main(sys.argv[1:]))
         ("echo x > *.txt", None),
         ("echo x > ~/f", None),
         ("echo x > out", None),  # a folder
+        ("echo x > nested/f.txt", None),  # a repository of its own: snapshots skip it
+        ("echo x > .git/f.txt", None),
         ("cd out && echo x > f.txt", None),
         ("python3 -c 'print(1)' > f.txt", None),
         ("echo x > f.txt; rm a.txt", None),
@@ -95,6 +97,8 @@ def test_the_writes_a_bash_step_can_make_are_known_or_none(
         (ws / name).write_text(name)
     os.link(ws / "a.txt", ws / "linked.txt")
     os.symlink("out", ws / "through")
+    (ws / "nested" / ".git").mkdir(parents=True)
+    (ws / ".git").mkdir()
     assert exact_writes(command, ws) == expected
 
 

@@ -9,7 +9,8 @@ line without those redirections is proved to change nothing
 options that only read, nothing hidden or known only at run time). No ``cd`` (a relative name
 would land elsewhere), no ``&>``, ``<>`` or ``>&file``, no glob, variable, tilde or brace in a
 target. Each target must be absent or a plain file with one link (a write through a second
-link changes another name), below real folders only (not through a symlink). Anything less
+link changes another name), below real folders only (not through a symlink, not in ``.git``
+or a repository of its own). Anything less
 than certain is None, and the step waits as every other step does."""
 
 from __future__ import annotations
@@ -86,12 +87,16 @@ def _target(redirect: Redirect, workspace: Path) -> str | None:
 
 
 def _real_folders(workspace: Path, name: str) -> bool:
+    """Whether the folders above ``name`` are real folders, none of them ``.git`` or a
+    repository of its own (which snapshots do not cover)."""
     folder = workspace
     for part in name.split("/")[:-1]:
         folder = folder / part
         try:
-            if not stat.S_ISDIR(os.lstat(folder).st_mode):
+            if part == ".git" or not stat.S_ISDIR(os.lstat(folder).st_mode):
                 return False
         except OSError:
+            return False
+        if os.path.lexists(folder / ".git"):
             return False
     return True
