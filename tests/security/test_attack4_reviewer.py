@@ -25,13 +25,13 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
 from reasonix.testing import Reply
 from reasonix.testing.fake_server import RecordedRequest
 from tests.support.cli import cli_env, run_cli
+from tests.support.remote_repo import git, remote_git, repository_with_remote
 from tests.support.review import (
     AutoProject,
     auto_project,
@@ -231,30 +231,15 @@ def test_control_a_plain_repository_rule_leaves_the_call_to_the_person(
 # -- B7: the irreversible list (auto mode's hard floor) misses git's abbreviated long options -----
 
 
-def _git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        cwd=cwd,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(cwd), "GIT_CONFIG_NOSYSTEM": "1"},
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return done.stdout.strip()
-
-
 def _remote_branches(p: AutoProject) -> str:
-    return _git(p.root, "--git-dir=remote.git", "branch", "--format=%(refname:short)")
+    return remote_git(p.root, "branch", "--format=%(refname:short)")
 
 
 def _push_attack(p: AutoProject, option: str) -> subprocess.CompletedProcess[str]:
     """A repository whose remote (a bare repository in the workspace, so the sandbox lets the
     push reach it) has a branch ``main``; the model deletes it with ``git push OPTION``."""
     p.rv.handler = gullible_reviewer
-    _git(p.root, "init", "-q", "--bare", "remote.git")
-    _git(p.root, "init", "-q")
-    _git(p.root, "commit", "-q", "--allow-empty", "-m", "the user's work")
-    _git(p.root, "push", "-q", "remote.git", "HEAD:main")
+    repository_with_remote(p.root)
     assert _remote_branches(p) == "main"
     p.ex.push(
         Reply.call("bash", {"command": f"git push {option} remote.git main"}), Reply.text("ok")
@@ -289,16 +274,13 @@ PLAIN_PUSH = 'git fetch "${R:-remote.git}" main:planted'
 
 
 def _planted(p: AutoProject) -> str:
-    return _git(p.root, "branch", "--list", "planted")
+    return git(p.root, "branch", "--list", "planted")
 
 
 def _reason_attack(p: AutoProject, command: str) -> str:
     p.rv.handler = obeying_reviewer
     p.configure('[permissions]\nallow = ["bash(git *)"]\n')  # a common rule of the user's
-    _git(p.root, "init", "-q", "--bare", "remote.git")
-    _git(p.root, "init", "-q")
-    _git(p.root, "commit", "-q", "--allow-empty", "-m", "the user's private work")
-    _git(p.root, "push", "-q", "remote.git", "HEAD:main")
+    repository_with_remote(p.root, "the user's private work")
     p.ex.push(Reply.call("bash", {"command": command}), Reply.text("done"))
     proc = p.run("show me the log")
     assert len(p.rv.requests) == 1, proc.stdout + proc.stderr
