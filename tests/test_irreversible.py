@@ -79,6 +79,18 @@ IRREVERSIBLE = [
     'git -c "$SETTING" push origin',
     "sudo git push $F origin",
     "git symbolic-ref -d HEAD",
+    # attacker6 B3: the same settings through git's environment, or a file it names
+    "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.push GIT_CONFIG_VALUE_0=+HEAD:r git push",
+    "GIT_CONFIG_PARAMETERS=\"'remote.origin.push'='+HEAD:release'\" git push origin",
+    "env GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.o.mirror GIT_CONFIG_VALUE_0=1 git push o",
+    "export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.o.push GIT_CONFIG_VALUE_0=:x; git push o",
+    "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=gc.reflogExpire GIT_CONFIG_VALUE_0=now git commit -m x",
+    "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.o.push GIT_CONFIG_VALUE_0=$R git push o",
+    "GIT_CONFIG_COUNT=$N git push origin",
+    "GIT_CONFIG_GLOBAL=g.cfg git push origin",
+    "HOME=. git push origin",
+    "XDG_CONFIG_HOME=cfg git gc",
+    "sh -c 'HOME=. git push origin'",
 ]
 REVERSIBLE = [
     "git push origin main",
@@ -113,6 +125,11 @@ REVERSIBLE = [
     "git log $REV",
     'git -C "$DIR" status',
     'git -C "$DIR" push origin main',
+    "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=user.name GIT_CONFIG_VALUE_0=me git push origin",
+    "GIT_CONFIG_PARAMETERS=\"'remote.origin.push'='HEAD:release'\" git push origin",
+    "HOME=/tmp git status",
+    "GIT_CONFIG_GLOBAL=g.cfg git commit -m x",
+    "HOME=. make",
 ]
 
 

@@ -68,10 +68,6 @@ FORCED = {
 }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attacker6 B3: a force push's setting given through git's environment variables",
-)
 @pytest.mark.parametrize("how", sorted(FORCED))
 def test_break_a_force_push_set_through_the_environment_stays_on_the_floor(
     auto_project: AutoProject, how: str

@@ -46,6 +46,7 @@ from pathlib import Path
 
 from reasonix.safety.shell.effects import effects, written_operands
 from reasonix.safety.shell.git import Form, GitCall, parse_git
+from reasonix.safety.shell.git_environment import git_environment
 from reasonix.safety.shell.programs import prefix_of
 from reasonix.safety.shell.rules import HARMLESS_DEVICES
 
@@ -94,7 +95,7 @@ def irreversible_reason(command: str, workspace: Path) -> str | None:
             return why
         if step.command.words:
             cwd = _after_cd([w.value for w in step.command.words], cwd)
-    return None
+    return _git_environment(command)
 
 
 def _destroys(words: list[str], text: str) -> str | None:
@@ -221,6 +222,26 @@ def _git_unknown(forms: Iterable[Form]) -> str | None:
         if unknown:
             what = f"`git {call.sub}`" if call.sub else "a git command"
             return f"{what} is given a word known only at run time: it may force-push or delete"
+    return None
+
+
+def _git_environment(command: str) -> str | None:
+    """The ``-c`` settings of :data:`_GIT_SETTINGS` given through git's environment on the line
+    (attacker6 B3); a subcommand with a row in :data:`_GIT_SUBS` given settings it cannot read
+    here (a configuration file, a run-time value) is judged as if they forced."""
+    env = git_environment(command)
+    if env is None:
+        return None
+    for key, value in env.settings:
+        for row in _GIT_SETTINGS:
+            if row.matches(key.lower()) and row.counts(value):
+                return f"`{key}` set through git's environment {row.reason}"
+    pushed = sorted(env.subs & _GIT_SUBS.keys())
+    if env.unread and pushed:
+        return (
+            f"`git {pushed[0]}` runs with settings from {', '.join(sorted(env.unread))}, known "
+            "only at run time: they may force a push or prune commits"
+        )
     return None
 
 
