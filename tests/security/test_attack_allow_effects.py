@@ -12,71 +12,24 @@ control runs the same line approved (``--yes``) and proves the probe sees the ef
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from reasonix.testing import FakeDeepSeekServer, Reply
-from reasonix.testing.project import fake_project_toml
 from tests.security.support import record
+from tests.support.rules_lab import RulesLab, rules_lab
 
-KEY_ENV = "REASONIX_FAKE_KEY"
-HEADLESS = ("--output-format", "json", "go")
-
-
-@dataclass
-class Lab:
-    root: Path
-    cfg: Path
-    data: Path
-    home: Path
-    ex: FakeDeepSeekServer
-    pl: FakeDeepSeekServer
-
-    def user_config(self, permissions: str) -> None:
-        text = fake_project_toml(self.ex.base_url, self.pl.base_url, key_env=KEY_ENV, max_steps=5)
-        trust = f"\n[trust]\nfolders = [{json.dumps(str(self.root))}]\n"
-        (self.cfg / "config.toml").write_text(text + trust + f"\n[permissions]\n{permissions}\n")
-
-    def bash(self, command: str, *flags: str) -> subprocess.CompletedProcess[str]:
-        self.ex.push(Reply.call("bash", {"command": command}), Reply.text("done"))
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": str(self.home),
-            "LANG": "C.UTF-8",
-            "REASONIX_CONFIG_DIR": str(self.cfg),
-            "REASONIX_DATA_DIR": str(self.data),
-            "NO_COLOR": "1",
-            KEY_ENV: "sk-test",
-        }
-        return subprocess.run(
-            [sys.executable, "-m", "reasonix", "run", *flags, "--no-planner", *HEADLESS],
-            cwd=self.root,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
+Lab = RulesLab
 
 
 @pytest.fixture
 def lab(tmp_path: Path) -> Iterator[Lab]:
-    root = tmp_path / "repo"
-    root.mkdir()
-    for name in ("cfg", "data", "home"):
-        (tmp_path / name).mkdir()
-    (root / "README").write_text("hello\n")
-    (root / "victim").write_text("keep me\n")
-    with FakeDeepSeekServer() as ex, FakeDeepSeekServer() as pl:
-        yield Lab(root, tmp_path / "cfg", tmp_path / "data", tmp_path / "home", ex, pl)
+    with rules_lab(tmp_path) as made:
+        yield made
 
 
 def _git(root: Path, *args: str) -> None:

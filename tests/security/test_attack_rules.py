@@ -12,72 +12,26 @@ so the probe can see a success.
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from reasonix.testing import FakeDeepSeekServer, Reply
-from reasonix.testing.project import fake_project_toml
+from tests.support.rules_lab import RulesLab, rules_lab
 
-KEY_ENV = "REASONIX_FAKE_KEY"
 TAR_EXEC = "tar -tf a.tar --checkpoint=1 --checkpoint-action=exec='touch PWNED'"
 TAR_RM = "tar -cf /dev/null README --checkpoint=1 --checkpoint-action=exec='rm victim'"
 MAPFILE_RM = "mapfile -C 'rm victim' -c 1 < README"
-HEADLESS = ("--no-planner", "--output-format", "json")
-
-
-@dataclass
-class Lab:
-    root: Path
-    cfg: Path
-    data: Path
-    ex: FakeDeepSeekServer
-    pl: FakeDeepSeekServer
-
-    def user_config(self, permissions: str) -> None:
-        text = fake_project_toml(self.ex.base_url, self.pl.base_url, key_env=KEY_ENV, max_steps=5)
-        trust = f"\n[trust]\nfolders = [{json.dumps(str(self.root))}]\n"
-        (self.cfg / "config.toml").write_text(text + trust + f"\n[permissions]\n{permissions}\n")
-
-    def bash(self, command: str, *flags: str) -> subprocess.CompletedProcess[str]:
-        self.ex.push(Reply.call("bash", {"command": command}), Reply.text("done"))
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": str(self.root.parent / "home"),
-            "LANG": "C.UTF-8",
-            "REASONIX_CONFIG_DIR": str(self.cfg),
-            "REASONIX_DATA_DIR": str(self.data),
-            "NO_COLOR": "1",
-            KEY_ENV: "sk-test",
-        }
-        return subprocess.run(
-            [sys.executable, "-m", "reasonix", "run", *flags, *HEADLESS, "go"],
-            cwd=self.root,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+Lab = RulesLab
 
 
 @pytest.fixture
 def lab(tmp_path: Path) -> Iterator[Lab]:
-    root = tmp_path / "repo"
-    root.mkdir()
-    for name in ("cfg", "data", "home"):
-        (tmp_path / name).mkdir()
-    (root / "README").write_text("hello\n")
-    (root / "victim").write_text("keep me\n")
-    subprocess.run(["tar", "-cf", str(root / "a.tar"), "-C", str(root), "README"], check=True)
-    with FakeDeepSeekServer() as ex, FakeDeepSeekServer() as pl:
-        yield Lab(root, tmp_path / "cfg", tmp_path / "data", ex, pl)
+    with rules_lab(tmp_path) as made:
+        root = made.root
+        subprocess.run(["tar", "-cf", str(root / "a.tar"), "-C", str(root), "README"], check=True)
+        yield made
 
 
 def _plant_fsmonitor(root: Path) -> None:
