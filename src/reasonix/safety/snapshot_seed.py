@@ -26,7 +26,7 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from reasonix.safety.snapshot_git import _GIT_FLAGS, _GitError, _nul, fed_git
+from reasonix.safety.snapshot_git import _GIT_FLAGS, _STORE_FLAGS, _GitError, _nul, fed_git
 
 if TYPE_CHECKING:
     from reasonix.safety.snapshot_scan import _Scan
@@ -127,9 +127,22 @@ def seed(store: _Store) -> Seeded | None:
         return None
     try:
         shutil.copy2(index, store.index)
-        listing = store.run("ls-files", "-z", "-s", "-v")
+        # What our exclusions cover, listed while the entries are read (both only read).
+        excluded = subprocess.Popen(
+            ["git", *_STORE_FLAGS, "ls-files", "-z", "-c", "-i", f"--exclude-from={store.exclude}"],
+            cwd=store.workspace,
+            env=store.env(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            listing = store.run("ls-files", "-z", "-s", "-v")
+        finally:
+            out, _ = excluded.communicate(timeout=300)
+        if excluded.returncode != 0:
+            raise _GitError("git ls-files -i failed")
         drop = _unplain_entries(listing)
-        out = store.run("ls-files", "-z", "-c", "-i", f"--exclude-from={store.exclude}")
         drop += [n.decode("utf-8", "surrogateescape") for n in out.split(b"\0") if n]
         if drop:
             store.run("update-index", "-z", "--force-remove", "--stdin", stdin=_nul(drop))
