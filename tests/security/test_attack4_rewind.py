@@ -17,15 +17,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from reasonix.testing import FakeDeepSeekServer, Reply
-from reasonix.testing.project import fake_project_toml
-from tests.support.cli import FAKE_KEY_ENV, cli_env
-from tests.support.stream_json import StreamJsonRun
+from reasonix.testing import Reply
+from tests.support.stream_json import StreamJsonRun, Work, workspace
 
 pytestmark = pytest.mark.slow
 
@@ -33,23 +30,10 @@ USERS = "print('the user's own work')\n"
 DELAYED = "while [ ! -e go ]; do sleep 0.05; done; printf 'EVIL\\n' > app.py; sleep 60"
 
 
-@dataclass
-class Work:
-    root: Path
-    env: dict[str, str]
-    ex: FakeDeepSeekServer
-
-
 @pytest.fixture
 def work(tmp_path: Path) -> Iterator[Work]:
-    root, cfg = tmp_path / "w", tmp_path / "cfg"
-    root.mkdir()
-    cfg.mkdir()
-    (root / "app.py").write_text(USERS)
-    with FakeDeepSeekServer() as ex:
-        text = fake_project_toml(ex.base_url, ex.base_url, key_env=FAKE_KEY_ENV, max_steps=5)
-        (cfg / "config.toml").write_text(text)
-        yield Work(root, cli_env(tmp_path / "data", cfg), ex)
+    with workspace(tmp_path, {"app.py": USERS}) as made:
+        yield made
 
 
 def _wait(condition: object, what: str) -> None:

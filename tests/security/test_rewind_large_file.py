@@ -13,15 +13,13 @@ one process, ``--input-format stream-json``.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from reasonix.testing import FakeDeepSeekServer, Reply
-from reasonix.testing.project import fake_project_toml
-from tests.support.cli import FAKE_KEY_ENV, cli_env, run_cli
-from tests.support.stream_json import StreamJsonRun
+from reasonix.testing import Reply
+from tests.support.cli import run_cli
+from tests.support.stream_json import StreamJsonRun, Work, workspace
 
 pytestmark = pytest.mark.slow
 
@@ -29,23 +27,10 @@ USERS = "the user's notes\n"
 GROW = "head -c 2000000 /dev/zero > notes.md"
 
 
-@dataclass
-class Work:
-    root: Path
-    env: dict[str, str]
-    ex: FakeDeepSeekServer
-
-
 @pytest.fixture
 def work(tmp_path: Path) -> Iterator[Work]:
-    root, cfg = tmp_path / "w", tmp_path / "cfg"
-    root.mkdir()
-    cfg.mkdir()
-    (root / "notes.md").write_text(USERS)
-    with FakeDeepSeekServer() as ex:
-        text = fake_project_toml(ex.base_url, ex.base_url, key_env=FAKE_KEY_ENV, max_steps=5)
-        (cfg / "config.toml").write_text(text + "\n[checkpoints]\nmax_file_mb = 1\n")
-        yield Work(root, cli_env(tmp_path / "data", cfg), ex)
+    with workspace(tmp_path, {"notes.md": USERS}, "\n[checkpoints]\nmax_file_mb = 1\n") as made:
+        yield made
 
 
 def _turn_then(w: Work, *inputs: str, touch: bool = False) -> list[str]:

@@ -6,9 +6,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+
+from reasonix.testing import FakeDeepSeekServer
+from reasonix.testing.project import fake_project_toml
+from tests.support.cli import FAKE_KEY_ENV, cli_env
 
 #: the executor alone, unasked, reading and writing JSON lines
 ARGV = (
@@ -78,3 +84,27 @@ class StreamJsonRun:
         for pipe in (self.proc.stdin, self.proc.stdout):
             if pipe is not None and not pipe.closed:
                 pipe.close()
+
+
+@dataclass
+class Work:
+    """A workspace for :class:`StreamJsonRun`: its folder, the run's environment, the server."""
+
+    root: Path
+    env: dict[str, str]
+    ex: FakeDeepSeekServer
+
+
+@contextmanager
+def workspace(tmp_path: Path, files: Mapping[str, str], config: str = "") -> Iterator[Work]:
+    """``tmp_path/w`` holding ``files``, both roles on one fake server (up to 5 steps a turn),
+    the user's config.toml with ``config`` after that."""
+    root, cfg = tmp_path / "w", tmp_path / "cfg"
+    root.mkdir()
+    cfg.mkdir()
+    for name, text in files.items():
+        (root / name).write_text(text)
+    with FakeDeepSeekServer() as ex:
+        text = fake_project_toml(ex.base_url, ex.base_url, key_env=FAKE_KEY_ENV, max_steps=5)
+        (cfg / "config.toml").write_text(text + config)
+        yield Work(root, cli_env(tmp_path / "data", cfg), ex)
