@@ -134,6 +134,8 @@ DEFAULT_EXCLUDE: tuple[str, ...] = (
 #: cancels it): calls that come back to back, and a model that answers at once, pay no second
 #: snapshot; a real model's answer takes longer, so the snapshot still overlaps it.
 _SETTLE_S = 0.25
+#: At most this many removals ride on the command line of the adding ``update-index``.
+_FEW = 64
 _SHOWN = 8  # names listed per line of the summary before "and N more"
 
 
@@ -559,14 +561,20 @@ class _Store:
         return changed, others, nested
 
     def _update_index(self, scan: _Scan) -> None:
+        """Removals, then additions. A step's few removals (the files it re-reads) ride on the
+        command line of the one ``update-index`` that adds (its options apply in order), which
+        saves a git process a step; many go through a call of their own."""
         remove = scan.remove + scan.reread
-        if remove:
+        first: tuple[str, ...] = ()
+        if remove and (len(remove) > _FEW or not scan.add):
             self.run("update-index", "-z", "--force-remove", "--stdin", stdin=_nul(remove))
+        elif remove:  # "./": a name that starts with "-" is not an option
+            first = ("--force-remove", *(f"./{n}" for n in remove), "--no-force-remove")
         if scan.add:
             # Many new files (a first snapshot) go into one pack instead of a loose file each.
             bulk = ("-c", "core.bigFileThreshold=1") if len(scan.add) > 200 else ()
             names = _nul(sorted(scan.add))
-            self.run(*bulk, "update-index", "-z", "--add", "--stdin", stdin=names)
+            self.run(*bulk, "update-index", "-z", *first, "--add", "--stdin", stdin=names)
 
     def _write_tree(self, env: dict[str, str] | None = None) -> str:
         from reasonix.safety.snapshot_seed import borrowing
