@@ -1,25 +1,7 @@
-"""What common programs delete, written as the ``rm`` command that would delete the same.
-
-A deny rule is written over the command people think of (``deny = ["bash(rm *)"]``), but many
-programs delete files themselves: ``find … -delete``, ``rsync --delete``, ``git clean -f``,
-``git rm``, ``git worktree remove --force``, ``shred``, ``truncate``, ``dd of=``, ``unlink``,
-``tar --remove-files``. For each, the table
-below gives the ``rm`` form of what it deletes — ``find src -delete`` is ``rm -rf src``,
-``rsync -a --delete a/ b/`` is ``rm -rf b/``, ``shred -u key`` is ``rm -f key`` — and
-:func:`reasonix.safety.shell.rules.script_forms` adds it to the forms a command may run. So
-every rule about ``rm`` (``bash(rm *)``, ``bash(rm -rf *)``, ``bash(rm ~/*)``) also covers
-them, and so does irreversible detection, which reads the same forms (a deleted target outside
-the workspace is what no snapshot can bring back). ``find -exec rm`` and ``xargs rm`` need no
-row: they run ``rm`` itself, which the wrappers' unwrapping already shows.
-
-Flags: ``-rf`` for what deletes whole trees (``find -delete``, ``git clean``, ``rsync
---delete``, ``tar --remove-files``, ``srm``/``wipe``), ``-f`` for what destroys named files'
-contents (``shred``, ``truncate``, ``dd``), none for plain removal of names (``unlink``, ``git rm``
-without ``-r``). A token not known before the command runs (``$x``) stays unknown, which every
-rule matches; an unknown word in ``find``'s expression may be ``-delete`` and counts as one
-(deleting an unknown target).
-
-One row per program, so the per-program table of shell knowledge can take these as they are.
+"""What common programs delete, written as the ``rm`` command that would delete the same
+(``find src -delete`` is ``rm -rf src``, ``shred -u key`` is ``rm -f key``), so every rule about
+``rm`` and the irreversible check cover them: ``-rf`` for what deletes trees, ``-f`` for what
+destroys named files' contents, none for plain removal. An unknown token stays unknown.
 """
 
 from __future__ import annotations

@@ -1,27 +1,10 @@
 """What a shell command does, computed once from its text: the record every view reads.
 
-:func:`effects` parses a line once (:mod:`~reasonix.safety.shell.lexer`) and keeps, for the
-line and for each simple command in it (a :class:`~reasonix.safety.shell.rules.Step`), what it
-*runs* (the forms, wrappers and ``sh -c`` text seen through), the files it *writes*
-(redirections, and the operands of the programs whose row in :data:`PROGRAMS` says they write
-them), what it *reaches off-host*, what its forms do that a rule naming the program would not
-show (``side_effects``: ``find -exec``, ``sort -o``, ``git -c``, ``tar --to-command``), and why
-part of it is known only at run time (``unknown``). The record depends on the text alone, so
-it is cached per text (and each step per simple command); what depends on the file system
-(where a glob or a path lands, a repository's configuration) is asked of the views with a
-workspace.
-
-The views over it: the deny side matches rules against :attr:`Effects.runs`; the allow side
-(:func:`~reasonix.safety.shell.rules.allow_obstacle`) and the read-only proof
-(:mod:`~reasonix.safety.shell.readers`) read each step's forms and side effects; the
-irreversible list (:mod:`~reasonix.safety.shell.irreversible`) judges each step's writes; the
-proposed session rules (``reasonix.app.approvals``) read :func:`program` and
-:func:`broad_rule_ok`.
-
-:data:`PROGRAMS` (:mod:`~reasonix.safety.shell.programs`) is the one table of what a program
-does besides reading and running other commands (those are
-:data:`~reasonix.safety.shell.programs.READERS` and
-:func:`~reasonix.safety.shell.rules.runs_commands`).
+:func:`effects` parses a line once and keeps, per simple command (a
+:class:`~reasonix.safety.shell.rules.Step`), what it runs, writes, reaches off-host, does that a
+rule naming its program would not show, and why part of it is known only at run time. It
+depends on the text alone, so it is cached per text; what depends on the file system is asked
+of the views with a workspace.
 """
 
 from __future__ import annotations

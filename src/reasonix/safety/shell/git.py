@@ -1,10 +1,5 @@
-"""A git command line parsed once: git's own options, the subcommand and its arguments.
-
-Every view that must know what a git command does reads it through :func:`parse_git`: the
-forms it may run (``-c alias.x=!...``, ``-c core.pager=...``), why no allow rule covers it, the
-repository it works in (``-C``, ``--git-dir``), what it deletes (``git clean``, ``git rm``),
-whether no snapshot can undo it (``git push --force``) and whether it only reads. Which
-configuration keys name a program git runs is :data:`reasonix.safety.git_repository.COMMAND_KEYS`.
+"""A git command line parsed once (git's own options, the subcommand, its arguments), for every
+view that must know what a git command does.
 """
 
 from __future__ import annotations

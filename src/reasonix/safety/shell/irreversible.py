@@ -1,38 +1,9 @@
-"""Commands that destroy what no snapshot can bring back.
-
-Snapshots cover the files of the workspace. They cannot undo a force-push, a deleted remote
-branch, a dropped database, deleted cloud objects or cluster resources, or files changed
-outside the workspace. :func:`irreversible_reason` recognises those commands; the permission
-engine asks before each of them in every mode, ``yolo`` and ``--yes`` included, unless the
-user's own configuration allows that command by an explicit rule (``bash(git push --force*)``).
-
-Recognised (after quotes, wrappers such as ``sudo``/``env``/``timeout`` and ``sh -c`` are seen
-through):
-
-- ``git push`` with ``--force``/``-f``/``--force-with-lease``/``--force-if-includes``,
-  ``--mirror``, ``--delete``/``-d``, ``--prune``, or a ``+refspec``/``:branch`` argument;
-  ``git stash drop|clear``, ``git reflog expire|delete``, ``git gc --prune``, ``git prune``,
-  ``git filter-branch``, ``git filter-repo`` (the user's ``.git`` is not snapshotted);
-  ``git send-pack``/``git http-push`` (push's plumbing) judged as ``git push``;
-  ``git update-ref --stdin`` (its input may delete); the ``-c``/``--config-env`` settings that
-  stand for one of these options (a ``+``/``:`` ``remote.*.push`` refspec,
-  ``remote.*.mirror``, any ``gc.*expire*``); and a git line whose subcommand, own options or
-  (for these subcommands) arguments hold a word known only at run time (``$F``, ``$(...)``);
-- ``gh repo delete``, ``gh release delete``, ``gh api`` with ``DELETE``; ``npm unpublish``;
-- ``dropdb``, ``dropuser``, ``mysqladmin drop``; ``psql``, ``mysql``, ``mariadb``,
-  ``sqlcmd``, ``mongosh``/``mongo``, ``redis-cli``, ``clickhouse-client``, ``cqlsh`` given
-  ``DROP``, ``TRUNCATE``, ``DELETE FROM``, ``dropDatabase``, ``.drop(``, ``FLUSHALL``/``FLUSHDB``;
-- ``aws s3 rm|rb``, ``aws s3 sync --delete``, any ``aws SERVICE delete-*|terminate-*|remove-*``;
-  ``gsutil rm|rb``, ``gcloud ... delete``, ``az ... delete``;
-- ``kubectl delete|drain``, ``helm uninstall|delete``;
-- ``terraform|tofu|pulumi destroy``, ``terraform apply -destroy``, ``terraform state rm``;
-- ``docker volume rm|prune``, ``docker system prune``;
-- ``curl``/``wget``/``http`` sending ``DELETE``; ``rsync --delete`` to another machine;
-- ``mkfs*``; and commands that write or delete files outside the workspace (``rm``, ``mv``,
-  ``cp``, ``ln``, ``chmod``, ``chown``, ``truncate``, ``shred``, ``touch``, ``mkdir``,
-  ``tee``, ``dd of=``, ``sed -i``, ``find -delete``, redirections such as ``> ~/.bashrc``).
-  The system's temporary folders (``/tmp``, ``/var/tmp``, ``$TMPDIR``) and ``/dev/null`` are
-  scratch space and do not count, unless the workspace itself is in one of them.
+"""Commands that destroy what no snapshot can bring back: a force-push, a deleted remote branch,
+a dropped database, deleted cloud objects or cluster resources, files changed outside the
+workspace. :func:`irreversible_reason` recognises them (wrappers and ``sh -c`` seen through);
+the permission engine asks before each in every mode unless the user's own configuration
+allows that command by an explicit rule. The README ("What no snapshot can undo") lists them;
+the system's temporary folders are scratch space unless the workspace is in one of them.
 """
 
 from __future__ import annotations

@@ -1,25 +1,14 @@
 """A lexer for the part of the bash language permission rules need to see.
 
 :func:`parse` turns a command line into every simple command it may run, nested ones included
-(in ``( ... )``, ``{ ...; }``, ``$( ... )``, backticks, ``<( ... )``, ``>( ... )``, here-document
-bodies, ``${...}``, arithmetic, loop and ``case`` bodies, function bodies), each with its words
-(quotes and backslashes removed, expansions marked), its leading assignments and its
-redirections. What the lexer cannot analyse is listed in :attr:`Script.problems`; a caller that
-must be sure (an allow rule) treats any problem as "not covered", a caller that must be careful
-(a deny rule) treats it as a possible match.
-
-It follows bash's own order: a ``#`` at the start of a word starts a comment that runs to the end
-of the line (so a newline inside a comment-looking quote is still a newline); single quotes are
-literal; double quotes keep ``$``, backticks and ``\\`` special; ``$'...'`` decodes its escapes;
-a backslash-newline joins lines; a here-document body starts after the next newline and ends at
-its delimiter line (expansions in it run unless the delimiter was quoted).
-
-Deliberately not modelled: aliases (off in ``bash -c`` unless a script turns them on, which is
-reported as a problem), ``extglob`` patterns, and the meaning of any program's own arguments.
+(subshells, groups, substitutions, here-documents, ``${...}``, arithmetic, loops, ``case``,
+functions), each with its words (quotes removed, expansions marked), leading assignments and
+redirections, in bash's own order of reading. What it cannot analyse is listed in
+:attr:`Script.problems`: an allow rule treats any problem as "not covered", a deny rule as a
+possible match. Not modelled: aliases (reported as a problem), ``extglob``, programs' arguments.
 
 It runs past 500 lines because it is one recursive-descent parser: quoting, expansions,
-here-documents, compound commands and nesting call each other and share one cursor and one list
-of problems, and cutting it would only pass that state across module lines.
+here-documents, compound commands and nesting share one cursor and one list of problems.
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
-"""The programs that only read, and how each takes its options: one row per program.
-
-:data:`READERS` is read twice. The proof that a command only reads
-(:mod:`~reasonix.safety.shell.readers`) accepts a program of the table given only options its
-row knows (:func:`row_obstacle`); the allow side
-(:func:`reasonix.safety.shell.rules.allow_obstacle`) refuses the options and operands a row
-says write or change something (:func:`writing_obstacle`: ``sort -o``, ``sort -uo``, ``sort
---out=x``, ``tree -o``, ``file -C``, ``sed -i``, ``date 0101``, ``hostname foo``, ``uniq a b``).
-
-GNU programs accept any unambiguous prefix of a long option (``sort --out=x`` is ``--output``):
-a long option that is a prefix of one that writes counts as that one.
+"""The tables of programs, one row per program: :data:`READERS` (how a reading program takes its
+options: the read-only proof accepts only the options a row knows, :func:`row_obstacle`; the
+allow side refuses those a row says write, :func:`writing_obstacle`) and :data:`PROGRAMS` (what
+a program does besides reading). A long option's unambiguous prefix counts as the option.
 """
 
 from __future__ import annotations

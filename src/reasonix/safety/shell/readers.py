@@ -1,28 +1,11 @@
 """Programs that only read, and the proof that a command line does nothing else.
 
-A command is **proved read-only** when the line can be analysed, hides nothing (no ``$(...)``,
-no variable, no assignment in front), writes no file through a redirection, reads only inside
-the workspace, and every simple command in it is a program of :data:`READERS` (or a read-only
-git subcommand, :data:`GIT_READS`) called with options its row knows to only read: ``ls -la``,
-``cat README.md | head -50``, ``git status``, ``git log``, ``rg x``, ``wc -l *.py``. Anything
-else is not proved: a wrapper that runs another command (``env``, ``xargs``, ``sh -c``), an
-option that writes or runs (``sort -o``, ``tree -o``, ``file -C``, ``find -exec``/``-delete``,
-``rg --pre``, ``git --output``, ``git -c``, ``git -p``), an operand that changes something
-(``hostname foo``, ``date 0101``, ``git branch new``), an option the row does not know, a glob
-that could expand to an option (a file named ``-delete``), a git repository whose own
-configuration names a program (:mod:`reasonix.safety.git_repository`), a git command that
-computes diffs (``git diff``, ``git show``, ``git log -p``: the diff and textconv drivers the
-files' attributes select run). The checks the allow
-side already makes (:func:`reasonix.safety.shell.rules.allow_obstacle`) come first; the rows here
-add what a program must not be given to count as reading only.
-
-GNU programs accept any unambiguous prefix of a long option (``sort --out=x`` is ``--output``):
-a long option that is a prefix of one that writes counts as that one.
-
-A bare program name runs whatever the command's ``PATH`` finds first, and ``PATH`` may hold a
-folder of the workspace (an activated ``.venv/bin``, ``node_modules/.bin``, direnv's ``bin``) or
-a relative one (``.``, ``bin``): a program is proved only when the file ``PATH`` finds is outside
-the workspace and its added folders, and no relative entry comes before it.
+A command is **proved read-only** when :func:`~reasonix.safety.shell.rules.allow_obstacle`
+finds nothing, and every simple command is a program of :data:`READERS` (or a git subcommand of
+:data:`GIT_READS`) given only options its row knows to read, no glob could expand to an option,
+and the file ``PATH`` finds for a bare name is outside the workspace with no relative entry
+before it. Git commands that compute diffs are not proved (the attributes' drivers run). The
+README's "Permissions" section lists the cases.
 """
 
 from __future__ import annotations

@@ -1,56 +1,17 @@
 """What a shell command may really do, in the terms permission rules are written in.
 
-Two questions, answered from :mod:`reasonix.safety.shell.lexer`'s parse:
+- :func:`command_forms`: every command a line may run, as token lists where ``None`` is a
+  token known only at run time; quotes, a command's folder and wrappers are seen through
+  (``env``, ``sudo``, ``bash -c``, ``eval``, ``find -exec``, each program's row of ``_RUNS``),
+  and what a program deletes is added as its ``rm`` form (:mod:`~reasonix.safety.shell.deletes`).
+  Deny when unsure: what cannot be known is a form of one unknown token, which every rule
+  matches. :func:`rule_matches` compares a pattern with the forms, flags normalised on both sides.
+- :func:`allow_obstacle`: why no allow rule may cover a line (None when one may), read off each
+  simple command's :class:`Step`. The README's "Permissions" section lists both sides' cases.
 
-- **Could a deny (or ask) rule's command be run?** :func:`command_forms` lists every command the
-  line may run, as token lists where ``None`` stands for a token not known before it runs (a
-  ``$var``, a substitution, a glob). Quotes and backslashes are already gone (``r''m``, ``\\rm``
-  and ``"rm"`` are ``rm``), a command's folder is dropped (``/bin/rm``), and wrappers are seen
-  through (``env -i``, ``nice``, ``timeout``, ``command -p``, ``exec``, ``xargs``, ``sudo``,
-  ``nohup``, ``setsid``, ``stdbuf``, ``bash -c``/``-lc``, ``eval`` of literal text, ``trap``,
-  ``find -exec``, the shell text of ``mapfile -C``, tar's and git's command options, ``script
-  -c``, ``man -P``, ``vim -c '!...'``; ``$(...)`` written inside quoted text, which arithmetic and
-  array subscripts evaluate later), and what programs delete themselves is also written as the
-  ``rm`` that would delete the same (``find -delete``, ``rsync --delete``, ``git clean``,
-  ``shred``, ...: :mod:`reasonix.safety.shell.deletes`). What cannot be known becomes a form of
-  one unknown token, which every rule matches: deny when unsure (a ``$var`` in command position,
-  ``/dev/tcp``, a shell or ``source`` reading its script from stdin or a descriptor, ``hash -p``,
-  ``at``, sed ``e``, awk ``system()``, a wrapper whose options are not modelled, a line the lexer
-  cannot analyse). :func:`rule_matches` compares a rule's pattern with the forms after the same
-  normalisation on both sides (short flags split and combined, known long flags mapped to short
-  ones, so ``rm -rf`` also covers ``rm -fr``, ``rm -r -f``, ``rm --recursive --force``, ``rm
-  -rfv``), and it matches when some value of the unknown tokens would match.
-- **May an allow rule cover it?** :func:`allow_obstacle` says why not, or None: only the
-  side-effect-free forms of a command are covered. Never a line the lexer cannot analyse, a
-  substitution, a redirection into a file, environment assignments, a word whose value is known
-  only at run time, a read of a path outside the workspace (or of ``/proc``, ``/sys``,
-  ``/dev``), a write to our own configuration, or one of the forms that run or write
-  something: ``find -exec/-execdir/-ok/-okdir/-delete/-fprint*/-fls``, sed ``e``/``w``/``W``/
-  ``r``/``R`` commands, ``s///e``/``s///w`` and ``-i``, awk ``system``, pipes, ``getline`` and
-  ``print >``, ``git -c``/``--config-env``/``--exec-path`` and ``diff --output``/``--ext-diff``,
-  ``rg --pre``, ``printf -v``, ``tee``, ``sort -o``/``--compress-program``, tar's command options
-  and writing modes, ``uniq``/``xxd`` output operands, ``tree -o``, ``less -o``, and any
-  command or shell text a program that is no wrapper is given to run by its row of ``_RUNS``
-  (``man -P``, ``zip -TT``, ``vim -c '!...'``, ``script -c``, ``mapfile -C``, ``rsync -e``); nor
-  git in a repository whose own configuration names a program or, for a subcommand that runs
-  hooks, holds one (:mod:`reasonix.safety.git_repository`). The allow side reads these off each
-  simple command's :class:`Step` (its forms and ``side_effects``, computed once per command and
-  shared with :func:`reasonix.safety.shell.effects.effects`); what is its own is where the
-  words point, and which programs may name a protected file (the ``names`` column of
-  :data:`reasonix.safety.shell.programs.PROGRAMS`).
-
-One description per program: what it runs is its row of ``_RUNS`` (git's through
-:func:`reasonix.safety.shell.git.parse_git`, which reads git's own options for every view),
-what it deletes its row of :data:`reasonix.safety.shell.deletes.DELETERS`, which options and
-operands of a reading program write its row of :data:`reasonix.safety.shell.programs.READERS`;
-the wrappers are ``_VALUE_OPTS``, ``_SHELLS`` and ``_OPAQUE_WRAPPERS`` (:func:`runs_commands`),
-and the harmless devices :data:`HARMLESS_DEVICES`. Rules are the guard rail, the sandbox is
-the boundary: the list of what deny rules see through is not meant to grow.
-
-It runs past 500 lines because both questions are answered over the same normalised forms, and
-the per-program checks (``find``, ``sed``, ``awk``, ``git``, ``rg``, ...) are a table that must
-stay complete in one place to be reviewed as a whole: a check that drifts away from the others
-is a hole in an allow rule.
+Rules are the guard rail, the sandbox is the boundary. It runs past 500 lines because both
+questions are answered over the same normalised forms, and the per-program checks are a table
+that must stay complete in one place to be reviewed as a whole.
 """
 
 from __future__ import annotations
