@@ -85,32 +85,30 @@ def _db_client(name: str, text: str) -> str | None:
     return None
 
 
+def _leading(*leads: tuple[str, ...], why: str) -> Callable[[str, list[str]], str | None]:
+    """A program whose first words, one of ``leads``, destroy (``{}`` in ``why``: the program
+    and those words)."""
+
+    def check(name: str, args: list[str]) -> str | None:
+        for lead in leads:
+            if tuple(args[: len(lead)]) == lead:
+                return why.format(" ".join((name, *lead)))
+        return None
+
+    return check
+
+
+_GH_DELETES = _leading(("repo", "delete"), ("release", "delete"), why="`{}` deletes it on GitHub")
+
+
 def _gh(name: str, args: list[str]) -> str | None:
-    if args[:2] in (["repo", "delete"], ["release", "delete"]):
-        return f"`gh {' '.join(args[:2])}` deletes it on GitHub"
     if args[:1] == ["api"] and _method_delete(args):
         return "`gh api` sends a DELETE request to GitHub"
-    return None
-
-
-def _npm(name: str, args: list[str]) -> str | None:
-    if args[:1] == ["unpublish"]:
-        return "`npm unpublish` removes a published package from the registry"
-    return None
-
-
-def _dropdb(name: str, args: list[str]) -> str | None:
-    return f"`{name}` drops it from the database server"
+    return _GH_DELETES(name, args)
 
 
 def _mysqladmin(name: str, args: list[str]) -> str | None:
     return "`mysqladmin drop` drops a database" if "drop" in args else None
-
-
-def _gsutil(name: str, args: list[str]) -> str | None:
-    if args[:1] and args[0] in ("rm", "rb"):
-        return f"`gsutil {args[0]}` deletes cloud storage"
-    return None
 
 
 def _cloud(name: str, args: list[str]) -> str | None:
@@ -125,21 +123,9 @@ def _kubectl(name: str, args: list[str]) -> str | None:
     return None
 
 
-def _helm(name: str, args: list[str]) -> str | None:
-    if args[:1] and args[0] in ("uninstall", "delete", "del", "un"):
-        return "`helm` uninstalls a release from the cluster"
-    return None
-
-
 def _infrastructure(name: str, args: list[str]) -> str | None:
     if "destroy" in args or "-destroy" in args or args[:2] == ["state", "rm"]:
         return f"`{name}` destroys infrastructure"
-    return None
-
-
-def _docker(name: str, args: list[str]) -> str | None:
-    if args[:2] in (["volume", "rm"], ["volume", "prune"], ["system", "prune"]):
-        return f"`docker {' '.join(args[:2])}` deletes volumes or images"
     return None
 
 
@@ -385,20 +371,32 @@ def _aws(name: str, args: list[str]) -> str | None:
 _DESTROYERS: dict[str, Callable[[str, list[str]], str | None]] = {
     "git": _git,
     "gh": _gh,
-    "npm": _npm,
-    "dropdb": _dropdb,
-    "dropuser": _dropdb,
+    "npm": _leading(("unpublish",), why="`{}` removes a published package from the registry"),
+    **dict.fromkeys(
+        ("dropdb", "dropuser"), _leading((), why="`{}` drops it from the database server")
+    ),
     "mysqladmin": _mysqladmin,
     "aws": _aws,
-    "gsutil": _gsutil,
+    "gsutil": _leading(("rm",), ("rb",), why="`{}` deletes cloud storage"),
     "gcloud": _cloud,
     "az": _cloud,
     "kubectl": _kubectl,
-    "helm": _helm,
+    "helm": _leading(
+        ("uninstall",),
+        ("delete",),
+        ("del",),
+        ("un",),
+        why="`helm` uninstalls a release from the cluster",
+    ),
     **dict.fromkeys(("terraform", "tofu", "pulumi"), _infrastructure),
-    "docker": _docker,
     **dict.fromkeys(("curl", "wget", "http", "https", "xh"), _http),
     "rsync": _rsync,
+    "docker": _leading(
+        ("volume", "rm"),
+        ("volume", "prune"),
+        ("system", "prune"),
+        why="`{}` deletes volumes or images",
+    ),
 }
 
 
