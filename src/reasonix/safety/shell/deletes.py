@@ -9,12 +9,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 
-from reasonix.safety.shell.git import parse_git
+from reasonix.safety.shell.git import Form, Token, parse_git
 
 __all__ = ["DELETERS", "deleting_forms"]
-
-Token = str | None
-Form = tuple[Token, ...]
 
 
 def deleting_forms(name: str, rest: Form) -> list[Form]:

@@ -12,11 +12,11 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+from reasonix.safety.shell.git import Form
 from reasonix.safety.shell.lexer import Script, parse
 from reasonix.safety.shell.programs import PROGRAMS, Program, program, written_operands
 from reasonix.safety.shell.rules import (
     HARMLESS_DEVICES,
-    Form,
     Step,
     runs_commands,
     script_forms,

@@ -34,13 +34,10 @@ from reasonix.safety.git_repository import (
 )
 from reasonix.safety.patterns import normalize_command
 from reasonix.safety.shell.deletes import deleting_forms
-from reasonix.safety.shell.git import parse_git
+from reasonix.safety.shell.git import Form, Token, parse_git
 from reasonix.safety.shell.lexer import Command, Script, Word, embedded_substitutions, parse
 from reasonix.safety.shell.programs import program as program_row
 from reasonix.safety.shell.programs import writing_obstacle, written_operands
-
-Token = str | None
-Form = tuple[Token, ...]
 
 _MAX_FORMS = 256
 _MAX_NESTING = 6
@@ -126,6 +123,9 @@ def _strip_dir(tokens: Form) -> Form:
     return tokens
 
 
+_PLAIN_WRAPPERS = (
+    "taskset", "setsid", "nohup", "command", "builtin", "chrt", "unbuffer", "busybox", "toybox"
+)  # fmt: skip
 # Options that take a value, for the wrappers we look through.
 _VALUE_OPTS: dict[str, frozenset[str]] = {
     "env": frozenset({"-u", "--unset", "-C", "--chdir"}),
@@ -141,19 +141,11 @@ _VALUE_OPTS: dict[str, frozenset[str]] = {
         {"-a", "-d", "-E", "-e", "-I", "-L", "-l", "-n", "-P", "-s", "--arg-file", "--delimiter"}
     ),
     "ionice": frozenset({"-c", "-n", "-p", "-P", "-u"}),
-    "taskset": frozenset(),
-    "setsid": frozenset(),
-    "nohup": frozenset(),
-    "command": frozenset(),
-    "builtin": frozenset(),
     "time": frozenset({"-f", "-o", "--format", "--output"}),
-    "chrt": frozenset(),
-    "unbuffer": frozenset(),
     "flock": frozenset({"-w", "--timeout", "-E", "--conflict-exit-code"}),
     "watch": frozenset({"-n", "--interval", "-d"}),
-    "busybox": frozenset(),
-    "toybox": frozenset(),
     "caffeinate": frozenset({"-t", "-w"}),
+    **dict.fromkeys(_PLAIN_WRAPPERS, frozenset()),
 }
 _SHELLS = frozenset(
     {"bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "busybox-sh", "rbash", "fish", "tcsh",
@@ -288,33 +280,34 @@ def _runs_text(name: str, rest: Form) -> _Runs:
     return runs
 
 
-def _runs_mapfile(rest: Form, runs: _Runs) -> None:
-    runs.texts += _option_values(rest, "C", ())
-
-
 def _runs_tar(rest: Form, runs: _Runs) -> None:
     for value in _option_values(rest, "", ("--checkpoint-action",)):
         if value is None or value.startswith("exec="):
             runs.texts.append(None if value is None else value[5:])
-    runs.texts += _option_values(rest, "I", ("--use-compress-program",))
-    runs.texts += _option_values(rest, "F", ("--info-script", "--new-volume-script"))
-    runs.texts += _option_values(rest, "", ("--to-command", "--rsh-command", "--rmt-command"))
+    _texts_of(
+        ("I", ("--use-compress-program",)),
+        ("F", ("--info-script", "--new-volume-script")),
+        ("", ("--to-command", "--rsh-command", "--rmt-command")),
+    )(rest, runs)
 
 
-def _runs_script(rest: Form, runs: _Runs) -> None:
-    runs.texts += _option_values(rest, "c", ("--command",))
+def _texts_of(*options: tuple[str, tuple[str, ...]]) -> Callable[[Form, _Runs], None]:
+    """A row that runs the shell text given to these options (a short letter, long names)."""
+
+    def row(rest: Form, runs: _Runs) -> None:
+        for short, longs in options:
+            runs.texts += _option_values(rest, short, longs)
+
+    return row
+
+
+_runs_script = _texts_of(("c", ("--command",)))
 
 
 def _runs_sg(rest: Form, runs: _Runs) -> None:
     _runs_script(rest, runs)
     if len(rest) > 1 and "-c" not in rest:
         runs.argv.append(rest[1:])
-
-
-def _runs_man(rest: Form, runs: _Runs) -> None:
-    runs.texts += _option_values(rest, "P", ("--pager",))
-    runs.texts += _option_values(rest, "H", ("--html",))
-    runs.texts += _option_values(rest, "B", ("--browser",))
 
 
 def _runs_vim(rest: Form, runs: _Runs) -> None:
@@ -366,14 +359,6 @@ def _runs_parallel(rest: Form, runs: _Runs) -> None:
     line = rest[: rest.index(":::")] if ":::" in rest else rest
     runs.argv.append((*(t for t in line if t is None or not t.startswith("-")), None))
     runs.texts.append(" ".join(t for t in line if t is not None))
-
-
-def _runs_zip(rest: Form, runs: _Runs) -> None:
-    runs.texts += _option_values(rest, "", ("-TT", "--unzip-command"))
-
-
-def _runs_rsync(rest: Form, runs: _Runs) -> None:
-    runs.texts += _option_values(rest, "e", ("--rsh", "--rsync-path"))
 
 
 def _git_runs(rest: Form, runs: _Runs) -> None:
@@ -462,13 +447,12 @@ _GIT_SUB_RUNS: dict[str, Callable[[str, Form, _Runs], None]] = {
 
 #: What each program runs from its arguments: shell text or command lines.
 _RUNS: dict[str, Callable[[Form, _Runs], None]] = {
-    "mapfile": _runs_mapfile,
-    "readarray": _runs_mapfile,
+    **dict.fromkeys(("mapfile", "readarray"), _texts_of(("C", ()))),
     **dict.fromkeys(("tar", "gtar", "bsdtar"), _runs_tar),
     "git": _git_runs,
     "script": _runs_script,
     "sg": _runs_sg,
-    "man": _runs_man,
+    "man": _texts_of(("P", ("--pager",)), ("H", ("--html",)), ("B", ("--browser",))),
     **dict.fromkeys(("vi", "vim", "nvim", "ex", "view", "vimdiff", "gvim", "rvim"), _runs_vim),
     "gdb": _runs_gdb,
     "sed": _runs_sed,
@@ -481,8 +465,8 @@ _RUNS: dict[str, Callable[[Form, _Runs], None]] = {
     "source": _runs_source,
     ".": _runs_source,
     "parallel": _runs_parallel,
-    "zip": _runs_zip,
-    "rsync": _runs_rsync,
+    "zip": _texts_of(("", ("-TT", "--unzip-command"))),
+    "rsync": _texts_of(("e", ("--rsh", "--rsync-path"))),
 }
 
 
@@ -1272,21 +1256,11 @@ def _test(args: list[str]) -> str | None:
 
 
 _CHECKS = {
-    "find": _find,
-    "sed": _sed,
-    "gsed": _sed,
-    "awk": _awk,
-    "gawk": _awk,
-    "mawk": _awk,
-    "nawk": _awk,
-    "git": _git,
-    "tee": _tee,
-    "[[": _test,
-    "tar": _tar,
-    "gtar": _tar,
-    "bsdtar": _tar,
-    "less": _less,
-}
+    "find": _find, "git": _git, "tee": _tee, "[[": _test, "less": _less,
+    **dict.fromkeys(("sed", "gsed"), _sed),
+    **dict.fromkeys(("awk", "gawk", "mawk", "nawk"), _awk),
+    **dict.fromkeys(("tar", "gtar", "bsdtar"), _tar),
+}  # fmt: skip
 
 
 class _Paths:
