@@ -46,23 +46,12 @@ _SUBCOMMAND = re.compile(r"[A-Za-z][\w:.-]*\Z")
 
 
 def proposed_session_rules(request: ApprovalRequest) -> tuple[str, ...]:
-    """The rules to propose for "allow for this session". A command is read by the shell lexer
-    (:mod:`reasonix.safety.shell.lexer`, what the rules engine reads too); each simple command in
-    it gets its program and subcommand, ``bash(git status)`` and ``bash(git status *)``, or its
-    program alone for a program without subcommands (``bash(pytest)``, ``bash(pytest *)``), so
-    the next similar command does not ask again, while ``git statusx`` (or ``lsof`` after
-    ``ls``) is not covered. A command keeps its exact rule when a broader one would allow too
-    much or is unclear: a program whose row in :data:`~reasonix.safety.shell.effects.PROGRAMS`
-    says every use acts (deletes, writes, fetches, changes processes) or runs code given to it,
-    a wrapper that runs another command (``nice``, ``timeout``: the rule would cover whatever
-    it wraps), a path or an unusual name
-    as the program, a word known only at run time, environment assignments, or a line the
-    lexer cannot fully analyse, with a substitution or a redirection into a file. Other tools
-    get the request's own (exact) rules. A frontend shows them for the user to accept or edit.
-
-    The rules engine still decides every later call: an allow rule never covers a side effect
-    the command's text does not show (``git diff --output=x``, ``find -exec``), so a broad
-    proposal cannot let one through (see :func:`reasonix.safety.shell.rules.allow_obstacle`)."""
+    """The rules to propose for "allow for this session": per simple command of the line (read by
+    the shell lexer), its program and subcommand (``bash(git status)``, ``bash(git status *)``)
+    or its program alone (``bash(pytest)``, ``bash(pytest *)``); its exact rule when a broader
+    one would allow too much or is unclear (:func:`_command_rules`). Other tools get the
+    request's own rules. The rules engine still decides every later call: an allow rule never
+    covers a side effect the text does not show (``git diff --output=x``, ``find -exec``)."""
     command = request.arguments.get("command")
     if request.category == "edit":
         # The natural scope of "don't ask again" for edits: every file edit in the workspace

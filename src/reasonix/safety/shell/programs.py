@@ -95,25 +95,14 @@ _AWK = Reader(
 #: sed: scripts given as they are (``-i`` edits in place, ``-f`` reads a script the allow side
 #: cannot see); long options by their full names only, the scripts themselves read by the allow
 #: side's own getopt-like reading of sed's options (``-ne SCRIPT``, ``-l N SCRIPT``)
+_SED_LONGS = frozenset(
+    {"--expression", "--quiet", "--silent", "--regexp-extended", "--null-data", "--separate",
+     "--posix", "--debug", "--line-length", "--sandbox", "--unbuffered", "--zero-terminated",
+     "--version"}
+)  # fmt: skip
 _SED = Reader(
     writes="i",
-    longs=frozenset(
-        {
-            "--expression",
-            "--quiet",
-            "--silent",
-            "--regexp-extended",
-            "--null-data",
-            "--separate",
-            "--posix",
-            "--debug",
-            "--line-length",
-            "--sandbox",
-            "--unbuffered",
-            "--zero-terminated",
-            "--version",
-        }
-    ),
+    longs=_SED_LONGS,
     valued="el",
     valued_longs=frozenset({"--expression", "--line-length"}),
 )
