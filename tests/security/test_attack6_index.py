@@ -119,10 +119,6 @@ def _run(lab: Lab, *commands: str) -> list[str]:
 ATTRIBUTES = "printf 'app.py filter=plain\\n' > .git/info/attributes && "
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attacker6 B1: a filter attribute in .git/info/attributes makes the forged entry pass",
-)
 def test_break_a_planted_filter_attribute_does_not_hide_a_forged_entry(lab: Lab) -> None:
     _repository(lab)
     results = _run(lab, ATTRIBUTES + "python3 forge.py stage", "rm .git/info/attributes")
@@ -154,10 +150,6 @@ HIDE = {
 }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attacker6 B2: an entry that keeps HEAD's blob under the changed file's stat passes",
-)
 @pytest.mark.parametrize("how", sorted(HIDE))
 def test_break_a_command_cannot_hide_its_change_of_a_tracked_file_from_git(
     lab: Lab, how: str

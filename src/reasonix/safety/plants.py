@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reasonix.safety import index_check
 from reasonix.safety.environment import QUIET_GIT
 from reasonix.safety.git_repository import git_dir_obstacle, has_hooks
 from reasonix.safety.protected import protected_paths
@@ -45,6 +46,8 @@ class CreationGuard:
     record: Path | None = None
     #: each root's index as it was (stat), to notice a gitlink the call added
     indexes: dict[Path, tuple[int, int, int, int] | None] = field(default_factory=dict)
+    #: each root's index as it was, to tell which entries the call changed
+    index_before: dict[Path, index_check.Before] = field(default_factory=dict)
     began_ns: int = 0
     #: the job's own process (its supervisor), which a kept job outlives the session with
     job_pid: int | None = None
@@ -58,6 +61,7 @@ class CreationGuard:
         guard.began_ns = time.time_ns()
         for root in guard.roots:
             guard.indexes[root] = _index_stat(root)
+            guard.index_before[root] = index_check.before(root)
             for path in protected_paths(root):
                 if path.is_symlink():
                     guard.links[path] = os.readlink(path)
@@ -94,7 +98,9 @@ class CreationGuard:
         for root in self.roots:
             if _index_changed(root, self.indexes.get(root), self.began_ns):
                 undone += [self._name(p) for p in _embedded_plants(root, self.began_ns)]
-                undone += [f"the index's entry of {name}" for name in _unmask_forged(root)]
+                was = self.index_before.get(root, index_check.Before())
+                forged = index_check.unmask(root, was, _git)
+                undone += [f"the index's entry of {name}" for name in forged]
         for path, target in self.links.items():
             if not (path.is_symlink() and os.readlink(path) == target):
                 if os.path.lexists(path):
@@ -211,70 +217,23 @@ def _embedded_plants(root: Path, since_ns: int) -> list[Path]:
     return removed
 
 
-def _git(root: Path, *args: str, stdin: bytes = b"") -> bytes:
-    """``git ARGS`` over ``root``'s repository on the host, obeying nothing of its
-    configuration that runs a program (hooks, fsmonitor); b"" when it fails."""
+def _git(root: Path, *args: str, stdin: bytes = b"", index: Path | None = None) -> bytes:
+    """``git ARGS`` over ``root``'s repository on the host (with ``index`` for its index),
+    obeying nothing of its configuration that runs a program (hooks, fsmonitor); b"" when it
+    fails."""
+    env = {"PATH": os.environ.get("PATH", os.defpath), "GIT_CONFIG_NOSYSTEM": "1",
+           "GIT_CONFIG_GLOBAL": os.devnull, "HOME": os.devnull}  # fmt: skip
+    if index is not None:
+        env["GIT_INDEX_FILE"] = str(index)
     try:
         proc = subprocess.run(
             ["git", *QUIET_GIT, "--git-dir", str(root / ".git"), "--work-tree", str(root), *args],
-            env={"PATH": os.environ.get("PATH", os.defpath), "GIT_CONFIG_NOSYSTEM": "1",
-                 "GIT_CONFIG_GLOBAL": os.devnull, "HOME": os.devnull},
+            env=env,
             cwd=root, input=stdin, capture_output=True, timeout=60, check=False,
         )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired):
         return b""
     return proc.stdout if proc.returncode == 0 else b""
-
-
-def _unmask_forged(root: Path) -> list[str]:
-    """Entries of ``root``'s index that stage content the work-tree file does not hold while
-    keeping that file's own stat data, so git never looks at the file: ``git diff`` shows
-    nothing, ``git status`` reads "staged as it is", and the user's next commit takes bytes no
-    one saw (a command that rewrote ``.git/index``). Each one found gets its stat data cleared
-    (``update-index --cacheinfo``), so git compares the file again and shows the difference;
-    the paths. Only staged entries git calls clean are hashed: what ``diff-index --cached``
-    names and ``diff-files`` does not."""
-    head = "HEAD" if _git(root, "rev-parse", "-q", "--verify", "HEAD") else _EMPTY_TREE
-    staged = _raw_entries(_git(root, "diff-index", "--cached", "-z", "--no-renames", head))
-    for path in _raw_entries(_git(root, "diff-files", "-z")):
-        staged.pop(path, None)
-    files = [p for p, (m, _) in staged.items() if m in ("100644", "100755") and "\n" not in p]
-    if not files:
-        return []
-    listed = b"".join(os.fsencode(p) + b"\n" for p in files)
-    hashes = _git(root, "hash-object", "--no-filters", "--stdin-paths", stdin=listed).split()
-    if len(hashes) != len(files):
-        return []
-    filtered = _git(
-        root, "check-attr", "-z", "--stdin", "filter", stdin=listed.replace(b"\n", b"\0")
-    )
-    named = filtered.split(b"\0")
-    has_filter = {
-        os.fsdecode(named[i]) for i in range(0, len(named) - 2, 3) if named[i + 2] != b"unspecified"
-    }
-    forged = []
-    for path, real in zip(files, hashes, strict=True):
-        mode, sha = staged[path]
-        if real.decode() != sha and path not in has_filter:
-            _git(root, "update-index", "--cacheinfo", f"{mode},{sha},{path}")
-            forged.append(path)
-    return forged
-
-
-#: git's empty tree: what a repository with no commit yet is compared with.
-_EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
-
-
-def _raw_entries(output: bytes) -> dict[str, tuple[str, str]]:
-    """``diff-index``/``diff-files -z`` raw output as path -> (new mode, new sha), deletions
-    left out."""
-    out: dict[str, tuple[str, str]] = {}
-    fields = output.split(b"\0")
-    for meta, name in zip(fields[::2], fields[1::2], strict=False):
-        parts = meta.decode(errors="replace").lstrip(":").split()
-        if len(parts) == 5 and parts[4] != "D":
-            out[os.fsdecode(name)] = (parts[1], parts[3])
-    return out
 
 
 def _newest(git_dir: Path) -> int:
