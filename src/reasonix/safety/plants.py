@@ -17,11 +17,14 @@ import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from reasonix.safety import index_check
 from reasonix.safety.environment import QUIET_GIT
 from reasonix.safety.git_repository import git_dir_obstacle, has_hooks
 from reasonix.safety.protected import protected_paths
+
+if TYPE_CHECKING:
+    from reasonix.safety.index_check import Before
 
 
 @dataclass(eq=False)
@@ -47,7 +50,7 @@ class CreationGuard:
     #: each root's index as it was (stat), to notice a gitlink the call added
     indexes: dict[Path, tuple[int, int, int, int] | None] = field(default_factory=dict)
     #: each root's index as it was, to tell which entries the call changed
-    index_before: dict[Path, index_check.Before] = field(default_factory=dict)
+    index_before: dict[Path, Before] = field(default_factory=dict)
     began_ns: int = 0
     #: the job's own process (its supervisor), which a kept job outlives the session with
     job_pid: int | None = None
@@ -61,7 +64,7 @@ class CreationGuard:
         guard.began_ns = time.time_ns()
         for root in guard.roots:
             guard.indexes[root] = _index_stat(root)
-            guard.index_before[root] = index_check.before(root)
+            guard.index_before[root] = _index_before(root)
             for path in protected_paths(root):
                 if path.is_symlink():
                     guard.links[path] = os.readlink(path)
@@ -98,8 +101,9 @@ class CreationGuard:
         for root in self.roots:
             if _index_changed(root, self.indexes.get(root), self.began_ns):
                 undone += [self._name(p) for p in _embedded_plants(root, self.began_ns)]
-                was = self.index_before.get(root, index_check.Before())
-                forged = index_check.unmask(root, was, _git)
+                from reasonix.safety.index_check import Before, unmask
+
+                forged = unmask(root, self.index_before.get(root, Before()), _git)
                 undone += [f"the index's entry of {name}" for name in forged]
         for path, target in self.links.items():
             if not (path.is_symlink() and os.readlink(path) == target):
@@ -178,6 +182,12 @@ def _index_stat(root: Path) -> tuple[int, int, int, int] | None:
     except OSError:
         return None
     return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def _index_before(root: Path) -> Before:
+    from reasonix.safety.index_check import before  # not on the prompt's path
+
+    return before(root)
 
 
 def _index_changed(root: Path, before: tuple[int, int, int, int] | None, since_ns: int) -> bool:
