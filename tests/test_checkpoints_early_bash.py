@@ -71,6 +71,8 @@ raise SystemExit(main(sys.argv[1:]))
         ("echo x > linked.txt", None),  # a second link: the write changes another name
         ("echo x > through/f.txt", None),  # a folder that is a symlink
         ("echo x > ../outside.txt", None),
+        ("echo x > through/../f.txt", None),  # the kernel takes `..` after the symlink
+        ("echo x > out/../f.txt", None),  # any `..`: not read here
         ("echo x > /tmp/abs.txt", None),
         ("echo x > $OUT", None),
         ("echo x > *.txt", None),

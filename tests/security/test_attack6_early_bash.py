@@ -95,13 +95,11 @@ def _session(tmp_path: Path, command: str) -> tuple[str, str]:
     return report.read_text(), str(results[1])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attacker6 B6: link/../name is recorded as name; bash writes through the link",
-)
 def test_break_a_write_through_a_symlinks_parent_is_rewound(tmp_path: Path) -> None:
+    # The fix makes this step wait for the snapshot (a `..` word is not a known write), so the
+    # snapshot looks before the write ("unchanged"); either way the rewind must undo it.
     seen, answer = _session(tmp_path, "echo 'the agent' > link/../m000.py")
-    assert seen == "changed"  # the step did not wait: the snapshot looked after its write
+    assert seen in ("changed", "unchanged"), seen
     text = (tmp_path / "ws" / "pkg" / "m000.py").read_text()
     assert text == USER, f"the rewind ({answer!r}) left {text!r}"
 
