@@ -41,6 +41,7 @@ _SHELL_TABLES = (
     "tests/test_shell_git.py",
     "tests/test_shell_lexer.py",
     "tests/test_irreversible.py",
+    "tests/test_shell_survivor_rows.py",
 )
 
 #: module key -> (source file, its fast tests)
