@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from reasonix.safety.shell.effects import effects
+from reasonix.safety.shell.irreversible import irreversible_reason
 from reasonix.safety.shell.lexer import parse
 from reasonix.safety.shell.readers import proved_read_only
 from reasonix.safety.shell.rules import allow_obstacle, rule_matches
@@ -98,3 +99,39 @@ ALLOWED: dict[str, bool] = {
 @pytest.mark.parametrize("command", ALLOWED)
 def test_allowed(command: str, repo: Path) -> None:
     assert (allow_obstacle(parse(command), repo) is None) is ALLOWED[command]
+
+
+#: command -> no snapshot can undo it (the floor asks first)
+IRREVERSIBLE: dict[str, bool] = {
+    "git branch -d -f topic": True,  # -d with --force: an unmerged branch goes
+    "git branch --del --force topic": True,
+    "git branch -d topic": False,
+    "git branch -f topic": False,
+    "cd; rm -rf x": True,  # a bare cd goes home: x is outside the workspace
+    "rm -rf x": False,
+    "gh api -X DELETE repos/o/r": True,
+    "gh api --method=DELETE repos/o/r": True,
+    "gh api repos/o/r": False,
+    "gh api --method==DELETE repos/o/r": False,  # the value is read whole: "=DELETE"
+}
+
+
+@pytest.mark.parametrize("command", IRREVERSIBLE)
+def test_irreversible(command: str, repo: Path) -> None:
+    assert (irreversible_reason(command, repo) is not None) is IRREVERSIBLE[command]
+
+
+#: command -> the rm form deny rules see in it (rsync --delete removes what the destination
+#: has that the source lacks: its last operand; options after the operands are no operand)
+DELETE_FORMS: dict[str, tuple[str, ...] | None] = {
+    "rsync -a --delete src/ dst/ -v": ("rm", "-rf", "dst/"),
+    "rsync --del src/ dst/": ("rm", "-rf", "dst/"),
+    "rsync -a src/ dst/": None,
+}
+
+
+@pytest.mark.parametrize("command", DELETE_FORMS)
+def test_delete_forms(command: str) -> None:
+    removes = [form for form in effects(command).runs if form[:1] == ("rm",)]
+    expected = DELETE_FORMS[command]
+    assert removes == ([expected] if expected else [])
