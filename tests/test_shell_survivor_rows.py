@@ -127,6 +127,14 @@ DELETE_FORMS: dict[str, tuple[str, ...] | None] = {
     "rsync -a --delete src/ dst/ -v": ("rm", "-rf", "dst/"),
     "rsync --del src/ dst/": ("rm", "-rf", "dst/"),
     "rsync -a src/ dst/": None,
+    "shred -u -- -f": ("rm", "-f", "-f"),  # after --, a word with a dash is a file
+    "git worktree remove wt --force": ("rm", "-rf", "wt"),
+    "dd if=a of=b conv=fsync": ("rm", "-f", "b"),  # only conv=notrunc keeps b's contents
+    "dd if=a of=b conv=notrunc": None,
+    # tar --remove-files: what it packs goes, not the archive (-f's value, or old-style czf's)
+    "tar czf out.tgz --remove-files dir": ("rm", "-rf", "dir"),
+    "tar -czf out.tgz --remove-files dir": ("rm", "-rf", "dir"),
+    "tar -c --remove-files a b": ("rm", "-rf", "a", "b"),
 }
 
 
