@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from reasonix.app.approvals import proposed_session_rules
+from reasonix.safety.permissions import ApprovalRequest, Mode
 from reasonix.safety.shell.effects import effects
 from reasonix.safety.shell.irreversible import irreversible_reason
 from reasonix.safety.shell.lexer import parse
@@ -143,3 +145,18 @@ def test_delete_forms(command: str) -> None:
     removes = [form for form in effects(command).runs if form[:1] == ("rm",)]
     expected = DELETE_FORMS[command]
     assert removes == ([expected] if expected else [])
+
+
+#: command -> the rules "allow for this session" proposes for it
+PROPOSED: dict[str, tuple[str, ...]] = {
+    "echo $HOME > out": (),  # its exact rule names a word known only at run time
+    "nice -n 5 make test": ("bash(nice -n 5 make test)",),  # a wrapper: exact, not nice *
+}
+
+
+@pytest.mark.parametrize("command", PROPOSED)
+def test_proposed(command: str) -> None:
+    request = ApprovalRequest(
+        "bash", "bash", {"command": command}, command, "r", (f"bash({command})",), Mode.ASK
+    )
+    assert proposed_session_rules(request) == PROPOSED[command]
