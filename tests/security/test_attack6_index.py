@@ -208,10 +208,6 @@ def _forged_before_the_session(lab: Lab, forge: bool) -> str:
     return answer
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attacker6 B4: the first snapshot seeds from a forged index: /rewind writes its blob",
-)
 def test_break_a_rewind_puts_back_the_users_file_not_the_forged_index_entry(lab: Lab) -> None:
     answer = _forged_before_the_session(lab, forge=True)
     text = (lab.root / "app.py").read_text()

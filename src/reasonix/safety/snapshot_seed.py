@@ -142,7 +142,7 @@ def seed(store: _Store) -> Seeded | None:
             out, _ = excluded.communicate(timeout=300)
         if excluded.returncode != 0:
             raise _GitError("git ls-files -i failed")
-        drop = _unplain_entries(listing)
+        drop = _unplain_entries(listing) + _staged_lies(store, git)
         drop += [n.decode("utf-8", "surrogateescape") for n in out.split(b"\0") if n]
         if drop:
             store.run("update-index", "-z", "--force-remove", "--stdin", stdin=_nul(drop))
@@ -152,6 +152,47 @@ def seed(store: _Store) -> Seeded | None:
         alternates(store).unlink(missing_ok=True)
         return None
     return Seeded(listing, _write_trees(store))
+
+
+def _staged_lies(store: _Store, git: Path) -> list[str]:
+    """Entries of the copied index that stage other bytes than their file holds although
+    their stat data is the file's (a forged index, attacker6 B4; git would take them on
+    trust, and a rewind would write their blob): they are dropped, so the look hashes those
+    files as new. Only entries that differ from the repository's ``HEAD`` are hashed (what the
+    user staged: normally few; an entry equal to ``HEAD`` stages bytes the user committed)."""
+    env = {**store.env(), "GIT_DIR": str(git)}
+
+    def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            ["git", *_GIT_FLAGS, *args], cwd=store.workspace, env=env, input=stdin,
+            capture_output=True, timeout=300, check=False,
+        )  # fmt: skip
+
+    head = run("rev-parse", "-q", "--verify", "HEAD^{tree}")
+    tree = head.stdout.strip().decode() if head.returncode == 0 else _EMPTY_TREE
+    raw = run("diff-index", "--cached", "-z", "--no-renames", tree)
+    if raw.returncode != 0:
+        raise _GitError("git diff-index --cached failed")
+    fields = raw.stdout.split(b"\0")
+    staged = {
+        name.decode("utf-8", "surrogateescape"): meta.split()[3].decode()
+        for meta, name in zip(fields[::2], fields[1::2], strict=False)
+        if meta.split()[-1] != b"D" and meta.split()[1] in (b"100644", b"100755")
+    }
+    plain = [n for n in staged if "\n" not in n and not n.startswith('"')]
+    lies = [n for n in staged if n not in plain]  # cannot be hashed by name: looked at anew
+    if plain:
+        names = "".join(n + "\n" for n in plain).encode("utf-8", "surrogateescape")
+        hashed = run("hash-object", "--no-filters", "--stdin-paths", stdin=names)
+        real = hashed.stdout.decode().split() if hashed.returncode == 0 else []
+        if len(real) != len(plain):
+            return lies + plain
+        lies += [n for n, sha in zip(plain, real, strict=True) if sha != staged[n]]
+    return lies
+
+
+#: git's empty tree: what a repository with no commit yet is compared with.
+_EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
 def _write_trees(store: _Store) -> tuple[subprocess.Popen[bytes], Path] | None:
