@@ -119,6 +119,9 @@ class Preload:
         self.failure: BaseException | None = None
 
     def start(self) -> None:
+        # asyncio's default executor, which the main thread's loop may start while the
+        # preload runs (to_thread): loaded here, before, so the main thread imports nothing then
+        import concurrent.futures.thread  # noqa: F401
         import threading
 
         self._started = True
