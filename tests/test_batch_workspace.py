@@ -13,15 +13,11 @@ from pathlib import Path
 import pytest
 
 from reasonix.batch.workspace import WorkspaceError, baseline_for, diff, prepare_copy
+from tests.support.git_env import ISOLATED_GIT
 
 ENV = {
     **os.environ,
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@localhost",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@localhost",
+    **ISOLATED_GIT,
 }
 
 

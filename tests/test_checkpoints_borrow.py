@@ -19,15 +19,9 @@ import pytest
 from reasonix.safety import snapshot_seed
 from reasonix.safety.checkpoints import CheckpointManager
 from tests.support.checkpoints import state
+from tests.support.git_env import ISOLATED_GIT
 
-GIT_ENV = {
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@localhost",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@localhost",
-}
+GIT_ENV = ISOLATED_GIT
 SECRET = b"the only copy of this work is in the first snapshot\n"
 
 

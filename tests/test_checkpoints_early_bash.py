@@ -22,16 +22,10 @@ from reasonix.safety.snapshot_early import exact_writes
 from reasonix.testing import FakeDeepSeekServer, Reply
 from reasonix.testing.project import fake_project_toml
 from tests.support.cli import FAKE_KEY_ENV, cli_env
+from tests.support.git_env import ISOLATED_GIT
 
 USER = "the user's notes\n"
-GIT_ENV = {
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@localhost",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@localhost",
-}
+GIT_ENV = ISOLATED_GIT
 
 #: ``reasonix run`` with the first background snapshot held until notes.txt changed (or
 #: ``wait`` seconds passed): what it found goes to ``report``. ``control``: a step's kept bytes

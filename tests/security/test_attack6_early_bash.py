@@ -21,18 +21,12 @@ import pytest
 from reasonix.testing import FakeDeepSeekServer, Reply
 from reasonix.testing.project import fake_project_toml
 from tests.support.cli import FAKE_KEY_ENV, cli_env
+from tests.support.git_env import ISOLATED_GIT
 
 pytestmark = [pytest.mark.slow]
 
 USER = "x = 0\n"
-GIT_ENV = {
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@localhost",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@localhost",
-}
+GIT_ENV = ISOLATED_GIT
 
 #: ``reasonix run`` with the first background snapshot held until the target changed (or 60 s):
 #: the snapshot then looks after the step's write, as on a large repository.
