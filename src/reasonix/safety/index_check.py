@@ -158,11 +158,7 @@ def unmask(root: Path, was: Before, git: _Git) -> list[str]:
     hidden = [n for n, head in now.items() if old.get(n) != head and _hides(root, n, head)]
     if not hidden:
         return []
-    listed = b"".join(n + b"\n" for n in hidden)
-    hashes = git(root, "hash-object", "--no-filters", "--stdin-paths", stdin=listed).split()
-    if len(hashes) != len(hidden):
-        hashes = [b""] * len(hidden)  # a file went meanwhile: git looks at each again
-    forged = [n for n, real in zip(hidden, hashes, strict=True) if real.decode() != _sha(now[n])]
+    forged = [n for n, real in _hashes(root, hidden, git) if real != _sha(now[n])]
     if not forged:
         return []
     flagged = b"".join(n + b"\0" for n in forged if _bits(now[n]))
@@ -196,6 +192,23 @@ def _filter_of(root: Path, name: bytes, git: _Git) -> str:
     out = git(root, "check-attr", "-z", "filter", "--", os.fsdecode(name)).split(b"\0")
     value = out[2].decode(errors="replace") if len(out) > 2 else "unspecified"
     return "" if value in ("unspecified", "unset", "set") else value
+
+
+def _hashes(root: Path, names: list[bytes], git: _Git) -> list[tuple[bytes, str]]:
+    """Each file's blob id as git would store it without filters ("" when it cannot be read).
+    ``--stdin-paths`` reads one name a line and unquotes a name that starts with a quote, so
+    such names are hashed one at a time, by argument."""
+    plain = [n for n in names if b"\n" not in n and not n.startswith(b'"')]
+    listed = b"".join(n + b"\n" for n in plain)
+    hashes = git(root, "hash-object", "--no-filters", "--stdin-paths", stdin=listed).split()
+    if len(hashes) != len(plain):
+        hashes = [b""] * len(plain)  # a file went meanwhile: git looks at each again
+    out = [(n, h.decode()) for n, h in zip(plain, hashes, strict=True)]
+    for name in names:
+        if name not in plain:
+            one = git(root, "hash-object", "--no-filters", "--", os.fsdecode(name)).strip()
+            out.append((name, one.decode()))
+    return out
 
 
 _ENTRY = re.compile(
