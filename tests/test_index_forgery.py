@@ -237,3 +237,23 @@ def test_a_name_git_would_unquote_is_hashed_by_itself(tmp_path: Path) -> None:
     _stage_a_lie(root, quoted)
     assert guard.finish() == [f"the index's entry of {quoted}"]
     assert "MM" in _git(root, "status", "--porcelain", "--", quoted)
+
+
+def test_a_fifo_in_place_of_the_index_does_not_hang_the_check(tmp_path: Path) -> None:
+    # A command may leave a FIFO where the index was: opening it for reading would block
+    # until a writer came (the check runs on the host, after the call).
+    root = _repository(tmp_path / "repo")
+    guard = CreationGuard.start([root])
+    (root / ".git" / "index").unlink()
+    os.mkfifo(root / ".git" / "index")
+    assert guard.finish() == []
+
+
+def test_an_index_the_call_made_a_symlink_is_read_as_git_reads_it(tmp_path: Path) -> None:
+    root = _repository(tmp_path / "repo")
+    guard = CreationGuard.start([root])
+    _stage_a_lie(root)
+    index = root / ".git" / "index"
+    index.rename(root / ".git" / "elsewhere")
+    index.symlink_to("elsewhere")
+    assert guard.finish() == ["the index's entry of app.py"]

@@ -20,7 +20,7 @@ import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 from reasonix.safety.git_repository import config_entries, read_config, user_config_files
 
@@ -57,16 +57,24 @@ _READ: dict[Path, tuple[tuple[int, int, int, int], Records]] = {}
 def before(root: Path) -> Before:
     """The index of ``root`` before a call: known entries when this version was read already,
     else its bytes (parsed only if the call writes the index)."""
-    try:
-        with open(root / ".git" / "index", "rb") as fh:
-            key = _key(os.fstat(fh.fileno()))
-            known = _READ.get(root)
-            if known is not None and known[0] == key:
-                return Before(records=known[1])
-            data = fh.read(_MAX_INDEX + 1)
-    except OSError:
-        return Before()
-    return Before(data=data if len(data) <= _MAX_INDEX else None)
+    with contextlib.suppress(OSError), _opened(root) as fh:
+        key = _key(os.fstat(fh.fileno()))
+        known = _READ.get(root)
+        if known is not None and known[0] == key:
+            return Before(records=known[1])
+        data = fh.read(_MAX_INDEX + 1)
+        return Before(data=data if len(data) <= _MAX_INDEX else None)
+    return Before()
+
+
+def _opened(root: Path) -> BinaryIO:
+    """The index as git opens it (through a symlink too), never blocking (a command may have
+    put a FIFO there); OSError when it is not a regular file."""
+    fd = os.open(root / ".git" / "index", os.O_RDONLY | os.O_NONBLOCK)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"{root}/.git/index is not a regular file")
+    return os.fdopen(fd, "rb")
 
 
 def _key(info: os.stat_result) -> tuple[int, int, int, int]:
@@ -74,12 +82,10 @@ def _key(info: os.stat_result) -> tuple[int, int, int, int]:
 
 
 def _after(root: Path) -> Records | None:
-    try:
-        with open(root / ".git" / "index", "rb") as fh:
-            info = os.fstat(fh.fileno())
-            data = fh.read(_MAX_INDEX + 1)
-    except OSError:
-        return None
+    """The index's entries now (None when this does not read them); OSError without one."""
+    with _opened(root) as fh:
+        info = os.fstat(fh.fileno())
+        data = fh.read(_MAX_INDEX + 1)
     records = records_of(data) if len(data) <= _MAX_INDEX else None
     if records is not None and info.st_ctime_ns < time.time_ns() - TICK_NS:
         _READ[root] = (_key(info), records)  # settled: a write now would change its ctime
@@ -151,7 +157,10 @@ def unmask(root: Path, was: Before, git: _Git) -> list[str]:
     a difference from their file; their paths. Without the index as it was, every entry counts
     as changed; without a readable index now, nothing is judged (git reads no such index
     either)."""
-    now = _after(root)
+    try:
+        now = _after(root)
+    except OSError:
+        return []  # no index, or none git can read (a FIFO): nothing git takes on trust
     old = was.entries() or {}
     if now is None:  # a split index, or one of a version this does not read: git reads it
         now, old = _listed(root, git), {}

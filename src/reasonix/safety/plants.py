@@ -99,7 +99,9 @@ class CreationGuard:
             if self._undo_created(path, kept):
                 undone.append(self._name(path))
         for root in self.roots:
-            if _index_changed(root, self.indexes.get(root), self.began_ns):
+            if _index_changed(root, self.indexes.get(root), self.began_ns) and _readable_index(
+                root
+            ):
                 undone += [self._name(p) for p in _embedded_plants(root, self.began_ns)]
                 from reasonix.safety.index_check import Before, unmask
 
@@ -188,6 +190,15 @@ def _index_before(root: Path) -> Before:
     from reasonix.safety.index_check import before  # not on the prompt's path
 
     return before(root)
+
+
+def _readable_index(root: Path) -> bool:
+    """Whether ``root``'s index is a regular file (through a symlink too): a FIFO left in its
+    place would block every git command that opens it, ours for a minute each."""
+    try:
+        return stat.S_ISREG(os.stat(root / ".git" / "index").st_mode)
+    except OSError:
+        return False
 
 
 def _index_changed(root: Path, before: tuple[int, int, int, int] | None, since_ns: int) -> bool:
