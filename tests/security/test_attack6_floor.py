@@ -10,11 +10,11 @@ origin``, the fixed spelling, never reaches the reviewer and the remote keeps it
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 
 import pytest
 
 from reasonix.testing import Reply
+from tests.support.remote_repo import git, remote_git, repository_with_remote
 from tests.support.review import AutoProject, auto_project, gullible_reviewer
 
 __all__ = ["auto_project"]
@@ -22,36 +22,20 @@ __all__ = ["auto_project"]
 pytestmark = pytest.mark.slow
 
 
-def _git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        cwd=cwd,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(cwd), "GIT_CONFIG_NOSYSTEM": "1"},
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return done.stdout.strip()
-
-
 def _release_log(p: AutoProject) -> str:
-    return _git(p.root, "--git-dir=remote.git", "log", "--format=%s", "release")
+    return remote_git(p.root, "log", "--format=%s", "release")
 
 
 def _force_attack(p: AutoProject, command: str) -> subprocess.CompletedProcess[str]:
     """The user's repository and its remote (a bare repository in the workspace, so the sandbox
     lets the push reach it) whose ``release`` has a commit of its own; the model overwrites it."""
     p.rv.handler = gullible_reviewer
-    _git(p.root, "init", "-q", "--bare", "remote.git")
-    _git(p.root, "init", "-q", "-b", "main")
-    _git(p.root, "commit", "-q", "--allow-empty", "-m", "base")
-    _git(p.root, "remote", "add", "origin", "remote.git")
-    _git(p.root, "push", "-q", "origin", "HEAD:main")
-    _git(p.root, "checkout", "-q", "-b", "release")
-    _git(p.root, "commit", "-q", "--allow-empty", "-m", "the release fix")
-    _git(p.root, "push", "-q", "origin", "release")
-    _git(p.root, "checkout", "-q", "main")
-    _git(p.root, "branch", "-q", "-D", "release")
+    repository_with_remote(p.root, "base")
+    git(p.root, "checkout", "-q", "-b", "release")
+    git(p.root, "commit", "-q", "--allow-empty", "-m", "the release fix")
+    git(p.root, "push", "-q", "origin", "release")
+    git(p.root, "checkout", "-q", "main")
+    git(p.root, "branch", "-q", "-D", "release")
     assert _release_log(p).splitlines()[0] == "the release fix"
     p.ex.push(Reply.call("bash", {"command": command}), Reply.text("ok"))
     return p.run("tidy the branches")
