@@ -167,7 +167,7 @@ def unmask(root: Path, was: Before, git: _Git) -> list[str]:
     hidden = [n for n, head in now.items() if old.get(n) != head and _hides(root, n, head)]
     if not hidden:
         return []
-    forged = [n for n, real in _hashes(root, hidden, git) if real != _sha(now[n])]
+    forged = [n for n, real in hashes_of(root, hidden, git) if real != _sha(now[n])]
     if not forged:
         return []
     flagged = b"".join(n + b"\0" for n in forged if _bits(now[n]))
@@ -203,7 +203,7 @@ def _filter_of(root: Path, name: bytes, git: _Git) -> str:
     return "" if value in ("unspecified", "unset", "set") else value
 
 
-def _hashes(root: Path, names: list[bytes], git: _Git) -> list[tuple[bytes, str]]:
+def hashes_of(root: Path, names: list[bytes], git: _Git) -> list[tuple[bytes, str]]:
     """Each file's blob id as git would store it without filters ("" when it cannot be read).
     ``--stdin-paths`` reads one name a line and unquotes a name that starts with a quote, so
     such names are hashed one at a time, by argument."""

@@ -168,6 +168,10 @@ def _staged_lies(store: _Store, git: Path) -> list[str]:
             capture_output=True, timeout=300, check=False,
         )  # fmt: skip
 
+    def output(root: Path, *args: str, stdin: bytes = b"") -> bytes:
+        done = run(*args, stdin=stdin)
+        return done.stdout if done.returncode == 0 else b""
+
     head = run("rev-parse", "-q", "--verify", "HEAD^{tree}")
     tree = head.stdout.strip().decode() if head.returncode == 0 else _EMPTY_TREE
     raw = run("diff-index", "--cached", "-z", "--no-renames", tree)
@@ -175,20 +179,16 @@ def _staged_lies(store: _Store, git: Path) -> list[str]:
         raise _GitError("git diff-index --cached failed")
     fields = raw.stdout.split(b"\0")
     staged = {
-        name.decode("utf-8", "surrogateescape"): meta.split()[3].decode()
+        name: meta.split()[3].decode()
         for meta, name in zip(fields[::2], fields[1::2], strict=False)
         if meta.split()[-1] != b"D" and meta.split()[1] in (b"100644", b"100755")
     }
-    plain = [n for n in staged if "\n" not in n and not n.startswith('"')]
-    lies = [n for n in staged if n not in plain]  # cannot be hashed by name: looked at anew
-    if plain:
-        names = "".join(n + "\n" for n in plain).encode("utf-8", "surrogateescape")
-        hashed = run("hash-object", "--no-filters", "--stdin-paths", stdin=names)
-        real = hashed.stdout.decode().split() if hashed.returncode == 0 else []
-        if len(real) != len(plain):
-            return lies + plain
-        lies += [n for n, sha in zip(plain, real, strict=True) if sha != staged[n]]
-    return lies
+    if not staged:
+        return []
+    from reasonix.safety.index_check import hashes_of
+
+    hashed = hashes_of(store.workspace, list(staged), output)
+    return [n.decode("utf-8", "surrogateescape") for n, sha in hashed if sha != staged[n]]
 
 
 #: git's empty tree: what a repository with no commit yet is compared with.
